@@ -1,0 +1,59 @@
+#pragma once
+// Non-tensor entries (Python's NonTensorData / NonTensorStack). A value is either one JSON
+// value shared by every batch element, or a stack: one value per batch element, stored as a
+// pool of distinct values plus an int64 tensor of pool ids shaped like the batch. Batch
+// operations (indexing, reshaping, stacking) apply to that id tensor like to any leaf, so a
+// stack follows every batch operation without special cases.
+
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include <tensordict/json.h>
+
+namespace tensordict {
+
+class NonTensorData {
+ public:
+  /// One value for every batch element.
+  NonTensorData(json::Value value = json::Value());
+  NonTensorData(const char* value) : NonTensorData(json::Value(value)) {}
+  NonTensorData(std::string value) : NonTensorData(json::Value(std::move(value))) {}
+
+  /// One value per batch element: `ids` (int64, shaped like the batch) indexes `pool`.
+  static NonTensorData from_ids(std::vector<json::Value> pool, at::Tensor ids);
+  /// A stack from a nested JSON list of the given batch shape (what `tolist` returns).
+  static NonTensorData from_list(const json::Value& nested, c10::IntArrayRef batch_size);
+
+  /// True when elements may hold different values.
+  bool is_stack() const { return ids_.defined(); }
+  /// True when every element holds the same value (always so when not a stack).
+  bool is_uniform() const;
+  /// The value shared by all elements. Throws ValueError for a stack whose values differ.
+  const json::Value& value() const;
+  /// Uniform: the value. Stack: nested lists following the id tensor's shape.
+  json::Value tolist() const;
+
+  const at::Tensor& ids() const { return ids_; }
+  const std::vector<json::Value>& pool() const { return *pool_; }
+
+  /// Same values, ids replaced (the result of a batch operation on `ids()`).
+  NonTensorData with_ids(at::Tensor ids) const;
+  /// A stack whose ids are shaped `batch_size`, filled from this (uniform or stack) value.
+  NonTensorData as_stack(c10::IntArrayRef batch_size) const;
+  /// Stacks several non-tensor values along `dim` of the batch `batch_size` they share.
+  /// Equal uniform values stay uniform.
+  static NonTensorData stack(const std::vector<NonTensorData>& items, int64_t dim,
+                             c10::IntArrayRef batch_size);
+
+  /// Element-wise equality of the values (ids may differ).
+  friend bool operator==(const NonTensorData& a, const NonTensorData& b);
+  friend bool operator!=(const NonTensorData& a, const NonTensorData& b) { return !(a == b); }
+
+ private:
+  std::shared_ptr<const std::vector<json::Value>> pool_;
+  at::Tensor ids_;  // undefined: uniform value pool_->front()
+};
+
+}  // namespace tensordict

@@ -1,0 +1,207 @@
+#pragma once
+// TensorDict: the handle users hold. Like at::Tensor it has reference semantics: copying the
+// handle shares the entries, `clone()` copies the data. It works on any backend through the
+// TensorDictBase interface; behaviour follows Python tensordict (v0.14), spelled the way
+// LibTorch's C++ API spells it (index, index_put_, sizes, to).
+
+#include <initializer_list>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/Scalar.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/key.h>
+#include <tensordict/non_tensor.h>
+#include <tensordict/tensor_dict_base.h>
+
+namespace tensordict {
+
+class Entry;
+class EntryInit;
+
+/// Which keys `keys()`, `items()` and `values()` list.
+struct KeysOptions {
+  bool include_nested = false;  ///< descend into nested tensordicts
+  bool leaves_only = false;     ///< drop nested tensordicts and non-tensor entries
+};
+
+class TensorDict {
+ public:
+  using Item = std::pair<std::string, EntryInit>;
+
+  /// An empty in-memory tensordict with batch size [] and no device.
+  TensorDict();
+  /// An in-memory tensordict from key -> value pairs; values may be tensors, tensordicts,
+  /// nested braced lists of pairs, strings (non-tensor data) or numbers (0-dim tensors).
+  /// Every tensor's leading dims must equal `batch_size`; with a `device`, leaves move there.
+  TensorDict(std::initializer_list<Item> items, c10::IntArrayRef batch_size = {},
+             std::optional<at::Device> device = std::nullopt);
+  TensorDict(const std::vector<Item>& items, c10::IntArrayRef batch_size = {},
+             std::optional<at::Device> device = std::nullopt);
+  /// Wraps a backend.
+  explicit TensorDict(c10::intrusive_ptr<TensorDictBase> impl);
+
+  /// An empty in-memory tensordict with this batch size and device.
+  static TensorDict empty_with(c10::IntArrayRef batch_size,
+                               std::optional<at::Device> device = std::nullopt);
+
+  // ---- Handle --------------------------------------------------------------------------
+  TensorDictBase* impl() const { return impl_.get(); }
+  const c10::intrusive_ptr<TensorDictBase>& impl_ptr() const { return impl_; }
+  /// True when both handles refer to the same tensordict.
+  bool is_same(const TensorDict& other) const { return impl_ == other.impl_; }
+  size_t use_count() const { return impl_.use_count(); }
+
+  // ---- Batch size and device -------------------------------------------------------------
+  c10::IntArrayRef batch_size() const { return impl_->batch_size(); }
+  c10::IntArrayRef sizes() const { return impl_->batch_size(); }
+  int64_t size(int64_t dim) const;
+  int64_t batch_dims() const { return impl_->batch_dims(); }
+  int64_t dim() const { return impl_->batch_dims(); }
+  /// prod(batch_size): 1 for batch size [], 0 when a dim is 0 (Python returns 1 there: a
+  /// quirk this port fixes).
+  int64_t numel() const;
+  const std::optional<at::Device>& device() const { return impl_->device(); }
+  /// Re-validates every entry against the new batch size (Python `td.batch_size = ...`).
+  TensorDict& set_batch_size(c10::IntArrayRef batch_size);
+  bool is_locked() const { return impl_->is_locked(); }
+  bool is_shared() const { return impl_->is_shared(); }
+  bool is_memmap() const { return impl_->is_memmap(); }
+  const char* type_name() const { return impl_->type_name(); }
+
+  // ---- Keys and entries ------------------------------------------------------------------
+  bool contains(KeyRef key) const;
+  /// The tensor at `key`. Throws KeyError (naming the keys that exist) when missing, and
+  /// TypeError when the entry is a tensordict or non-tensor data.
+  at::Tensor get(KeyRef key) const;
+  at::Tensor operator[](KeyRef key) const { return get(key); }
+  /// The tensor at `key`, or `default_value` when the key is missing.
+  at::Tensor get(KeyRef key, const at::Tensor& default_value) const;
+  TensorDict get_tensordict(KeyRef key) const;
+  NonTensorData get_non_tensor(KeyRef key) const;
+  /// Whatever is stored at `key`; throws KeyError when missing.
+  Entry get_entry(KeyRef key) const;
+  /// Whatever is stored at `key`, or an undefined Entry when missing.
+  Entry find(KeyRef key) const;
+
+  /// Stores `value` at `key`, replacing any entry, creating intermediate tensordicts.
+  /// Checks the batch dims, moves the value to the tensordict's device. Returns *this.
+  TensorDict& set(KeyRef key, at::Tensor value);
+  TensorDict& set(KeyRef key, EntryInit value);
+  /// Copies `value` into the existing entry at `key` (key must exist; dtype and device of the
+  /// destination are kept). Allowed on locked tensordicts.
+  TensorDict& set_(KeyRef key, const at::Tensor& value);
+  TensorDict& set_(KeyRef key, const TensorDict& value);
+  /// Stores a non-tensor value (Python NonTensorData).
+  TensorDict& set_non_tensor(KeyRef key, json::Value value);
+  /// Removes the entry at `key`; KeyError when missing.
+  TensorDict& erase(KeyRef key);
+  /// Removes and returns the entry at `key`; KeyError when missing.
+  Entry pop(KeyRef key);
+  /// Removes and returns the entry at `key`, or returns `default_value` when missing.
+  Entry pop(KeyRef key, Entry default_value);
+  /// Renames `old_key` to `new_key` (the entry moves, no copy). With `safe`, an existing
+  /// `new_key` is an error; otherwise it is replaced.
+  TensorDict& rename_key_(KeyRef old_key, KeyRef new_key, bool safe = false);
+
+  /// Keys in insertion order. With include_nested, a nested tensordict's key comes before its
+  /// children (pre-order): {"a"}, {"a","b"}, {"c"}. With leaves_only, only tensor leaves.
+  std::vector<NestedKey> keys(bool include_nested = false, bool leaves_only = false) const;
+  std::vector<std::pair<NestedKey, Entry>> items(bool include_nested = false,
+                                                 bool leaves_only = false) const;
+  std::vector<Entry> values(bool include_nested = false, bool leaves_only = false) const;
+  /// Number of entries at the top level.
+  size_t num_keys() const { return impl_->num_entries(); }
+
+  // ---- Batch indexing --------------------------------------------------------------------
+  /// `td[indices]` over the batch dims. Integers, slices, None and Ellipsis give views;
+  /// masks and index tensors give copies; `{}`, `{Ellipsis}` and `{Slice()}` give *this.
+  TensorDict index(c10::ArrayRef<at::indexing::TensorIndex> indices) const;
+  TensorDict index(std::initializer_list<at::indexing::TensorIndex> indices) const;
+  /// `td[indices] = value` for every key of `value`; keys absent here are created as zeros
+  /// of the full batch size first (Python's pre-allocation).
+  TensorDict& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const TensorDict& value);
+  TensorDict& index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                         const TensorDict& value);
+  /// `leaf[indices] = value` for every tensor leaf.
+  TensorDict& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const at::Tensor& value);
+  TensorDict& index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                         const at::Tensor& value);
+  TensorDict& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const c10::Scalar& value);
+  TensorDict& index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                         const c10::Scalar& value);
+
+  // ---- Batch shape operations (batch dims only; views where the leaf op gives views) ----
+  TensorDict view(c10::IntArrayRef shape) const;
+  TensorDict reshape(c10::IntArrayRef shape) const;
+  TensorDict permute(c10::IntArrayRef dims) const;
+  TensorDict transpose(int64_t dim0, int64_t dim1) const;
+  TensorDict squeeze() const;
+  TensorDict squeeze(int64_t dim) const;
+  TensorDict unsqueeze(int64_t dim) const;
+  TensorDict expand(c10::IntArrayRef shape) const;
+  TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  TensorDict unflatten(int64_t dim, c10::IntArrayRef sizes) const;
+
+  // ---- Several tensordicts ---------------------------------------------------------------
+  std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<TensorDict> split(c10::IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<TensorDict> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<TensorDict> unbind(int64_t dim = 0) const;
+
+  // ---- Copies and conversions ------------------------------------------------------------
+  /// All leaves on `device`; returns *this when the device is already `device`.
+  TensorDict to(at::Device device, bool non_blocking = false) const;
+  /// All tensor leaves cast to `dtype` (integer and bool leaves too).
+  TensorDict to(at::ScalarType dtype) const;
+  TensorDict to(at::Device device, at::ScalarType dtype, bool non_blocking = false) const;
+  TensorDict cpu() const;
+  /// Deep copy (recurse) or a new tensordict sharing the leaves (!recurse). Never locked.
+  TensorDict clone(bool recurse = true) const;
+  TensorDict detach() const;
+  TensorDict contiguous() const;
+  /// A tensordict with no entries, the same batch size and device (Python `empty()`); with
+  /// `recurse`, nested tensordicts are kept, empty.
+  TensorDict empty(bool recurse = false) const;
+  /// Leaves replaced by uninitialized tensors of the same shape, dtype and device
+  /// (`torch.empty_like` over the tensordict).
+  TensorDict empty_like() const;
+  TensorDict& zero_();
+  /// Fills the tensor at `key` with `value`.
+  TensorDict& fill_(KeyRef key, const c10::Scalar& value);
+  /// Fills every tensor leaf with `value`.
+  TensorDict& fill_(const c10::Scalar& value);
+
+  // ---- Locking ---------------------------------------------------------------------------
+  /// Locks this tensordict and every nested one: new keys, erase, rename and non-in-place
+  /// set are refused; in-place writes (set_, index_put_ on existing keys) are allowed.
+  TensorDict& lock_();
+  /// Unlocks recursively. Refused for a tensordict that a live locked parent contains.
+  TensorDict& unlock_();
+
+  // ---- Printing ----------------------------------------------------------------------------
+  /// Python tensordict's repr layout.
+  std::string repr() const;
+
+ private:
+  c10::intrusive_ptr<TensorDictBase> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const TensorDict& td);
+
+/// Dense stack along a new batch dim `dim` (in [-batch_dims-1, batch_dims]). Keys and batch
+/// sizes must match; errors name the first differing key or shape.
+TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
+/// Concatenation along batch dim `dim`.
+TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
+
+}  // namespace tensordict

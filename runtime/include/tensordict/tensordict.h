@@ -1,0 +1,12 @@
+#pragma once
+// Umbrella header of the tensordict-cpp runtime.
+
+#include <tensordict/batch_index.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/key.h>
+#include <tensordict/non_tensor.h>
+#include <tensordict/tensor_dict.h>
+#include <tensordict/tensor_dict_base.h>
+#include <tensordict/tensor_dict_impl.h>

@@ -1,0 +1,344 @@
+// Indexing and batch-shape operations of the TensorDict handle.
+
+#include <ATen/ATen.h>
+#include <ATen/TensorIndexing.h>
+#include <ATen/InferSize.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+#include <tensordict/tensor_dict_impl.h>
+
+#include "detail/format.h"
+#include "detail/validate.h"
+
+namespace tensordict {
+
+using detail::size_str;
+
+// ---- Indexing ------------------------------------------------------------------------------
+
+TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) const {
+  BatchIndex index(indices, batch_size());
+  if (index.is_identity()) return *this;
+  return impl_->index(index);
+}
+
+TensorDict TensorDict::index(std::initializer_list<at::indexing::TensorIndex> indices) const {
+  return index(c10::ArrayRef<at::indexing::TensorIndex>(indices));
+}
+
+namespace {
+
+// Writes `value` (already sized to the indexed batch) into `dest[index]`, key by key.
+void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorDict& value,
+                    const NestedKey& prefix) {
+  value.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    NestedKey full = prefix.empty() ? NestedKey(key) : prefix.child(key);
+    Entry existing = dest.get(key);
+    if (entry.is_tensordict()) {
+      if (!existing.defined()) {
+        detail::check_unlocked(dest);
+        BatchSize child_batch(dest.batch_size().begin(), dest.batch_size().end());
+        c10::IntArrayRef vb = entry.tensordict_unchecked().batch_size();
+        child_batch.append(vb.begin() + index.result_batch_size().size(), vb.end());
+        TensorDict child = dest.make_child(key, child_batch);
+        dest.insert_or_assign(key, child);
+        existing = Entry(child);
+      }
+      TD_CHECK(existing.is_tensordict(), TypeError, "cannot write a TensorDict into ", full.repr(),
+               " which holds ", kind_name(existing.kind()));
+      put_tensordict(*existing.tensordict_unchecked().impl(), index, entry.tensordict_unchecked(),
+                     full);
+      return;
+    }
+    if (entry.is_non_tensor()) {
+      // Non-tensor values: the same value everywhere stays uniform; otherwise write per element.
+      const NonTensorData& src = entry.non_tensor();
+      if (!existing.defined()) {
+        detail::check_unlocked(dest);
+        dest.insert_or_assign(key, src.is_stack() ? src.as_stack(dest.batch_size()) : src);
+        if (!src.is_stack()) return;
+        existing = dest.get(key);
+      }
+      TD_CHECK(existing.is_non_tensor(), TypeError, "cannot write non-tensor data into ",
+               full.repr(), " which holds ", kind_name(existing.kind()));
+      const NonTensorData& cur = existing.non_tensor();
+      if (!cur.is_stack() && !src.is_stack() && cur.value() == src.value()) return;
+      NonTensorData stacked = cur.as_stack(dest.batch_size());
+      std::vector<json::Value> pool = stacked.pool();
+      NonTensorData incoming = src.as_stack(index.result_batch_size());
+      at::Tensor ids = stacked.ids().clone();
+      index.assign(ids, incoming.ids() + static_cast<int64_t>(pool.size()));
+      pool.insert(pool.end(), incoming.pool().begin(), incoming.pool().end());
+      dest.insert_or_assign(key, NonTensorData::from_ids(std::move(pool), ids));
+      return;
+    }
+    const at::Tensor& src = entry.tensor_unchecked();
+    if (!existing.defined()) {
+      // Python pre-allocates a missing key as zeros of the full batch size.
+      detail::check_unlocked(dest);
+      BatchSize shape(dest.batch_size().begin(), dest.batch_size().end());
+      c10::IntArrayRef event = src.sizes().slice(index.result_batch_size().size());
+      shape.append(event.begin(), event.end());
+      at::Tensor zeros = at::zeros(shape, src.options().device(dest.device().value_or(src.device())));
+      dest.insert_or_assign(key, zeros);
+    } else {
+      TD_CHECK(existing.is_tensor(), TypeError, "cannot write a tensor into ", full.repr(),
+               " which holds ", kind_name(existing.kind()));
+    }
+    try {
+      dest.write_at_(key, index, src);
+    } catch (const c10::Error& e) {
+      TD_THROW(ShapeError, "cannot write a value of shape ", size_str(src.sizes()), " into ",
+               full.repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
+    }
+  });
+}
+
+}  // namespace
+
+TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
+                                   const TensorDict& value) {
+  BatchIndex index(indices, batch_size());
+  c10::IntArrayRef target = index.result_batch_size();
+  TensorDict src = value;
+  c10::IntArrayRef vb = value.batch_size();
+  if (vb.size() < target.size() || vb.slice(0, target.size()) != target) {
+    // A source whose batch is a suffix of the indexed batch broadcasts (td[:1] = td[0]).
+    const bool is_suffix = vb.size() <= target.size() &&
+                           target.slice(target.size() - vb.size()) == vb;
+    TD_CHECK(is_suffix, ShapeError, "indexed destination TensorDict batch size is ",
+             size_str(target), " (batch_size = ", size_str(batch_size()), ", index=",
+             index.repr(), "), which differs from the source batch size ", size_str(vb));
+    src = value.expand(target);
+  }
+  put_tensordict(*impl_, index, src, NestedKey());
+  return *this;
+}
+
+TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                                   const TensorDict& value) {
+  return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+}
+
+namespace {
+template <typename V>
+void put_every_leaf(TensorDictBase& td, const BatchIndex& index, const V& value) {
+  td.for_each([&](const std::string& key, const Entry& entry) {
+    if (entry.is_tensor()) {
+      try {
+        index.assign(entry.tensor_unchecked(), value);
+      } catch (const c10::Error& e) {
+        TD_THROW(ShapeError, "cannot write into ", NestedKey(key).repr(), "[", index.repr(), "]: ",
+                 e.what_without_backtrace());
+      }
+    } else if (entry.is_tensordict()) {
+      put_every_leaf(*entry.tensordict_unchecked().impl(), index, value);
+    }
+  });
+}
+}  // namespace
+
+TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
+                                   const at::Tensor& value) {
+  BatchIndex index(indices, batch_size());
+  put_every_leaf(*impl_, index, value);
+  return *this;
+}
+
+TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                                   const at::Tensor& value) {
+  return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+}
+
+TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
+                                   const c10::Scalar& value) {
+  BatchIndex index(indices, batch_size());
+  put_every_leaf(*impl_, index, value);
+  return *this;
+}
+
+TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                                   const c10::Scalar& value) {
+  return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+}
+
+// ---- Batch shape operations ------------------------------------------------------------------
+
+namespace {
+
+int64_t wrap_dim(int64_t dim, int64_t ndims, const char* op, c10::IntArrayRef batch) {
+  TD_CHECK(dim >= -ndims && dim < ndims, IndexError, op, ": dim ", dim,
+           " is out of range for a tensordict with batch size ", size_str(batch));
+  return dim < 0 ? dim + ndims : dim;
+}
+
+// Leaf shape = new batch followed by the leaf's own dims after the old batch dims.
+std::vector<int64_t> with_event_dims(c10::IntArrayRef new_batch, const at::Tensor& leaf,
+                                     int64_t old_dims) {
+  std::vector<int64_t> shape(new_batch.begin(), new_batch.end());
+  c10::IntArrayRef event = leaf.sizes().slice(old_dims);
+  shape.insert(shape.end(), event.begin(), event.end());
+  return shape;
+}
+
+std::vector<int64_t> infer_batch(c10::IntArrayRef shape, int64_t numel, c10::IntArrayRef batch) {
+  try {
+    return at::infer_size(shape, numel);
+  } catch (const c10::Error&) {
+    TD_THROW(ShapeError, "shape ", shape, " is invalid for a tensordict with batch size ",
+             size_str(batch), " (", numel, " elements)");
+  }
+}
+
+}  // namespace
+
+TensorDict TensorDict::view(c10::IntArrayRef shape) const {
+  std::vector<int64_t> new_batch = infer_batch(shape, numel(), batch_size());
+  if (c10::IntArrayRef(new_batch) == batch_size()) return *this;
+  const int64_t old_dims = batch_dims();
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+    return t.view(with_event_dims(new_batch, t, old_dims));
+  });
+}
+
+TensorDict TensorDict::reshape(c10::IntArrayRef shape) const {
+  std::vector<int64_t> new_batch = infer_batch(shape, numel(), batch_size());
+  if (c10::IntArrayRef(new_batch) == batch_size()) return *this;
+  const int64_t old_dims = batch_dims();
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+    return t.reshape(with_event_dims(new_batch, t, old_dims));
+  });
+}
+
+TensorDict TensorDict::permute(c10::IntArrayRef dims) const {
+  const int64_t n = batch_dims();
+  std::vector<int64_t> perm;
+  std::vector<bool> seen(n, false);
+  bool valid = static_cast<int64_t>(dims.size()) == n;
+  for (int64_t d : dims) {
+    if (d < -n || d >= n) { valid = false; break; }
+    int64_t w = d < 0 ? d + n : d;
+    if (seen[w]) { valid = false; break; }
+    seen[w] = true;
+    perm.push_back(w);
+  }
+  if (!valid) {
+    std::string expected = "[";
+    for (int64_t i = 0; i < n; ++i) expected += (i ? ", " : "") + std::to_string(i);
+    TD_THROW(ValueError, "Cannot compute the permutation, got dims=", dims,
+             " but expected a permutation of ", expected, "].");
+  }
+  BatchSize new_batch;
+  for (int64_t d : perm) new_batch.push_back(batch_size()[d]);
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+    std::vector<int64_t> full(perm.begin(), perm.end());
+    for (int64_t d = n; d < t.dim(); ++d) full.push_back(d);
+    return t.permute(full);
+  });
+}
+
+TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
+  const int64_t n = batch_dims();
+  dim0 = wrap_dim(dim0, n, "transpose", batch_size());
+  dim1 = wrap_dim(dim1, n, "transpose", batch_size());
+  if (dim0 == dim1) return *this;
+  BatchSize new_batch(batch_size().begin(), batch_size().end());
+  std::swap(new_batch[dim0], new_batch[dim1]);
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.transpose(dim0, dim1); });
+}
+
+TensorDict TensorDict::squeeze() const {
+  BatchSize new_batch;
+  std::vector<int64_t> dropped;
+  for (int64_t d = 0; d < batch_dims(); ++d) {
+    if (batch_size()[d] == 1) dropped.push_back(d);
+    else new_batch.push_back(batch_size()[d]);
+  }
+  if (dropped.empty()) return *this;
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+    at::Tensor out = t;
+    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) out = out.squeeze(*it);
+    return out;
+  });
+}
+
+TensorDict TensorDict::squeeze(int64_t dim) const {
+  dim = wrap_dim(dim, batch_dims(), "squeeze", batch_size());
+  if (batch_size()[dim] != 1) return *this;
+  BatchSize new_batch(batch_size().begin(), batch_size().end());
+  new_batch.erase(new_batch.begin() + dim);
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.squeeze(dim); });
+}
+
+TensorDict TensorDict::unsqueeze(int64_t dim) const {
+  const int64_t n = batch_dims();
+  TD_CHECK(dim >= -n - 1 && dim <= n, IndexError,
+           "unsqueezing is allowed for dims comprised between `-td.batch_dims - 1` and "
+           "`td.batch_dims` only. Got dim=", dim, " with td.batch_size=", size_str(batch_size()), ".");
+  if (dim < 0) dim += n + 1;
+  BatchSize new_batch(batch_size().begin(), batch_size().end());
+  new_batch.insert(new_batch.begin() + dim, 1);
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.unsqueeze(dim); });
+}
+
+TensorDict TensorDict::expand(c10::IntArrayRef shape) const {
+  const int64_t n = batch_dims();
+  TD_CHECK(static_cast<int64_t>(shape.size()) >= n, ShapeError, "the number of sizes provided (",
+           shape.size(), ") must be greater or equal to the number of dimensions in the TensorDict (",
+           n, ")");
+  const int64_t lead = static_cast<int64_t>(shape.size()) - n;
+  BatchSize new_batch(shape.begin(), shape.end());
+  for (int64_t d = 0; d < n; ++d) {
+    int64_t want = shape[lead + d], have = batch_size()[d];
+    if (want == -1) {
+      new_batch[lead + d] = have;
+      continue;
+    }
+    TD_CHECK(have == want || have == 1, ShapeError, "Incompatible expanded shape: ", shape,
+             " cannot expand the batch size ", size_str(batch_size()), " (dim ", d, " has size ",
+             have, ").");
+  }
+  for (int64_t d = 0; d < lead; ++d) {
+    TD_CHECK(shape[d] >= 0, ShapeError, "Incompatible expanded shape: ", shape,
+             " (new leading dims cannot be -1)");
+  }
+  if (c10::IntArrayRef(new_batch) == batch_size()) return *this;
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+    return t.expand(with_event_dims(new_batch, t, n));
+  });
+}
+
+TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
+  const int64_t n = batch_dims();
+  if (n == 0) return unsqueeze(0);  // Python: flattening a 0-dim tensordict gives [1]
+  start_dim = wrap_dim(start_dim, n, "flatten", batch_size());
+  end_dim = wrap_dim(end_dim, n, "flatten", batch_size());
+  TD_CHECK(start_dim <= end_dim, ValueError, "flatten: start_dim ", start_dim,
+           " comes after end_dim ", end_dim);
+  if (start_dim == end_dim) return *this;
+  BatchSize new_batch(batch_size().begin(), batch_size().begin() + start_dim);
+  int64_t merged = 1;
+  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= batch_size()[d];
+  new_batch.push_back(merged);
+  new_batch.append(batch_size().begin() + end_dim + 1, batch_size().end());
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.flatten(start_dim, end_dim); });
+}
+
+TensorDict TensorDict::unflatten(int64_t dim, c10::IntArrayRef sizes) const {
+  const int64_t n = batch_dims();
+  dim = wrap_dim(dim, n, "unflatten", batch_size());
+  std::vector<int64_t> inferred = infer_batch(sizes, batch_size()[dim], batch_size());
+  BatchSize new_batch(batch_size().begin(), batch_size().begin() + dim);
+  new_batch.append(inferred.begin(), inferred.end());
+  new_batch.append(batch_size().begin() + dim + 1, batch_size().end());
+  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().begin() + dim);
+    shape.insert(shape.end(), inferred.begin(), inferred.end());
+    shape.insert(shape.end(), t.sizes().begin() + dim + 1, t.sizes().end());
+    return t.view(shape);
+  });
+}
+
+}  // namespace tensordict

@@ -1,0 +1,55 @@
+#include "detail/format.h"
+
+#include <algorithm>
+
+#include <tensordict/key.h>
+
+namespace tensordict {
+namespace detail {
+
+std::string size_str(c10::IntArrayRef sizes) {
+  std::string out = "torch.Size([";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(sizes[i]);
+  }
+  out += "])";
+  return out;
+}
+
+std::string dtype_str(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat: return "torch.float32";
+    case c10::kDouble: return "torch.float64";
+    case c10::kHalf: return "torch.float16";
+    case c10::kBFloat16: return "torch.bfloat16";
+    case c10::kByte: return "torch.uint8";
+    case c10::kChar: return "torch.int8";
+    case c10::kShort: return "torch.int16";
+    case c10::kInt: return "torch.int32";
+    case c10::kLong: return "torch.int64";
+    case c10::kBool: return "torch.bool";
+    case c10::kComplexHalf: return "torch.complex32";
+    case c10::kComplexFloat: return "torch.complex64";
+    case c10::kComplexDouble: return "torch.complex128";
+    case c10::kQInt8: return "torch.qint8";
+    case c10::kQUInt8: return "torch.quint8";
+    case c10::kQInt32: return "torch.qint32";
+    case c10::kQUInt4x2: return "torch.quint4x2";
+    default: return std::string("torch.") + c10::toString(dtype);
+  }
+}
+
+std::string keys_str(std::vector<std::string> keys) {
+  std::sort(keys.begin(), keys.end());
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i) out += ", ";
+    out += NestedKey(keys[i]).repr();
+  }
+  out += "]";
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tensordict

@@ -1,0 +1,21 @@
+#pragma once
+// Formatting helpers shared by error messages and repr (Python spellings).
+
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
+
+namespace tensordict {
+namespace detail {
+
+/// torch.Size([3, 4])
+std::string size_str(c10::IntArrayRef sizes);
+/// torch.float32
+std::string dtype_str(c10::ScalarType dtype);
+/// ['a', 'b'] (sorted, as Python's KeyError messages list them)
+std::string keys_str(std::vector<std::string> keys);
+
+}  // namespace detail
+}  // namespace tensordict

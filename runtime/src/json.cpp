@@ -1,0 +1,481 @@
+#include <tensordict/json.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <ostream>
+
+#include <tensordict/errors.h>
+
+namespace tensordict {
+namespace json {
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Double: return "float";
+    case Kind::String: return "string";
+    case Kind::Array: return "array";
+    case Kind::Object: return "object";
+  }
+  return "?";
+}
+
+namespace {
+[[noreturn]] void kind_mismatch(Kind want, Kind got) {
+  TD_THROW(TypeError, "expected a JSON ", kind_name(want), " but got a JSON ", kind_name(got));
+}
+}  // namespace
+
+bool Value::as_bool() const {
+  if (!is_bool()) kind_mismatch(Kind::Bool, kind());
+  return std::get<bool>(data_);
+}
+int64_t Value::as_int() const {
+  if (!is_int()) kind_mismatch(Kind::Int, kind());
+  return std::get<int64_t>(data_);
+}
+double Value::as_double() const {
+  if (is_int()) return static_cast<double>(std::get<int64_t>(data_));
+  if (!is_double()) kind_mismatch(Kind::Double, kind());
+  return std::get<double>(data_);
+}
+const std::string& Value::as_string() const {
+  if (!is_string()) kind_mismatch(Kind::String, kind());
+  return std::get<std::string>(data_);
+}
+const Array& Value::as_array() const {
+  if (!is_array()) kind_mismatch(Kind::Array, kind());
+  return *std::get<std::shared_ptr<Array>>(data_);
+}
+const Object& Value::as_object() const {
+  if (!is_object()) kind_mismatch(Kind::Object, kind());
+  return *std::get<std::shared_ptr<Object>>(data_);
+}
+Array& Value::mutable_array() {
+  if (!is_array()) kind_mismatch(Kind::Array, kind());
+  auto& p = std::get<std::shared_ptr<Array>>(data_);
+  if (p.use_count() > 1) p = std::make_shared<Array>(*p);
+  return *p;
+}
+Object& Value::mutable_object() {
+  if (!is_object()) kind_mismatch(Kind::Object, kind());
+  auto& p = std::get<std::shared_ptr<Object>>(data_);
+  if (p.use_count() > 1) p = std::make_shared<Object>(*p);
+  return *p;
+}
+
+const Value* Value::find(std::string_view key) const {
+  if (!is_object()) return nullptr;
+  for (const auto& kv : as_object()) {
+    if (kv.first == key) return &kv.second;
+  }
+  return nullptr;
+}
+
+bool operator==(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
+    return a.as_double() == b.as_double();
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Kind::Null: return true;
+    case Kind::Bool: return a.as_bool() == b.as_bool();
+    case Kind::String: return a.as_string() == b.as_string();
+    case Kind::Array: return a.as_array() == b.as_array();
+    case Kind::Object: return a.as_object() == b.as_object();
+    default: return false;
+  }
+}
+
+// ---- Writing ----------------------------------------------------------------------------
+
+namespace {
+
+std::string format_double(double d) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // Python prints 1.0, not 1
+  return s;
+}
+
+void dump_string(std::string& out, const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+void dump_value(std::string& out, const Value& v, bool allow_nan) {
+  switch (v.kind()) {
+    case Kind::Null: out += "null"; break;
+    case Kind::Bool: out += v.as_bool() ? "true" : "false"; break;
+    case Kind::Int: out += std::to_string(v.as_int()); break;
+    case Kind::Double: {
+      double d = v.as_double();
+      if (std::isnan(d)) out += allow_nan ? "NaN" : "null";
+      else if (std::isinf(d)) out += allow_nan ? (d > 0 ? "Infinity" : "-Infinity") : "null";
+      else out += format_double(d);
+      break;
+    }
+    case Kind::String: dump_string(out, v.as_string()); break;
+    case Kind::Array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : v.as_array()) {
+        if (!first) out += ',';
+        first = false;
+        dump_value(out, item, allow_nan);
+      }
+      out += ']';
+      break;
+    }
+    case Kind::Object: {
+      out += '{';
+      bool first = true;
+      for (const auto& kv : v.as_object()) {
+        if (!first) out += ',';
+        first = false;
+        dump_string(out, kv.first);
+        out += ':';
+        dump_value(out, kv.second, allow_nan);
+      }
+      out += '}';
+      break;
+    }
+  }
+}
+
+void python_repr_string(std::string& out, const std::string& s) {
+  const bool use_double = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
+  const char q = use_double ? '"' : '\'';
+  out += q;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == q) { out += '\\'; out += c; }
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  out += q;
+}
+
+void python_value(std::string& out, const Value& v, bool top_level_str) {
+  switch (v.kind()) {
+    case Kind::Null: out += "None"; break;
+    case Kind::Bool: out += v.as_bool() ? "True" : "False"; break;
+    case Kind::Int: out += std::to_string(v.as_int()); break;
+    case Kind::Double: {
+      double d = v.as_double();
+      if (std::isnan(d)) out += "nan";
+      else if (std::isinf(d)) out += d > 0 ? "inf" : "-inf";
+      else out += format_double(d);
+      break;
+    }
+    case Kind::String:
+      if (top_level_str) out += v.as_string();
+      else python_repr_string(out, v.as_string());
+      break;
+    case Kind::Array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : v.as_array()) {
+        if (!first) out += ", ";
+        first = false;
+        python_value(out, item, false);
+      }
+      out += ']';
+      break;
+    }
+    case Kind::Object: {
+      out += '{';
+      bool first = true;
+      for (const auto& kv : v.as_object()) {
+        if (!first) out += ", ";
+        first = false;
+        python_repr_string(out, kv.first);
+        out += ": ";
+        python_value(out, kv.second, false);
+      }
+      out += '}';
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string Value::dump(bool allow_nan) const {
+  std::string out;
+  dump_value(out, *this, allow_nan);
+  return out;
+}
+
+std::string Value::python_str() const {
+  std::string out;
+  python_value(out, *this, true);
+  return out;
+}
+
+std::string Value::python_repr() const {
+  std::string out;
+  python_value(out, *this, false);
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const Value& value) { return os << value.dump(true); }
+
+// ---- Parsing ----------------------------------------------------------------------------
+
+namespace {
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+
+  Value parse_document() {
+    skip_ws();
+    Value v = parse_value(0);
+    skip_ws();
+    if (pos_ != text_.size()) fail("unexpected trailing characters");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < pos_ && i < text_.size(); ++i) {
+      if (text_[i] == '\n') { ++line; col = 1; } else { ++col; }
+    }
+    TD_THROW(ValueError, source_, ":", line, ":", col, ": invalid JSON: ", what);
+  }
+
+  void skip_ws() {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r' || text_[pos_] == '\t'))
+      ++pos_;
+  }
+
+  bool consume(std::string_view word) {
+    if (text_.substr(pos_, word.size()) == word) {
+      pos_ += word.size();
+      return true;
+    }
+    return false;
+  }
+
+  Value parse_value(int depth) {
+    if (depth > 512) fail("nesting too deep");
+    if (pos_ >= text_.size()) fail("unexpected end of input");
+    char c = text_[pos_];
+    if (c == '{') return parse_object(depth);
+    if (c == '[') return parse_array(depth);
+    if (c == '"') return Value(parse_string());
+    if (consume("true")) return Value(true);
+    if (consume("false")) return Value(false);
+    if (consume("null")) return Value();
+    if (consume("NaN")) return Value(std::numeric_limits<double>::quiet_NaN());
+    if (consume("Infinity")) return Value(std::numeric_limits<double>::infinity());
+    if (consume("-Infinity")) return Value(-std::numeric_limits<double>::infinity());
+    if (c == '-' || (c >= '0' && c <= '9')) return parse_number();
+    fail(std::string("unexpected character '") + c + "'");
+  }
+
+  Value parse_object(int depth) {
+    ++pos_;  // {
+    Object obj;
+    skip_ws();
+    if (pos_ < text_.size() && text_[pos_] == '}') {
+      ++pos_;
+      return Value(std::move(obj));
+    }
+    while (true) {
+      skip_ws();
+      if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a string key");
+      std::string key = parse_string();
+      skip_ws();
+      if (pos_ >= text_.size() || text_[pos_] != ':') fail("expected ':'");
+      ++pos_;
+      skip_ws();
+      Value v = parse_value(depth + 1);
+      // Python keeps the last of duplicated keys, at the position of the first.
+      bool replaced = false;
+      for (auto& kv : obj) {
+        if (kv.first == key) { kv.second = std::move(v); replaced = true; break; }
+      }
+      if (!replaced) obj.emplace_back(std::move(key), std::move(v));
+      skip_ws();
+      if (pos_ >= text_.size()) fail("unexpected end of input in object");
+      if (text_[pos_] == ',') { ++pos_; continue; }
+      if (text_[pos_] == '}') { ++pos_; break; }
+      fail("expected ',' or '}'");
+    }
+    return Value(std::move(obj));
+  }
+
+  Value parse_array(int depth) {
+    ++pos_;  // [
+    Array arr;
+    skip_ws();
+    if (pos_ < text_.size() && text_[pos_] == ']') {
+      ++pos_;
+      return Value(std::move(arr));
+    }
+    while (true) {
+      skip_ws();
+      arr.push_back(parse_value(depth + 1));
+      skip_ws();
+      if (pos_ >= text_.size()) fail("unexpected end of input in array");
+      if (text_[pos_] == ',') { ++pos_; continue; }
+      if (text_[pos_] == ']') { ++pos_; break; }
+      fail("expected ',' or ']'");
+    }
+    return Value(std::move(arr));
+  }
+
+  unsigned parse_hex4() {
+    if (pos_ + 4 > text_.size()) fail("truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      char c = text_[pos_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= c - '0';
+      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+      else fail("bad hex digit in \\u escape");
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  std::string parse_string() {
+    ++pos_;  // "
+    std::string out;
+    while (true) {
+      if (pos_ >= text_.size()) fail("unterminated string");
+      char c = text_[pos_++];
+      if (c == '"') break;
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= text_.size()) fail("unterminated escape");
+      char e = text_[pos_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = parse_hex4();
+          if (cp >= 0xD800 && cp < 0xDC00) {
+            // A high surrogate must be followed by a low one: together one code point.
+            if (text_.substr(pos_, 2) == "\\u") {
+              size_t save = pos_;
+              pos_ += 2;
+              unsigned lo = parse_hex4();
+              if (lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+              } else {
+                pos_ = save;
+              }
+            }
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default: fail(std::string("bad escape '\\") + e + "'");
+      }
+    }
+    return out;
+  }
+
+  Value parse_number() {
+    size_t start = pos_;
+    bool is_float = false;
+    if (text_[pos_] == '-') ++pos_;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c >= '0' && c <= '9') { ++pos_; continue; }
+      if (c == '.' || c == 'e' || c == 'E' || c == '+' || (c == '-' && pos_ > start)) {
+        is_float = true;
+        ++pos_;
+        continue;
+      }
+      break;
+    }
+    std::string_view num = text_.substr(start, pos_ - start);
+    if (num == "-" ) fail("bad number");
+    if (!is_float) {
+      int64_t v = 0;
+      auto res = std::from_chars(num.data(), num.data() + num.size(), v);
+      if (res.ec == std::errc() && res.ptr == num.data() + num.size()) return Value(v);
+      // Out of int64 range: keep the magnitude as a double like a lenient reader would.
+    }
+    double d = 0;
+    auto res = std::from_chars(num.data(), num.data() + num.size(), d);
+    if (res.ec != std::errc() || res.ptr != num.data() + num.size()) {
+      pos_ = start;
+      fail("bad number '" + std::string(num) + "'");
+    }
+    return Value(d);
+  }
+
+  std::string_view text_;
+  std::string source_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Value parse(std::string_view text, std::string_view source) {
+  return Parser(text, source).parse_document();
+}
+
+}  // namespace json
+}  // namespace tensordict

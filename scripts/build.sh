@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures and builds tensordict-cpp with Ninja (and ccache when present) into ${BUILD_DIR:-build}.
+# Extra arguments go to cmake's configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >"${build_dir}.configure.log" 2>&1 \
+  || { cat "${build_dir}.configure.log"; exit 1; }
+grep -E "^-- tensordict-cpp" "${build_dir}.configure.log" || true
+cmake --build "$build_dir" -j"${JOBS:-$(nproc)}"
