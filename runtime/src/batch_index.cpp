@@ -42,6 +42,7 @@ std::vector<idx::TensorIndex> to_tensor_indices(const std::vector<BatchIndex::It
 
 BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef batch_size) {
   const int64_t bd = static_cast<int64_t>(batch_size.size());
+  source_batch_dims_ = bd;
   int64_t consumed = 0;
   int ellipses = 0;
   for (const auto& i : indices) {

@@ -39,6 +39,9 @@ class BatchIndex {
   c10::IntArrayRef result_batch_size() const { return result_batch_size_; }
   /// Number of leading batch dims the index consumes in the source.
   int64_t source_dims() const { return source_dims_; }
+  /// Number of batch dims of the tensordict the index was parsed against. A nested tensordict
+  /// with more batch dims keeps its extra ones after result_batch_size().
+  int64_t source_batch_dims() const { return source_batch_dims_; }
   /// Only integers, slices, None and bools: the result is a view of the source.
   bool is_basic() const { return is_basic_; }
   /// The index selects everything unchanged (`()`, `...`, `:`): the result is the source.
@@ -58,6 +61,7 @@ class BatchIndex {
   std::vector<Item> items_;
   c10::SmallVector<int64_t, 6> result_batch_size_;
   int64_t source_dims_ = 0;
+  int64_t source_batch_dims_ = 0;
   bool is_basic_ = true;
   bool is_identity_ = false;
 };
