@@ -120,9 +120,8 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
       if (!(start == 0 && stop == size && s.step() == 1)) is_identity_ = false;
       ++dim;
     } else {  // tensor
-      const at::Tensor& t = i.tensor();
+      at::Tensor t = i.tensor();
       it.kind = Item::Kind::Tensor;
-      it.tensor = t;
       is_basic_ = false;
       is_identity_ = false;
       if (is_mask(t)) {
@@ -135,8 +134,11 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
         TD_CHECK(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), IndexError,
                  "tensors used as batch indices must be long, int, byte or bool tensors, got ",
                  t.scalar_type());
+        // LibTorch 1.13 indexes with long tensors only (2.x also takes int): widen once here.
+        if (t.scalar_type() != at::kLong) t = t.to(at::kLong);
         ++dim;
       }
+      it.tensor = t;
     }
     items_.push_back(std::move(it));
   }
