@@ -49,7 +49,7 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
     consumed += consumed_dims(i);
     if (i.is_ellipsis()) ++ellipses;
   }
-  TD_CHECK(ellipses <= 1, IndexError, "An index can only have one ellipsis at most.");
+  TD_CHECK(ellipses <= 1, RuntimeError, "An index can only have one ellipsis at most.");
   if (bd == 0) {
     for (const auto& i : indices) {
       const bool allowed = i.is_none() || i.is_ellipsis() || i.is_boolean() ||

@@ -274,7 +274,7 @@ TensorDict TensorDict::squeeze(int64_t dim) const {
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
   const int64_t n = batch_dims();
-  TD_CHECK(dim >= -n - 1 && dim <= n, IndexError,
+  TD_CHECK(dim >= -n - 1 && dim <= n, RuntimeError,
            "unsqueezing is allowed for dims comprised between `-td.batch_dims - 1` and "
            "`td.batch_dims` only. Got dim=", dim, " with td.batch_size=", size_str(batch_size()), ".");
   if (dim < 0) dim += n + 1;

@@ -31,8 +31,8 @@ class BatchIndex {
   };
 
   /// Parses `indices` against `batch_size`. Throws IndexError for more indices than batch dims,
-  /// integers out of range, a mask whose shape differs from the dims it covers, or two
-  /// ellipses, and RuntimeError for indexing a tensordict without batch dims.
+  /// integers out of range or a mask whose shape differs from the dims it covers, and
+  /// RuntimeError (as Python does) for two ellipses or indexing a tensordict without batch dims.
   BatchIndex(c10::ArrayRef<at::indexing::TensorIndex> indices, c10::IntArrayRef batch_size);
 
   /// The batch size of the indexed tensordict.
