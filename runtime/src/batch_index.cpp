@@ -42,13 +42,14 @@ std::vector<idx::TensorIndex> to_tensor_indices(const std::vector<BatchIndex::It
 
 BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef batch_size) {
   const int64_t bd = static_cast<int64_t>(batch_size.size());
+  source_batch_dims_ = bd;
   int64_t consumed = 0;
   int ellipses = 0;
   for (const auto& i : indices) {
     consumed += consumed_dims(i);
     if (i.is_ellipsis()) ++ellipses;
   }
-  TD_CHECK(ellipses <= 1, IndexError, "An index can only have one ellipsis at most.");
+  TD_CHECK(ellipses <= 1, RuntimeError, "An index can only have one ellipsis at most.");
   if (bd == 0) {
     for (const auto& i : indices) {
       const bool allowed = i.is_none() || i.is_ellipsis() || i.is_boolean() ||
@@ -119,9 +120,8 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
       if (!(start == 0 && stop == size && s.step() == 1)) is_identity_ = false;
       ++dim;
     } else {  // tensor
-      const at::Tensor& t = i.tensor();
+      at::Tensor t = i.tensor();
       it.kind = Item::Kind::Tensor;
-      it.tensor = t;
       is_basic_ = false;
       is_identity_ = false;
       if (is_mask(t)) {
@@ -134,8 +134,11 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
         TD_CHECK(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), IndexError,
                  "tensors used as batch indices must be long, int, byte or bool tensors, got ",
                  t.scalar_type());
+        // LibTorch 1.13 indexes with long tensors only (2.x also takes int): widen once here.
+        if (t.scalar_type() != at::kLong) t = t.to(at::kLong);
         ++dim;
       }
+      it.tensor = t;
     }
     items_.push_back(std::move(it));
   }

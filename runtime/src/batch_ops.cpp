@@ -186,7 +186,7 @@ std::vector<int64_t> with_event_dims(c10::IntArrayRef new_batch, const at::Tenso
 std::vector<int64_t> infer_batch(c10::IntArrayRef shape, int64_t numel, c10::IntArrayRef batch) {
   try {
     return at::infer_size(shape, numel);
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {  // LibTorch 1.13 throws std::runtime_error here
     TD_THROW(ShapeError, "shape ", shape, " is invalid for a tensordict with batch size ",
              size_str(batch), " (", numel, " elements)");
   }
@@ -199,7 +199,14 @@ TensorDict TensorDict::view(c10::IntArrayRef shape) const {
   if (c10::IntArrayRef(new_batch) == batch_size()) return *this;
   const int64_t old_dims = batch_dims();
   return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
-    return t.view(with_event_dims(new_batch, t, old_dims));
+    try {
+      return t.view(with_event_dims(new_batch, t, old_dims));
+    } catch (const c10::Error& e) {
+      // Typically a non-contiguous batch (after permute/transpose): say what to do instead.
+      TD_THROW(ShapeError, "view of the batch size ", size_str(batch_size()), " as ",
+               size_str(new_batch), " is not possible for a leaf of shape ", size_str(t.sizes()),
+               " with strides ", t.strides(), "; use reshape() instead: ", e.what_without_backtrace());
+    }
   });
 }
 
@@ -274,7 +281,7 @@ TensorDict TensorDict::squeeze(int64_t dim) const {
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
   const int64_t n = batch_dims();
-  TD_CHECK(dim >= -n - 1 && dim <= n, IndexError,
+  TD_CHECK(dim >= -n - 1 && dim <= n, RuntimeError,
            "unsqueezing is allowed for dims comprised between `-td.batch_dims - 1` and "
            "`td.batch_dims` only. Got dim=", dim, " with td.batch_size=", size_str(batch_size()), ".");
   if (dim < 0) dim += n + 1;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <ostream>
 
@@ -95,11 +96,19 @@ bool operator==(const Value& a, const Value& b) {
 
 namespace {
 
+// Python's float repr: the shortest digits that round-trip, in fixed notation for decimal
+// exponents in [-4, 16) (0.0001, 1000000000000000.0) and scientific outside (1e-05, 1e+16).
+// std::to_chars alone picks whichever text is shorter, which differs (1e-04, 1e+15).
 std::string format_double(double d) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), d);
-  std::string s(buf, res.ptr);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // Python prints 1.0, not 1
+  char buf[400];
+  auto sci = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  std::string s(buf, sci.ptr);
+  const size_t e = s.find('e');
+  const int exponent = e == std::string::npos ? 0 : std::atoi(s.c_str() + e + 1);
+  if (exponent < -4 || exponent >= 16) return s;
+  auto fixed = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::fixed);
+  s.assign(buf, fixed.ptr);
+  if (s.find('.') == std::string::npos) s += ".0";  // Python prints 1.0, not 1
   return s;
 }
 

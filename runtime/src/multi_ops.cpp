@@ -275,7 +275,7 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   TD_CHECK(!tds.empty(), RuntimeError, "list_of_tensordicts cannot be empty");
   const int64_t n = tds.front().batch_dims();
-  TD_CHECK(dim >= -n && dim < n, IndexError, "dim must be in the range 0 <= dim < len(batch_size), got dim=",
+  TD_CHECK(dim >= -n && dim < n, RuntimeError, "dim must be in the range 0 <= dim < len(batch_size), got dim=",
            dim, " and batch_size=", size_str(tds.front().batch_size()));
   if (dim < 0) dim += n;
   return join(tds, dim, Join::Cat, NestedKey());

@@ -279,9 +279,16 @@ TensorDict& TensorDict::set_batch_size(c10::IntArrayRef batch_size) {
 
 bool TensorDict::contains(KeyRef key) const {
   check_key(key);
+  // Python: ("a", "b") in td is False when "a" holds a tensor (no error, unlike get).
+  const TensorDictBase* level = impl_.get();
   Entry holder;
-  TensorDictBase* level = walk(impl_.get(), key, holder, nullptr);
-  return level != nullptr && level->has(key.back());
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    Entry next = level->get(key[i]);
+    if (!next.is_tensordict()) return false;
+    holder = std::move(next);
+    level = holder.tensordict_unchecked().impl();
+  }
+  return level->has(key.back());
 }
 
 Entry TensorDict::find(KeyRef key) const {

@@ -37,7 +37,12 @@ void TensorDictBase::set_batch_size(c10::IntArrayRef batch_size) {
 }
 
 TensorDict TensorDictBase::index(const BatchIndex& index) const {
-  auto out = c10::make_intrusive<TensorDictImpl>(index.result_batch_size(), device_);
+  // A nested level may have more batch dims than the indexed root: those follow unchanged.
+  BatchSize out_batch(index.result_batch_size().begin(), index.result_batch_size().end());
+  if (static_cast<int64_t>(batch_size_.size()) > index.source_batch_dims()) {
+    out_batch.append(batch_size_.begin() + index.source_batch_dims(), batch_size_.end());
+  }
+  auto out = c10::make_intrusive<TensorDictImpl>(out_batch, device_);
   out->reserve(num_entries());
   for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {

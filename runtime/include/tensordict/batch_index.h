@@ -31,14 +31,17 @@ class BatchIndex {
   };
 
   /// Parses `indices` against `batch_size`. Throws IndexError for more indices than batch dims,
-  /// integers out of range, a mask whose shape differs from the dims it covers, or two
-  /// ellipses, and RuntimeError for indexing a tensordict without batch dims.
+  /// integers out of range or a mask whose shape differs from the dims it covers, and
+  /// RuntimeError (as Python does) for two ellipses or indexing a tensordict without batch dims.
   BatchIndex(c10::ArrayRef<at::indexing::TensorIndex> indices, c10::IntArrayRef batch_size);
 
   /// The batch size of the indexed tensordict.
   c10::IntArrayRef result_batch_size() const { return result_batch_size_; }
   /// Number of leading batch dims the index consumes in the source.
   int64_t source_dims() const { return source_dims_; }
+  /// Number of batch dims of the tensordict the index was parsed against. A nested tensordict
+  /// with more batch dims keeps its extra ones after result_batch_size().
+  int64_t source_batch_dims() const { return source_batch_dims_; }
   /// Only integers, slices, None and bools: the result is a view of the source.
   bool is_basic() const { return is_basic_; }
   /// The index selects everything unchanged (`()`, `...`, `:`): the result is the source.
@@ -58,6 +61,7 @@ class BatchIndex {
   std::vector<Item> items_;
   c10::SmallVector<int64_t, 6> result_batch_size_;
   int64_t source_dims_ = 0;
+  int64_t source_batch_dims_ = 0;
   bool is_basic_ = true;
   bool is_identity_ = false;
 };

@@ -1,0 +1,38 @@
+#pragma once
+// Small helpers shared by the contract tests.
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/TensorIndexing.h>
+
+#include <tensordict/tensordict.h>
+
+namespace contract {
+
+/// True when both tensors view the same storage (a view, not a copy).
+inline bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
+  return a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl();
+}
+
+/// The keys of `td` as strings joined with ".", in listing order.
+inline std::vector<std::string> joined_keys(const tensordict::TensorDict& td, bool include_nested = false,
+                                            bool leaves_only = false) {
+  std::vector<std::string> out;
+  for (const auto& k : td.keys(include_nested, leaves_only)) out.push_back(k.join("."));
+  return out;
+}
+
+/// A 1-d bool mask from 0/1 values (at::tensor has no bool overload in LibTorch 1.13).
+inline at::Tensor mask(std::initializer_list<int64_t> values) {
+  return at::tensor(std::vector<int64_t>(values), at::kLong).ne(0);
+}
+
+using Strings = std::vector<std::string>;
+using Sizes = std::vector<int64_t>;
+
+/// Sizes as a vector, comparable in CHECK without unparenthesised commas.
+inline Sizes sizes_of(c10::IntArrayRef s) { return Sizes(s.begin(), s.end()); }
+
+}  // namespace contract

@@ -1,0 +1,102 @@
+// Contract: non-tensor leaves (Python NonTensorData / NonTensorStack) through indexing,
+// stacking, shape ops, cloning and writes (semantics.md 1.15, item 7 of issue 2).
+#include <catch2/catch.hpp>
+
+#include "contract/backends.h"
+#include "contract/helpers.h"
+
+using namespace tensordict;
+using at::indexing::Slice;
+using contract::ContractBackends;
+using contract::Sizes;
+using contract::sizes_of;
+
+namespace {
+std::string text(const TensorDict& td, KeyRef key) { return td.get_non_tensor(key).value().as_string(); }
+std::string list(const TensorDict& td, KeyRef key) { return td.get_non_tensor(key).tolist().python_str(); }
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("a string value survives indexing, shape ops and cloning", "[contract][non_tensor]",
+                        ContractBackends) {
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({4, 2})}, {"s", "hello"}, {"n", {{"t", "inner"}}}}, {4}));
+  CHECK(text(td, "s") == "hello");
+  CHECK_FALSE(td.get_non_tensor("s").is_stack());
+  CHECK(text(td.index({1}), "s") == "hello");
+  CHECK((text(td.index({Slice(0, 2)}), {"n", "t"}) == "inner"));
+  CHECK((text(td.index({contract::mask({1, 0, 1, 1})}), "s") == "hello"));
+  CHECK((text(td.index({at::tensor({3, 0}, at::kLong)}), "s") == "hello"));
+  CHECK(text(td.unsqueeze(0), "s") == "hello");
+  CHECK((text(td.expand({3, 4}), {"n", "t"}) == "inner"));
+  CHECK(text(td.clone(), "s") == "hello");
+  CHECK(text(td.to(at::kDouble), "s") == "hello");
+  CHECK(text(td.split(3)[1], "s") == "hello");
+  CHECK((text(td.unbind(0)[2], {"n", "t"}) == "inner"));
+  CHECK(td.get_non_tensor("s").tolist().python_str() == "hello");
+}
+
+TEMPLATE_LIST_TEST_CASE("stacking equal values stays uniform, different values become a stack",
+                        "[contract][non_tensor]", ContractBackends) {
+  TensorDict x0 = TestType::make(TensorDict({{"a", at::zeros({})}, {"s", "x"}}));
+  TensorDict x1 = TestType::make(TensorDict({{"a", at::ones({})}, {"s", "x"}}));
+  TensorDict y = TestType::make(TensorDict({{"a", at::ones({})}, {"s", "y"}}));
+
+  TensorDict same = stack({x0, x1});
+  CHECK_FALSE(same.get_non_tensor("s").is_stack());
+  CHECK(text(same, "s") == "x");
+
+  TensorDict diff = stack({x0, y, x1});
+  NonTensorData s = diff.get_non_tensor("s");
+  REQUIRE(s.is_stack());
+  CHECK_FALSE(s.is_uniform());
+  CHECK(sizes_of(s.ids().sizes()) == Sizes{3});
+  CHECK(s.tolist().python_str() == "['x', 'y', 'x']");
+  REQUIRE_THROWS_AS(s.value(), ValueError);
+  REQUIRE_THROWS_WITH(s.value(), Catch::Contains("different values") && Catch::Contains("tolist()"));
+
+  // The stack follows indexing, cloning and further stacking.
+  CHECK(text(diff.index({1}), "s") == "y");
+  CHECK((list(diff.index({Slice(1, 3)}), "s") == "['y', 'x']"));
+  CHECK((list(diff.index({at::tensor({2, 1}, at::kLong)}), "s") == "['x', 'y']"));
+  CHECK(list(diff.clone(), "s") == "['x', 'y', 'x']");
+  CHECK(text(diff.unbind(0)[1], "s") == "y");
+  CHECK((list(stack({diff, diff}, 1), "s") == "[['x', 'x'], ['y', 'y'], ['x', 'x']]"));
+  CHECK((list(cat({diff, same}), "s") == "['x', 'y', 'x', 'x', 'x']"));
+  CHECK((text(cat({same, same}), "s") == "x"));
+  // A stack whose elements are all equal reads back as the shared value.
+  CHECK((diff.index({at::tensor({0, 2}, at::kLong)}).get_non_tensor("s").value().as_string() == "x"));
+}
+
+TEMPLATE_LIST_TEST_CASE("index_put_ of a different non-tensor value turns it into a stack",
+                        "[contract][non_tensor]", ContractBackends) {
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({3})}, {"s", "x"}}, {3}));
+  td.index_put_({1}, TensorDict({{"s", "y"}}));
+  CHECK(list(td, "s") == "['x', 'y', 'x']");
+  td.index_put_({Slice(0, 3, 2)}, TensorDict({{"s", "x"}}, {2}));
+  CHECK(list(td, "s") == "['x', 'y', 'x']");
+  td.index_put_({Slice()}, TensorDict({{"s", "z"}}, {3}));
+  CHECK(td.get_non_tensor("s").is_uniform());
+  CHECK(td.get_non_tensor("s").value().as_string() == "z");
+}
+
+TEST_CASE("non-tensor stacks from lists: shape validation and JSON values", "[non_tensor]") {
+  json::Value rows(json::Array{json::Array{1, 2}, json::Array{3, json::Value()}});
+  NonTensorData data = NonTensorData::from_list(rows, {2, 2});
+  CHECK(data.tolist() == rows);
+  CHECK(data.tolist().python_str() == "[[1, 2], [3, None]]");
+  REQUIRE_THROWS_AS(NonTensorData::from_list(rows, {3}), ValueError);
+  REQUIRE_THROWS_WITH(NonTensorData::from_list(rows, {2, 3}), Catch::Contains("does not match the batch size"));
+
+  TensorDict td({}, {2, 2});
+  td.set("v", data);
+  CHECK((td.index({1, 1}).get_non_tensor("v").value().is_null()));
+  CHECK((td.index({0, 1}).get_non_tensor("v").value().as_int() == 2));
+  REQUIRE_THROWS_AS(TensorDict({}, {2}).set("v", data), ShapeError);
+  REQUIRE_THROWS_WITH(TensorDict({}, {2}).set("v", data),
+                      Catch::Contains("non-tensor stack of shape torch.Size([2, 2])") && Catch::Contains("'v'"));
+  REQUIRE_THROWS_AS(td.set_batch_size({4}), ShapeError);
+  REQUIRE_THROWS_AS(NonTensorData::from_ids({json::Value("a")}, at::zeros({2}, at::kInt)), TypeError);
+
+  // Values compare element-wise, whatever the storage.
+  CHECK((NonTensorData("a") == NonTensorData::from_list(json::Value(json::Array{"a", "a"}), {2})));
+  CHECK((NonTensorData("a") != NonTensorData::from_list(json::Value(json::Array{"a", "b"}), {2})));
+}

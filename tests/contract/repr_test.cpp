@@ -1,0 +1,100 @@
+// Contract: printing in Python tensordict's layout (semantics.md 1.15 and 1.17). Each expected
+// text is what Python tensordict v0.14 prints for the same tensordict.
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "contract/backends.h"
+#include "contract/helpers.h"
+
+using namespace tensordict;
+using contract::ContractBackends;
+
+TEMPLATE_LIST_TEST_CASE("repr of a nested tensordict with a string matches Python (1.17)", "[contract][repr]",
+                        ContractBackends) {
+  TensorDict td = TestType::make(TensorDict(
+      {{"a", at::zeros({4, 3})}, {"nested", {{"b", at::zeros({4}, at::kLong)}}}, {"s", "hello"}}, {4}));
+  const std::string expected =
+      "TensorDict(\n"
+      "    fields={\n"
+      "        a: Tensor(shape=torch.Size([4, 3]), device=cpu, dtype=torch.float32, is_shared=False),\n"
+      "        nested: TensorDict(\n"
+      "            fields={\n"
+      "                b: Tensor(shape=torch.Size([4]), device=cpu, dtype=torch.int64, is_shared=False)},\n"
+      "            batch_size=torch.Size([4]),\n"
+      "            device=None,\n"
+      "            is_shared=False),\n"
+      "        s: NonTensorData(data=hello, batch_size=torch.Size([4]), device=None)},\n"
+      "    batch_size=torch.Size([4]),\n"
+      "    device=None,\n"
+      "    is_shared=False)";
+  if (std::string(td.type_name()) == "TensorDict") CHECK(td.repr() == expected);
+  std::ostringstream os;
+  os << td;
+  CHECK(os.str() == td.repr());
+}
+
+TEMPLATE_LIST_TEST_CASE("repr of an empty tensordict", "[contract][repr]", ContractBackends) {
+  TensorDict td = TestType::make(TensorDict());
+  const std::string body =
+      "(\n"
+      "    fields={\n"
+      "    },\n"
+      "    batch_size=torch.Size([]),\n"
+      "    device=None,\n"
+      "    is_shared=False)";
+  CHECK(td.repr() == std::string(td.type_name()) + body);
+}
+
+TEST_CASE("repr sorts fields by their text, not by insertion order", "[repr]") {
+  TensorDict td({{"z", at::zeros({2}, at::kBool)}, {"b", at::zeros({2, 1}, at::kDouble)}}, {2});
+  const std::string expected =
+      "TensorDict(\n"
+      "    fields={\n"
+      "        b: Tensor(shape=torch.Size([2, 1]), device=cpu, dtype=torch.float64, is_shared=False),\n"
+      "        z: Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.bool, is_shared=False)},\n"
+      "    batch_size=torch.Size([2]),\n"
+      "    device=None,\n"
+      "    is_shared=False)";
+  CHECK(td.repr() == expected);
+}
+
+TEST_CASE("repr of a non-tensor stack", "[repr][non_tensor]") {
+  TensorDict td = stack({TensorDict({{"s", "a"}}), TensorDict({{"s", "b"}})});
+  const std::string expected =
+      "TensorDict(\n"
+      "    fields={\n"
+      "        s: NonTensorStack(\n"
+      "            ['a', 'b'],\n"
+      "            batch_size=torch.Size([2]),\n"
+      "            device=None)},\n"
+      "    batch_size=torch.Size([2]),\n"
+      "    device=None,\n"
+      "    is_shared=False)";
+  CHECK(td.repr() == expected);
+}
+
+TEST_CASE("repr shows the tensordict device, leaf devices, numbers and nested empties", "[repr][device]") {
+  TensorDict td({{"e", TensorDict({}, {3})}, {"i", 3}}, {}, at::Device(at::kCPU));
+  td.set_non_tensor("k", json::Value(json::Object{{"x", 1.5}, {"y", true}}));
+  const std::string expected =
+      "TensorDict(\n"
+      "    fields={\n"
+      "        e: TensorDict(\n"
+      "            fields={\n"
+      "            },\n"
+      "            batch_size=torch.Size([3]),\n"
+      "            device=cpu,\n"
+      "            is_shared=False),\n"
+      "        i: Tensor(shape=torch.Size([]), device=cpu, dtype=torch.int64, is_shared=False),\n"
+      "        k: NonTensorData(data={'x': 1.5, 'y': True}, batch_size=torch.Size([]), device=cpu)},\n"
+      "    batch_size=torch.Size([]),\n"
+      "    device=cpu,\n"
+      "    is_shared=False)";
+  CHECK(td.repr() == expected);
+
+  TensorDict meta({{"m", at::zeros({2}, at::TensorOptions().device(at::kMeta).dtype(at::kHalf))}}, {2});
+  CHECK_THAT(meta.repr(), Catch::Contains(
+                              "m: Tensor(shape=torch.Size([2]), device=meta, dtype=torch.float16, is_shared=False)},"));
+  CHECK_THAT(meta.repr(), Catch::Contains("    device=None,\n"));
+}
