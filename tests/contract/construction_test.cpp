@@ -1,7 +1,7 @@
 // Contract: construction, batch-size validation, empty and zero-sized batches, number and
 // string conversion, batch-size changes, device placement, handle semantics
 // (semantics.md 1.1, 1.2, cases 1.19.1-5).
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

@@ -1,7 +1,7 @@
 // Contract: to(device), to(dtype), cpu, clone, detach, contiguous, empty, empty_like, zero_,
 // fill_ (semantics.md 1.2, 1.14, case 1.19.24). CPU and the meta device stand in for two
 // devices: there is no GPU on the test machines.
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

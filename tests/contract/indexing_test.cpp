@@ -1,5 +1,5 @@
 // Contract: batch indexing and index_put_ (semantics.md 1.8, cases 1.19.13-17).
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

@@ -1,6 +1,6 @@
 // Contract: keys, nested keys, lookup, writes, erase/pop/rename and insertion order
 // (semantics.md 1.3-1.5, cases 1.19.6-10 and 27).
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

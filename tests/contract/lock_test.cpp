@@ -1,5 +1,5 @@
 // Contract: locking (semantics.md 1.7, cases 1.19.11-12).
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

@@ -1,5 +1,5 @@
 // Contract: stack, cat, split, chunk, unbind (semantics.md 1.10, cases 1.19.19-20).
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

@@ -1,6 +1,6 @@
 // Contract: non-tensor leaves (Python NonTensorData / NonTensorStack) through indexing,
 // stacking, shape ops, cloning and writes (semantics.md 1.15, item 7 of issue 2).
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

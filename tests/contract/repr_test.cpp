@@ -2,7 +2,7 @@
 // text is what Python tensordict v0.14 prints for the same tensordict.
 #include <sstream>
 
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"

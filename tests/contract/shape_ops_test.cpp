@@ -1,7 +1,7 @@
 // Contract: batch shape operations (semantics.md 1.9, case 1.19.18). Each changes batch dims
 // only, keeps the leaves' own dims and nested tensordicts' extra batch dims, and shares storage
 // where the leaf op gives a view.
-#include <catch2/catch.hpp>
+#include "support/catch_torch.h"
 
 #include "contract/backends.h"
 #include "contract/helpers.h"
