@@ -41,6 +41,15 @@ class TensorDictImpl : public TensorDictBase {
   void append_unchecked(std::string key, Entry value);
   void reserve(size_t n) { slots_.reserve(n); }
 
+  /// Drops the entries when the last handle goes. Children hold weak references to their lock
+  /// parents, and intrusive_ptr only deletes an object once those are gone too: without this,
+  /// a locked tensordict would keep its leaves (and mapped files) alive.
+  void release_resources() override {
+    slots_.clear();
+    index_.clear();
+    lock_parents_.clear();
+  }
+
  private:
   void rebuild_index();
 
