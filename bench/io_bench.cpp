@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <tensordict/tensordict.h>

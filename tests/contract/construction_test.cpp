@@ -1,9 +1,11 @@
 // Contract: construction, batch-size validation, empty and zero-sized batches.
-#include <catch2/catch.hpp>
-
+// ATen before Catch: c10/util/logging's CHECK macro would otherwise replace Catch's CHECK
+// (a failing CHECK would abort instead of being reported).
 #include <ATen/ATen.h>
 
 #include "contract/backends.h"
+
+#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using contract::ContractBackends;

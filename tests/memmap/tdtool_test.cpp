@@ -49,6 +49,16 @@ TEST_CASE("tdtool convert copies a memmap directory to a new one", "[tdtool]") {
   }
 }
 
+TEST_CASE("tdtool convert shows a progress bar when stderr is a terminal", "[tdtool]") {
+  TempDir dir;
+  // script(1) runs tdtool on a pseudo-terminal; the bar's delay is set to 0 for the test.
+  const std::string cmd = "TDTOOL_PROGRESS_AFTER_MS=0 " + quoted(TDTOOL_PATH) + " convert " +
+                          quoted(fixtures() + "/nested") + " " + quoted(dir / "copy");
+  auto [code, out] = run("script -qec " + quoted(cmd) + " /dev/null");
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("[########################################] 100%") && Catch::Contains("MiB"));
+}
+
 TEST_CASE("tdtool reports bad input on one line with a non-zero exit code", "[tdtool]") {
   TempDir dir;
   auto [code, out] = tdtool("info " + quoted(dir / "missing"));

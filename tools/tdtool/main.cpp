@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -65,14 +66,17 @@ void print_stats(const TensorDict& td) {
 // A progress bar on stderr when it is a terminal and the work takes more than a moment.
 class ProgressBar {
  public:
-  ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+  ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {
+    // TDTOOL_PROGRESS_AFTER_MS overrides the delay before the bar appears (tests use 0).
+    if (const char* after = std::getenv("TDTOOL_PROGRESS_AFTER_MS")) delay_ = std::chrono::milliseconds(std::atoi(after));
+  }
   ~ProgressBar() {
     if (shown_) std::fputc('\n', stderr);
   }
   void update(int64_t done, int64_t total) {
     if (!enabled_ || total <= 0) return;
     auto elapsed = std::chrono::steady_clock::now() - start_;
-    if (!shown_ && elapsed < std::chrono::milliseconds(300)) return;
+    if (!shown_ && elapsed < delay_) return;
     shown_ = true;
     const int width = 40;
     const int filled = static_cast<int>(width * done / total);
@@ -86,6 +90,7 @@ class ProgressBar {
   bool enabled_;
   bool shown_ = false;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::milliseconds delay_{300};
 };
 
 int cmd_info(const std::vector<std::string>& args) {
