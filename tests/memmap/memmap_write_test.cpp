@@ -251,3 +251,22 @@ TEST_CASE("load_memmap with a device moves the leaves after mapping", "[memmap][
   TensorDict td = load_memmap(dir / "td", opts);
   CHECK(td.get("x").device().type() == at::kMeta);
 }
+
+TEST_CASE("dropping a memmapped tensordict unmaps its files, nested levels included", "[memmap][write]") {
+  TempDir dir;
+  auto mapped = [&](const std::string& file) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      if (line.find(file) != std::string::npos) return true;
+    }
+    return false;
+  };
+  {
+    TensorDict mm = memmap(TensorDict({{"a", {{"b", {{"x", at::ones({2, 1024})}}}}}}, {2}), dir / "td");
+    CHECK(mapped(dir / "td/a/b/x.memmap"));
+    TensorDict back = load_memmap(dir / "td");
+    CHECK(at::equal(back.get({"a", "b", "x"}), at::ones({2, 1024})));
+  }
+  CHECK_FALSE(mapped(dir / "td/a/b/x.memmap"));
+}

@@ -37,6 +37,13 @@ class ConsolidatedTensorDictImpl : public TensorDictImpl {
   /// Python's metadata tree ({"cls", "non_tensors", "leaves", "cls_metadata", children...}).
   const json::Value& metadata() const { return metadata_; }
 
+  /// Drops the entries and the storage when the last strong reference goes (lock parents hold
+  /// weak references, which would otherwise keep them alive).
+  void release_resources() override {
+    for (const auto& key : keys()) erase(key);
+    storage_ = at::Tensor();
+  }
+
   /// A move to another device copies the storage once and rebuilds the views on it.
   TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                         std::optional<at::Device> device) const override;

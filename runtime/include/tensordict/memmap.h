@@ -56,6 +56,12 @@ class MemmapTensorDictImpl : public TensorDictImpl {
   bool is_memmap() const override { return true; }
   /// The directory of this collection.
   const std::string& path() const { return path_; }
+  /// Drops the entries (and so the file mappings) when the last strong reference goes: lock
+  /// parents hold weak references, which would otherwise keep this object, its children and
+  /// their mappings alive.
+  void release_resources() override {
+    for (const auto& key : keys()) erase(key);
+  }
 
  private:
   std::string path_;

@@ -19,6 +19,16 @@ using namespace memmap_detail;
 
 namespace {
 
+// A nested level of a consolidated tensordict. Like the root, it drops its entries when the
+// last strong reference goes, so weak lock-parent references cannot keep the views alive.
+class ConsolidatedChildImpl : public TensorDictImpl {
+ public:
+  using TensorDictImpl::TensorDictImpl;
+  void release_resources() override {
+    for (const auto& key : keys()) erase(key);
+  }
+};
+
 bool is_metadata_field(const std::string& key) {
   return key == "cls" || key == "leaves" || key == "non_tensors" || key == "cls_metadata" || key == "size";
 }
@@ -119,7 +129,7 @@ c10::intrusive_ptr<TensorDictImpl> rebuild_level(const at::Tensor& storage, cons
   if (root) {
     out = c10::make_intrusive<ConsolidatedTensorDictImpl>(batch, device, storage, meta);
   } else {
-    out = c10::make_intrusive<TensorDictImpl>(batch, device);
+    out = c10::make_intrusive<ConsolidatedChildImpl>(batch, device);
   }
   const int64_t total = storage.numel();
   if (const json::Value* leaves = meta.find("leaves")) {

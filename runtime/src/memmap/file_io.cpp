@@ -116,7 +116,11 @@ void ensure_directory(const std::string& dir) {
 
 void write_file(const std::string& path, const void* data, size_t n, bool existsok) {
   Fd f{open_for_write(path, existsok)};
-  set_length(f.fd, path, n);
+  // Only shrink up front: a file shorter than n grows by the write itself (extending it with
+  // ftruncate first makes the kernel allocate the blocks twice).
+  struct stat st;
+  TD_CHECK(::fstat(f.fd, &st) == 0, StorageError, "Cannot stat ", path, ": ", errno_str(errno));
+  if (static_cast<size_t>(st.st_size) > n) set_length(f.fd, path, n);
   const char* p = static_cast<const char*>(data);
   size_t done = 0;
   while (done < n) {
