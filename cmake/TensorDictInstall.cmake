@@ -27,8 +27,7 @@ install(TARGETS tensordict_runtime
         EXPORT TensorDictTargets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT development
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT runtime
-        RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime
-        INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+        RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
 
 # The generator is optional (TENSORDICT_BUILD_GENERATOR, needs yaml-cpp); the package says
 # whether it has it, and tensordict_generate() reports a missing TensorDict::tdgen clearly.
