@@ -2,10 +2,13 @@
 // Umbrella header of the tensordict-cpp runtime.
 
 #include <tensordict/batch_index.h>
+#include <tensordict/consolidate.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 #include <tensordict/json.h>
 #include <tensordict/key.h>
+#include <tensordict/memmap.h>
+#include <tensordict/memory_mapped_tensor.h>
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 #include <tensordict/tensor_dict_base.h>

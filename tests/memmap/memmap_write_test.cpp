@@ -1,0 +1,248 @@
+// Writing: what memmap writes is checked by an independent reader (check_written.py, json +
+// numpy), and the memmap operations and options behave as Python tensordict's.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "memmap/support.h"
+
+using namespace tensordict;
+using namespace memmap_test;
+
+namespace {
+
+json::Value int_list(c10::IntArrayRef v) {
+  json::Array a;
+  for (int64_t x : v) a.emplace_back(x);
+  return json::Value(std::move(a));
+}
+
+json::Value flat_values(const at::Tensor& t) {
+  json::Array out;
+  at::Tensor c = t.contiguous();
+  if (at::isComplexType(t.scalar_type())) {
+    at::Tensor parts = t.scalar_type() == at::kComplexHalf ? c.view(at::kHalf).to(at::kDouble).flatten()
+                                                           : at::view_as_real(c).to(at::kDouble).flatten();
+    for (int64_t i = 0; i < parts.numel(); ++i) out.emplace_back(parts[i].item<double>());
+  } else if (at::isFloatingType(t.scalar_type())) {
+    at::Tensor d = c.to(at::kDouble).flatten();
+    for (int64_t i = 0; i < d.numel(); ++i) out.emplace_back(d[i].item<double>());
+  } else {
+    at::Tensor d = c.to(at::kLong).flatten();
+    for (int64_t i = 0; i < d.numel(); ++i) out.emplace_back(d[i].item<int64_t>());
+  }
+  return json::Value(std::move(out));
+}
+
+// The tree check_written.py prints, computed from the C++ tensordict.
+json::Value canonical(const TensorDict& td) {
+  json::Array leaves, colls;
+  td.impl()->for_each([&](const std::string& key, const Entry& e) {
+    if (e.is_tensor()) {
+      const at::Tensor& t = e.tensor();
+      leaves.emplace_back(json::Array{json::Value(key), json::Value(json::Object{
+          {"kind", "tensor"}, {"dtype", dtype_name(t.scalar_type())}, {"shape", int_list(t.sizes())},
+          {"values", flat_values(t)}})});
+    } else if (e.is_tensordict()) {
+      colls.emplace_back(json::Array{json::Value(key), canonical(e.tensordict())});
+    } else {
+      const NonTensorData& d = e.non_tensor();
+      colls.emplace_back(json::Array{json::Value(key), json::Value(json::Object{
+          {"kind", d.is_stack() ? "stack" : "non_tensor"}, {"data", d.tolist()}})});
+    }
+  });
+  for (auto& c : colls) leaves.push_back(std::move(c));
+  return json::Value(json::Object{{"kind", "td"}, {"batch", int_list(td.batch_size())},
+                                  {"entries", json::Value(std::move(leaves))}});
+}
+
+std::pair<int, json::Value> independent_read(const std::string& dir) {
+  auto [code, out] = run("/usr/bin/python3 " + quoted(script("check_written.py")) + " " + quoted(dir) + " 2>&1");
+  if (code != 0) {
+    FAIL_CHECK("check_written.py: " << out);
+    return {code, json::Value()};
+  }
+  return {code, json::parse(out, "check_written.py output")};
+}
+
+// A tensordict using every feature of the format.
+TensorDict rich_tensordict() {
+  TensorDict td({}, {2});
+  td.set("f32", at::arange(6, at::kFloat).view({2, 3}) / 4);
+  td.set("i64", at::arange(2, at::kLong) - 5);
+  td.set("bf16", at::tensor({1.5f, -2.0f}).to(at::kBFloat16));
+  td.set("f16", at::tensor({0.25f, 8.0f}).to(at::kHalf));
+  td.set("b", at::tensor({true, false}));
+  td.set("u8", at::tensor({3, 250}, at::kByte));
+  td.set("i8", at::tensor({-3, 7}, at::kChar));
+  td.set("i16", at::tensor({-300, 7}, at::kShort));
+  td.set("i32", at::tensor({-70000, 7}, at::kInt));
+  td.set("f64", at::tensor({1e-300, -2.5}, at::kDouble));
+  td.set("c64", at::complex(at::tensor({1.f, 2.f}), at::tensor({-1.f, 0.5f})));
+  td.set("c128", at::complex(at::tensor({1., 2.}, at::kDouble), at::tensor({3., 4.}, at::kDouble)));
+  td.set("expanded", at::arange(3, at::kFloat).expand({2, 3}));  // written in full
+  td.set("transposed", at::arange(6, at::kInt).view({3, 2}).t());
+  td.set("empty", at::empty({2, 0}, at::kFloat));
+  td.set({"nested", "x"}, at::ones({2, 4}));
+  td.set({"nested", "deeper", "y"}, at::zeros({2}, at::kLong));
+  td.set_non_tensor("text", json::Value("h\xc3\xa9llo \"q\" \\ \n"));
+  td.set_non_tensor({"nested", "cfg"}, json::parse(R"({"lr": 0.1, "l": [1, null, true]})"));
+  td.set("stack", NonTensorData::from_list(json::parse(R"(["a", "b"])"), {2}));
+  td.set("a/b", at::ones({2}));
+  td.set("../escape", at::ones({2}));
+  td.set("", at::ones({2}));
+  td.set("..", at::ones({2}));
+  td.set({"sub dir/x", "k:y"}, at::ones({2}));
+  TensorDict scalars;
+  scalars.set("s", at::scalar_tensor(3.5));
+  td.set("scalars", scalars.expand({2}).clone());
+  return td;
+}
+
+}  // namespace
+
+TEST_CASE("an independent reader reads exactly what memmap wrote, as Python tensordict would",
+          "[memmap][write][interop]") {
+  TempDir dir;
+  TensorDict td = rich_tensordict();
+  TensorDict mm = memmap(td, dir / "td");
+  auto [code, tree] = independent_read(dir / "td");
+  REQUIRE(code == 0);
+  // Leaves first, then collections: the reader's (Python's) load order matches ours.
+  CHECK(tree == canonical(load_memmap(dir / "td")));
+  CHECK(tree == canonical(mm));
+  // The reader's values equal the source's.
+  TensorDict reloaded = load_memmap(dir / "td");
+  for (auto& [key, entry] : td.items(true, true)) {
+    INFO(key.repr());
+    CHECK(at::equal(reloaded.get(key), entry.tensor().contiguous()));
+  }
+}
+
+TEST_CASE("a 0-dim tensordict and a stored scalar round-trip", "[memmap][write]") {
+  TempDir dir;
+  TensorDict td({{"s", at::scalar_tensor(2.5)}, {"n", at::scalar_tensor(7, at::kLong)}});
+  memmap(td, dir / "s");
+  auto [code, tree] = independent_read(dir / "s");
+  REQUIRE(code == 0);
+  CHECK(tree == canonical(td));
+  TensorDict back = load_memmap(dir / "s");
+  CHECK(back.get("s").dim() == 0);
+  CHECK(back.get("n").item<int64_t>() == 7);
+}
+
+TEST_CASE("memmap locks; set of a new key fails, set_ and index_put_ write through to the files",
+          "[memmap][write]") {
+  TempDir dir;
+  TensorDict td({{"x", at::zeros({4, 2})}, {"n", {{"y", at::zeros({4}, at::kLong)}}}}, {4});
+  TensorDict mm = memmap(td, dir / "td");
+  CHECK(mm.is_memmap());
+  CHECK(mm.is_locked());
+  CHECK(mm.device() == at::Device(at::kCPU));
+  REQUIRE_THROWS_AS(mm.set("new", at::zeros({4})), LockedError);
+  REQUIRE_THROWS_WITH(mm.set({"n", "new"}, at::zeros({4})), Catch::Contains("Cannot modify locked TensorDict"));
+  mm.set_("x", at::ones({4, 2}));
+  mm.index_put_({at::indexing::Slice(0, 2)}, TensorDict({{"n", {{"y", at::full({2}, 9, at::kLong)}}}}, {2}));
+  TensorDict back = load_memmap(dir / "td");
+  CHECK(at::equal(back.get("x"), at::ones({4, 2})));
+  CHECK(at::equal(back.get({"n", "y"}), at::tensor({9, 9, 0, 0}, at::kLong)));
+  // The source is untouched by memmap().
+  CHECK(at::equal(td.get("x"), at::zeros({4, 2})));
+  CHECK_FALSE(td.is_locked());
+}
+
+TEST_CASE("memmap_ replaces the leaves in place by file mappings", "[memmap][write]") {
+  TempDir dir;
+  TensorDict td({{"x", at::arange(4, at::kFloat)}, {"n", {{"y", at::arange(4, at::kLong)}}}}, {4});
+  TensorDict other_handle = td;
+  memmap_(td, dir / "td");
+  CHECK(td.is_memmap());
+  CHECK(td.is_locked());
+  CHECK(other_handle.is_locked());
+  CHECK(MemoryMappedTensor::filename_of(td.get("x")).value() == dir / "td/x.memmap");
+  CHECK(MemoryMappedTensor::filename_of(other_handle.get({"n", "y"})).value() == dir / "td/n/y.memmap");
+  other_handle.get("x").fill_(5);
+  CHECK(at::equal(load_memmap(dir / "td").get("x"), at::full({4}, 5.f)));
+  // memmap_ again at the same place reuses the files (no copy, no error).
+  memmap_(td, dir / "td", MemmapOptions{/*existsok=*/true});
+  CHECK(at::equal(td.get("x"), at::full({4}, 5.f)));
+}
+
+TEST_CASE("memmap_like writes the tree with zero-filled files and copies non-tensor data", "[memmap][write]") {
+  TempDir dir;
+  TensorDict td({{"x", at::ones({3, 2})}, {"n", {{"y", at::ones({3}, at::kInt)}}}}, {3});
+  td.set_non_tensor("t", json::Value("keep"));
+  TensorDict like = memmap_like(td, dir / "like");
+  CHECK(at::equal(like.get("x"), at::zeros({3, 2})));
+  TensorDict back = load_memmap(dir / "like");
+  CHECK(at::equal(back.get({"n", "y"}), at::zeros({3}, at::kInt)));
+  CHECK(back.get_non_tensor("t").value() == json::Value("keep"));
+  CHECK(std::filesystem::file_size(dir / "like/x.memmap") == 24);
+}
+
+TEST_CASE("existsok=false refuses an existing leaf file", "[memmap][write][errors]") {
+  TempDir dir;
+  TensorDict td({{"x", at::ones({2})}}, {2});
+  memmap(td, dir / "td");
+  MemmapOptions opts;
+  opts.existsok = false;
+  REQUIRE_THROWS_AS(memmap(td, dir / "td", opts), StorageError);
+  REQUIRE_THROWS_WITH(memmap(td, dir / "td", opts), Catch::Contains("already exists") && Catch::Contains("x.memmap"));
+}
+
+TEST_CASE("copy_existing: a leaf mapped from another file is copied only on request", "[memmap][write]") {
+  TempDir dir;
+  TensorDict mm = memmap(TensorDict({{"x", at::arange(3, at::kFloat)}}, {3}), dir / "a");
+  REQUIRE_THROWS_AS(memmap(mm, dir / "b"), StorageError);
+  REQUIRE_THROWS_WITH(memmap(mm, dir / "b"), Catch::Contains("already has a file associated"));
+  MemmapOptions opts;
+  opts.copy_existing = true;
+  TensorDict copy = memmap(mm, dir / "b", opts);
+  CHECK(MemoryMappedTensor::filename_of(copy.get("x")).value() == dir / "b/x.memmap");
+  CHECK(at::equal(load_memmap(dir / "b").get("x"), at::arange(3, at::kFloat)));
+}
+
+TEST_CASE("num_threads writes the same files as a sequential write", "[memmap][write]") {
+  TempDir dir;
+  TensorDict td = rich_tensordict();
+  memmap(td, dir / "seq");
+  MemmapOptions opts;
+  opts.num_threads = 4;
+  int64_t last = 0, total = 0;
+  opts.progress = [&](int64_t done, int64_t all) {
+    CHECK(done > last);
+    last = done;
+    total = all;
+  };
+  memmap(td, dir / "par", opts);
+  CHECK(last == total);
+  CHECK(total > 0);
+  CHECK(independent_read(dir / "seq").second == independent_read(dir / "par").second);
+}
+
+TEST_CASE("memmap_refresh_ picks up entries another writer added", "[memmap][write]") {
+  TempDir dir;
+  TensorDict mm = memmap(TensorDict({{"x", at::ones({2})}}, {2}), dir / "td");
+  memmap(TensorDict({{"x", at::ones({2})}, {"y", at::full({2}, 3.f)}}, {2}), dir / "td");
+  CHECK_FALSE(mm.contains("y"));
+  memmap_refresh_(mm);
+  CHECK(at::equal(mm.get("y"), at::full({2}, 3.f)));
+  CHECK(mm.is_locked());
+  TensorDict plain;
+  REQUIRE_THROWS_AS(memmap_refresh_(plain), ValueError);
+}
+
+TEST_CASE("save and load are memmap and load_memmap", "[memmap][write]") {
+  TempDir dir;
+  save(TensorDict({{"x", at::ones({2})}}, {2}), dir / "td");
+  CHECK(at::equal(load(dir / "td").get("x"), at::ones({2})));
+}
+
+TEST_CASE("load_memmap with a device moves the leaves after mapping", "[memmap][read]") {
+  TempDir dir;
+  save(TensorDict({{"x", at::ones({2})}}, {2}), dir / "td");
+  LoadMemmapOptions opts;
+  opts.device = at::Device(at::kMeta);
+  TensorDict td = load_memmap(dir / "td", opts);
+  CHECK(td.get("x").device().type() == at::kMeta);
+}
