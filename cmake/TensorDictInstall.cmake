@@ -9,14 +9,10 @@
 #
 # Every installed CMake file locates the prefix from its own location, so the tree can be moved.
 
-include(GNUInstallDirs)
-include(CMakePackageConfigHelpers)
+# The directories come from TensorDictInstallDirs.cmake (included before the targets, since tdgen
+# bakes in where its templates are relative to itself).
 
-set(TENSORDICT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/TensorDict" CACHE STRING
-    "Where the TensorDict CMake package goes, relative to the install prefix")
-set(TENSORDICT_INSTALL_TEMPLATESDIR "${CMAKE_INSTALL_DATADIR}/tensordict/templates" CACHE STRING
-    "Where tdgen's templates go, relative to the install prefix")
-mark_as_advanced(TENSORDICT_INSTALL_CMAKEDIR TENSORDICT_INSTALL_TEMPLATESDIR)
+include(CMakePackageConfigHelpers)
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/include/tensordict"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"

@@ -30,7 +30,8 @@ const char* const kUsage =
     "  --check             only check the schemas, write nothing\n"
     "  -I DIR, --import-dir DIR\n"
     "                      also look for imported schemas in DIR (after the importing file's dir)\n"
-    "  --templates DIR     templates directory (default: " TDGEN_DEFAULT_TEMPLATES_DIR ")\n"
+    "  --templates DIR     templates directory (default: ../share/tensordict/templates next to\n"
+    "                      an installed tdgen, else " TDGEN_DEFAULT_TEMPLATES_DIR ")\n"
     "  --depfile FILE      write a make-format depfile: each header depends on its schema,\n"
     "                      the schemas it imports (transitively) and the templates\n"
     "  -h, --help          show this help\n";
@@ -121,7 +122,20 @@ bool parse_args(const std::vector<std::string>& args, DriverOptions& opt, std::o
 
 }  // namespace
 
-std::string default_templates_dir() { return TDGEN_DEFAULT_TEMPLATES_DIR; }
+std::string default_templates_dir() {
+#ifdef TDGEN_INSTALL_TEMPLATES_RELDIR
+  // Installed: <prefix>/bin/tdgen finds <prefix>/share/tensordict/templates next to itself, so
+  // an installed tree works wherever it is moved. In the build tree that directory does not
+  // exist and the configured default (the source tree's templates/) applies.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = (exe.parent_path() / TDGEN_INSTALL_TEMPLATES_RELDIR).lexically_normal();
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+#endif
+  return TDGEN_DEFAULT_TEMPLATES_DIR;
+}
 
 int run_tdgen(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   DriverOptions opt;
