@@ -4,9 +4,11 @@
 // one optimisation step on the reloaded data.
 //
 //   rollout [DIR]     DIR: where to store the buffer (default: <tmp>/rollout.memmap)
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <tensordict/memmap.h>
@@ -75,11 +77,14 @@ int main(int argc, char** argv) {
   fs::remove_all(dir);
   td::memmap(buffer, dir.string());
   std::cout << "stored as a memmap directory " << dir.string() << ":\n";
+  std::vector<std::string> files;
   for (const auto& file : fs::recursive_directory_iterator(dir)) {
     if (file.is_regular_file()) {
-      std::cout << "  " << fs::relative(file.path(), dir).string() << " (" << file.file_size() << " bytes)\n";
+      files.push_back(fs::relative(file.path(), dir).string() + " (" + std::to_string(file.file_size()) + " bytes)");
     }
   }
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) std::cout << "  " << file << "\n";
   rollout::Rollout replay = rollout::Rollout::from_tensordict(td::load_memmap(dir.string()));
   std::cout << "reloaded: memmapped " << std::boolalpha << replay.is_memmap() << ", same data "
             << (at::equal(replay.obs(), buffer.obs()) && at::equal(replay.reward(), buffer.reward()) &&
