@@ -151,7 +151,7 @@ class HeaderWriter {
       descriptors += t_.descriptor.render({
           {"FIELD", f.name},
           {"KIND", kind_enum(f.kind)},
-          {"DTYPE", tensor && f.dtype ? dtype_cpp(*f.dtype) : "c10::ScalarType::Undefined"},
+          {"DTYPE", tensor && f.dtype ? dtype_cpp(*f.dtype) : "::c10::ScalarType::Undefined"},
           {"ANY_DTYPE", tensor && f.dtype ? "false" : "true"},
           {"SHAPE", has_shape ? f.name + "_shape" : "nullptr"},
           {"RANK", tensor && f.shape ? std::to_string(f.shape->size()) : "-1"},
@@ -184,12 +184,12 @@ class HeaderWriter {
   }
 
   std::string write_inherited_setter(const ClassDef& cls, const FieldDef& f) {
-    std::string param = "at::Tensor", forward = "std::move(value)";
+    std::string param = "at::Tensor", forward = "::std::move(value)";
     switch (f.kind) {
       case FieldKind::Tensor: break;
       case FieldKind::Nested: param = "const " + qualified_cpp_name(m_, f.nested) + "&"; forward = "value"; break;
-      case FieldKind::String: param = "std::string"; break;
-      case FieldKind::Int: param = "std::int64_t"; forward = "value"; break;
+      case FieldKind::String: param = "::std::string"; break;
+      case FieldKind::Int: param = "::std::int64_t"; forward = "value"; break;
       case FieldKind::Float: param = "double"; forward = "value"; break;
       case FieldKind::Bool: param = "bool"; forward = "value"; break;
     }
@@ -212,8 +212,8 @@ class HeaderWriter {
       default: break;
     }
     switch (f.kind) {
-      case FieldKind::String: v["CPP_TYPE"] = "std::string"; v["READ_FUNCTION"] = "read_string"; v["STORED_VALUE"] = "std::move(value)"; break;
-      case FieldKind::Int: v["CPP_TYPE"] = "std::int64_t"; v["READ_FUNCTION"] = "read_int"; v["STORED_VALUE"] = "value"; break;
+      case FieldKind::String: v["CPP_TYPE"] = "::std::string"; v["READ_FUNCTION"] = "read_string"; v["STORED_VALUE"] = "::std::move(value)"; break;
+      case FieldKind::Int: v["CPP_TYPE"] = "::std::int64_t"; v["READ_FUNCTION"] = "read_int"; v["STORED_VALUE"] = "value"; break;
       case FieldKind::Float: v["CPP_TYPE"] = "double"; v["READ_FUNCTION"] = "read_float"; v["STORED_VALUE"] = "value"; break;
       default: v["CPP_TYPE"] = "bool"; v["READ_FUNCTION"] = "read_bool"; v["STORED_VALUE"] = "value"; break;
     }

@@ -65,8 +65,12 @@ class Resolver {
     if (!file.cpp_namespace.empty())
       for (const auto& part : split_namespace(file.cpp_namespace)) check_name(part, file.location, "namespace part");
     std::map<std::string, const ClassDef*> seen;
+    const auto& reserved = reserved_member_names();
     for (const auto& cls : file.classes) {
       check_name(cls.name, cls.location, "class name");
+      if (std::find(reserved.begin(), reserved.end(), cls.name) != reserved.end())
+        throw Diagnostic(cls.location, "class name '" + cls.name +
+                                           "' clashes with a member of TensorDict, TensorClass or the generated class");
       auto it = seen.find(cls.name);
       if (it != seen.end())
         throw Diagnostic(cls.location, "duplicate class '" + cls.name + "' (first declared at " +
@@ -92,10 +96,18 @@ class Resolver {
     std::string ns, name = ref.name;
     const size_t sep = ref.name.rfind("::");
     const bool qualified = sep != std::string::npos;
+    // As in C++: "a::X" names X in namespace a, or in a nested namespace a of the referring
+    // file's namespace; "::a::X" only the former.
+    std::string nested_ns;
     if (qualified) {
       ns = ref.name.substr(0, sep);
       name = ref.name.substr(sep + 2);
-      if (!ns.empty() && ns.rfind("::", 0) == 0) ns = ns.substr(2);
+      const std::string& here = m_.files[file_index].cpp_namespace;
+      if (ns.rfind("::", 0) == 0) {
+        ns = ns.substr(2);
+      } else if (!here.empty()) {
+        nested_ns = here + "::" + ns;
+      }
     }
     // Visible: this file, then its direct imports.
     std::vector<int> visible{file_index};
@@ -103,7 +115,7 @@ class Resolver {
     std::vector<std::pair<int, int>> found;
     for (int f : visible) {
       const SchemaFile& file = m_.files[f];
-      if (qualified && file.cpp_namespace != ns) continue;
+      if (qualified && file.cpp_namespace != ns && file.cpp_namespace != nested_ns) continue;
       for (size_t c = 0; c < file.classes.size(); ++c)
         if (file.classes[c].name == name) found.emplace_back(f, static_cast<int>(c));
       if (!qualified && f == file_index && !found.empty()) break;  // this file wins
@@ -244,7 +256,7 @@ const std::vector<std::string>& reserved_member_names() {
       "stack", "sum", "to", "transpose", "type_name", "unbind", "unflatten", "unflatten_keys", "unlock_", "unsqueeze",
       "update", "update_", "use_count", "values", "view", "where", "zero_",
       // TensorClass / TypedTensorDict and the generated class.
-      "Base", "Item", "Traits", "from_tensordict", "storage", "storages", "tensordict", "to_tensordict",
+      "Item", "Traits", "from_tensordict", "storage", "storages", "tensordict", "to_tensordict",
       "typed_storage", "wrap", "wrap_all", "schema", "fields"};
   return names;
 }
