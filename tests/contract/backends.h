@@ -7,7 +7,11 @@
 // Later backends (memmap, HDF5, lazy stack, Redis, typed wrappers) add a type here and every
 // TEMPLATE_LIST_TEST_CASE over ContractBackends runs against them too.
 
+#include <cstdlib>
+#include <filesystem>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include <tensordict/tensordict.h>
 
@@ -20,6 +24,40 @@ struct InMemoryBackend {
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) { return reference; }
 };
 
-using ContractBackends = std::tuple<InMemoryBackend>;
+/// Memory-mapped (Python tensordict's memmap format): the reference written to a fresh
+/// directory and loaded back with load_memmap, so every leaf is a file mapping. Locked.
+struct MemmapBackend {
+  static constexpr const char* name = "MemmapTensorDict";
+  static constexpr bool kMutableKeys = false;
+  static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
+    const std::string dir = scratch_dir() + "/" + std::to_string(counter()++);
+    tensordict::memmap(reference, dir);
+    return tensordict::load_memmap(dir);
+  }
+
+ private:
+  // One directory per test process, removed at exit (mappings stay valid after unlink).
+  static const std::string& scratch_dir() {
+    struct Scratch {
+      std::string path;
+      Scratch() {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "td_contract_XXXXXX").string();
+        path = ::mkdtemp(tmpl.data());
+      }
+      ~Scratch() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+      }
+    };
+    static Scratch scratch;
+    return scratch.path;
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend>;
 
 }  // namespace contract

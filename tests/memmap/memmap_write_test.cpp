@@ -72,7 +72,7 @@ TensorDict rich_tensordict() {
   td.set("i64", at::arange(2, at::kLong) - 5);
   td.set("bf16", at::tensor({1.5f, -2.0f}).to(at::kBFloat16));
   td.set("f16", at::tensor({0.25f, 8.0f}).to(at::kHalf));
-  td.set("b", at::tensor({true, false}));
+  td.set("b", at::tensor({1, 0}).to(at::kBool));
   td.set("u8", at::tensor({3, 250}, at::kByte));
   td.set("i8", at::tensor({-3, 7}, at::kChar));
   td.set("i16", at::tensor({-300, 7}, at::kShort));
@@ -164,7 +164,9 @@ TEST_CASE("memmap_ replaces the leaves in place by file mappings", "[memmap][wri
   other_handle.get("x").fill_(5);
   CHECK(at::equal(load_memmap(dir / "td").get("x"), at::full({4}, 5.f)));
   // memmap_ again at the same place reuses the files (no copy, no error).
-  memmap_(td, dir / "td", MemmapOptions{/*existsok=*/true});
+  MemmapOptions again;
+  again.existsok = true;
+  memmap_(td, dir / "td", again);
   CHECK(at::equal(td.get("x"), at::full({4}, 5.f)));
 }
 

@@ -1,0 +1,73 @@
+// tdtool, run as a process on fixtures and on bad input.
+#include <catch2/catch.hpp>
+
+#include "memmap/support.h"
+
+using namespace tensordict;
+using namespace memmap_test;
+
+namespace {
+std::pair<int, std::string> tdtool(const std::string& args) {
+  return run(quoted(TDTOOL_PATH) + " " + args + " 2>&1");
+}
+const std::string kExample = std::string(TENSORDICT_SHARED_DIR) + "/fixtures/python-tensordict/mmap_example";
+}  // namespace
+
+TEST_CASE("tdtool info prints the stored tree in the repr layout", "[tdtool]") {
+  auto [code, out] = tdtool("info " + quoted(kExample));
+  CHECK(code == 0);
+  CHECK(out == load_memmap(kExample).repr() + "\n");
+  CHECK_THAT(out, Catch::Contains("batch_size=torch.Size([2, 1])") && Catch::Contains("dtype=torch.bfloat16") &&
+                      Catch::Contains("int64: MemoryMappedTensor(shape=torch.Size([2, 1])"));
+}
+
+TEST_CASE("tdtool info --stats adds sum, min and max of every numeric leaf", "[tdtool]") {
+  auto [code, out] = tdtool("info " + quoted(kExample) + " --stats");
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("stats:\n  nested.int64: sum=3, min=1, max=2\n  nested.bfloat16: sum=2, min=1, max=1\n"));
+  auto [code2, out2] = tdtool("info " + quoted(fixtures() + "/empty") + " --stats");
+  CHECK(code2 == 0);
+  CHECK_THAT(out2, Catch::Contains("  e: empty\n") && Catch::Contains("  g: sum=15, min=0, max=5\n"));
+}
+
+TEST_CASE("tdtool convert copies a memmap directory to a new one", "[tdtool]") {
+  TempDir dir;
+  for (const char* fixture : {"nested", "non_tensor", "encoded_keys"}) {
+    INFO(fixture);
+    const std::string dst = dir / fixture;
+    auto [code, out] = tdtool("convert " + quoted(fixtures() + "/" + fixture) + " " + quoted(dst) + " --threads 2");
+    CHECK(code == 0);
+    CHECK(out.empty());  // no progress bar: stderr is not a terminal
+    TensorDict src = load_memmap(fixtures() + "/" + fixture);
+    TensorDict copy = load_memmap(dst);
+    CHECK(copy.keys(true) == src.keys(true));
+    for (auto& [key, entry] : src.items(true, true)) CHECK(at::equal(copy.get(key), entry.tensor()));
+    CHECK(memmap_path(copy) != memmap_path(src));
+  }
+}
+
+TEST_CASE("tdtool reports bad input on one line with a non-zero exit code", "[tdtool]") {
+  TempDir dir;
+  auto [code, out] = tdtool("info " + quoted(dir / "missing"));
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::StartsWith("tdtool: error: ") && Catch::Contains("no such file or directory"));
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+
+  fs::create_directories(dir / "bad");
+  std::FILE* f = std::fopen((dir / "bad/meta.json").c_str(), "w");
+  std::fputs("{\"shape\": [2,", f);
+  std::fclose(f);
+  std::tie(code, out) = tdtool("info " + quoted(dir / "bad"));
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::StartsWith("tdtool: error: ") && Catch::Contains("bad/meta.json:1:") &&
+                      Catch::Contains("malformed"));
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+
+  std::tie(code, out) = tdtool("convert " + quoted(kExample) + " " + quoted(dir / "bad"));
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::Contains("already exists"));
+
+  std::tie(code, out) = tdtool("frobnicate");
+  CHECK(code == 2);
+  CHECK_THAT(out, Catch::Contains("unknown command") && Catch::Contains("usage: tdtool"));
+}

@@ -1,0 +1,170 @@
+// tdtool: inspect and convert stored tensordicts.
+//
+//   tdtool info PATH [--stats]        the tree in the repr layout; --stats adds sum/min/max
+//   tdtool convert SRC DST [--to FORMAT] [--threads N]
+//
+// Exit status: 0 on success, 1 on bad input (one line on stderr), 2 on bad usage.
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/tensordict.h>
+
+#include "formats.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tensordict::TensorDict;
+
+constexpr const char* kUsage =
+    "usage: tdtool info PATH [--stats]\n"
+    "       tdtool convert SRC DST [--to FORMAT] [--threads N]\n";
+
+struct UsageError {
+  std::string message;
+};
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+// sum, min and max of every real-valued leaf, one line per leaf.
+void print_stats(const TensorDict& td) {
+  std::cout << "stats:\n";
+  for (const auto& [key, entry] : td.items(/*include_nested=*/true, /*leaves_only=*/true)) {
+    const at::Tensor& t = entry.tensor();
+    std::cout << "  " << key.join(".") << ": ";
+    if (at::isComplexType(t.scalar_type())) {
+      std::cout << "complex (no min/max)\n";
+      continue;
+    }
+    if (t.numel() == 0) {
+      std::cout << "empty\n";
+      continue;
+    }
+    at::Tensor d = t.to(at::kDouble);
+    std::cout << "sum=" << format_number(d.sum().item<double>())
+              << ", min=" << format_number(d.min().item<double>())
+              << ", max=" << format_number(d.max().item<double>()) << "\n";
+  }
+}
+
+// A progress bar on stderr when it is a terminal and the work takes more than a moment.
+class ProgressBar {
+ public:
+  ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+  ~ProgressBar() {
+    if (shown_) std::fputc('\n', stderr);
+  }
+  void update(int64_t done, int64_t total) {
+    if (!enabled_ || total <= 0) return;
+    auto elapsed = std::chrono::steady_clock::now() - start_;
+    if (!shown_ && elapsed < std::chrono::milliseconds(300)) return;
+    shown_ = true;
+    const int width = 40;
+    const int filled = static_cast<int>(width * done / total);
+    std::fprintf(stderr, "\r[%s%s] %3d%% %.1f/%.1f MiB", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), static_cast<int>(100 * done / total),
+                 done / 1048576.0, total / 1048576.0);
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+int cmd_info(const std::vector<std::string>& args) {
+  std::string path;
+  bool stats = false;
+  for (const auto& a : args) {
+    if (a == "--stats") stats = true;
+    else if (a.rfind("--", 0) == 0) throw UsageError{"unknown option " + a};
+    else if (path.empty()) path = a;
+    else throw UsageError{"info takes one PATH"};
+  }
+  if (path.empty()) throw UsageError{"info needs a PATH"};
+  const auto& format = tdtool::detect_format(path);
+  TensorDict td = format.load(path);
+  std::cout << td.repr() << "\n";
+  if (stats) print_stats(td);
+  return 0;
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  std::vector<std::string> paths;
+  std::string to;
+  int threads = 1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--to" || args[i] == "--threads") {
+      if (i + 1 == args.size()) throw UsageError{args[i] + " needs a value"};
+      if (args[i] == "--to") to = args[++i];
+      else {
+        try {
+          threads = std::stoi(args[++i]);
+        } catch (const std::exception&) {
+          throw UsageError{"--threads needs an integer"};
+        }
+      }
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw UsageError{"unknown option " + args[i]};
+    } else {
+      paths.push_back(args[i]);
+    }
+  }
+  if (paths.size() != 2) throw UsageError{"convert needs SRC and DST"};
+  const auto& src_format = tdtool::detect_format(paths[0]);
+  const auto& dst_format = to.empty() ? src_format : tdtool::format_named(to);
+  TD_CHECK(!fs::exists(paths[1]), ValueError, paths[1], ": destination already exists (refusing to overwrite it)");
+  TensorDict td = src_format.load(paths[0]);
+  ProgressBar bar;
+  dst_format.save(td, paths[1], threads, [&](int64_t done, int64_t total) { bar.update(done, total); });
+  return 0;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+      std::cout << kUsage;
+      return args.empty() ? 2 : 0;
+    }
+    const std::string cmd = args[0];
+    args.erase(args.begin());
+    if (cmd == "info") return cmd_info(args);
+    if (cmd == "convert") return cmd_convert(args);
+    throw UsageError{"unknown command '" + cmd + "'"};
+  } catch (const UsageError& e) {
+    std::cerr << "tdtool: " << e.message << "\n" << kUsage;
+    return 2;
+  } catch (const tensordict::Error& e) {
+    std::cerr << "tdtool: error: " << one_line(e.what()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "tdtool: error: " << one_line(e.what()) << "\n";
+    return 1;
+  }
+}
