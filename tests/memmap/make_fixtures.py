@@ -183,6 +183,25 @@ def main(out):
     d.leaf("y", "torch.bfloat16", [2], tail=b"\n\x00")
     d.close()
 
+    # A LazyStackedTensorDict: element dirs 0/, 1/ and the stack dim, no shape.
+    root = os.path.join(out, "lazy_stack")
+    os.makedirs(root, exist_ok=True)
+    for i in range(2):
+        e = Dir(os.path.join(root, str(i)), [3])
+        e.leaf("x", "torch.int64", [3, 2])
+        e.close()
+    with open(os.path.join(root, "meta.json"), "w") as f:
+        f.write(json.dumps({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>", "stack_dim": 1}))
+
+    # PersistentTensorDict.memmap(): no is_nested, its own _type; older saves' "None" device.
+    d = os.path.join(out, "persistent")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "x.memmap"), "wb") as f:
+        f.write(leaf_bytes("torch.float32", [2]))
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        f.write(json.dumps({"x": {"device": "cpu", "shape": [2], "dtype": "torch.float32"}, "shape": [2],
+                            "device": "None", "_type": "<class 'tensordict.persistent.PersistentTensorDict'>"}))
+
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -1,8 +1,11 @@
 // Reading memmap directories written by Python tensordict (its own artifact) and by
 // make_fixtures.py, an independent writer of the documented format.
-#include <catch2/catch.hpp>
 
+// support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
+// not replace Catch's.
 #include "memmap/support.h"
+
+#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;
@@ -135,4 +138,17 @@ TEST_CASE("load_memmap maps lazily and subpath selects a sub-collection", "[memm
   // The leaves are file mappings, not copies.
   CHECK(MemoryMappedTensor::filename_of(sub.get("y")).value() == fixtures() + "/nested/sub/y.memmap");
   CHECK(memmap_path(sub) == fixtures() + "/nested/sub");
+}
+
+TEST_CASE("a LazyStackedTensorDict directory loads as the stack of its elements", "[memmap][read]") {
+  TensorDict td = load_memmap(fixtures() + "/lazy_stack");
+  CHECK((td.batch_size() == c10::IntArrayRef{3, 2}));
+  at::Tensor element = expected_leaf(at::kLong, {3, 2});
+  CHECK(at::equal(td.get("x"), at::stack({element, element}, 1)));
+}
+
+TEST_CASE("PersistentTensorDict output without is_nested and the 'None' device load", "[memmap][read]") {
+  TensorDict td = load_memmap(fixtures() + "/persistent");
+  CHECK_FALSE(td.device().has_value());
+  CHECK(leaf_matches(td.get("x"), at::kFloat, {2}));
 }

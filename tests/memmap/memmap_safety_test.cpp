@@ -1,12 +1,15 @@
 // Bad input and safety: keys never write outside the prefix; malformed directories raise a
 // StorageError naming the file and the problem, and a failed load changes nothing.
-#include <catch2/catch.hpp>
 
 #include <fstream>
 #include <set>
 #include <sstream>
 
+// support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
+// not replace Catch's.
 #include "memmap/support.h"
+
+#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;

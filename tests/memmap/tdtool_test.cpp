@@ -1,7 +1,10 @@
 // tdtool, run as a process on fixtures and on bad input.
-#include <catch2/catch.hpp>
 
+// support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
+// not replace Catch's.
 #include "memmap/support.h"
+
+#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;
