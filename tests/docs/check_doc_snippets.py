@@ -7,7 +7,9 @@ lines appear consecutively in one snippet file, all shifted right by the same in
 snippet may sit inside a function body). Each snippet file must name the doc section it mirrors
 ("// docs/<file>.md#<section>"), and every such reference must point at an existing doc file.
 
-Usage: check_doc_snippets.py --docs DIR --snippets DIR
+Usage: check_doc_snippets.py --docs DIR --snippets DIR [--also DIR...]
+--also: more compiled sources (e.g. examples/) whose text counts as mirrored too; they need not
+name a doc section.
 Exit code 0 when every block is found, 1 otherwise (one line per missing block).
 """
 
@@ -67,6 +69,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", required=True, type=pathlib.Path)
     parser.add_argument("--snippets", required=True, type=pathlib.Path)
+    parser.add_argument("--also", action="append", default=[], type=pathlib.Path)
     args = parser.parse_args()
 
     docs = sorted(args.docs.glob("*.md"))
@@ -75,6 +78,8 @@ def main():
         print(f"no docs in {args.docs} or no snippets in {args.snippets}")
         return 1
     snippets = {path: path.read_text(encoding="utf-8").splitlines() for path in snippet_files}
+    also = {path: path.read_text(encoding="utf-8").splitlines()
+            for directory in args.also for path in sorted(directory.glob("*.cpp"))}
 
     errors = []
     doc_names = {doc.name for doc in docs}
@@ -90,7 +95,8 @@ def main():
     for doc in docs:
         for line, block in cpp_blocks(doc):
             checked += 1
-            if not any(contains_shifted(lines, block) for lines in snippets.values()):
+            sources = list(snippets.values()) + list(also.values())
+            if not any(contains_shifted(lines, block) for lines in sources):
                 errors.append(f"{doc}:{line}: cpp block not found verbatim in any snippet file "
                               f"of {args.snippets} (first line: {block[0].strip() if block else ''!r})")
 
@@ -99,7 +105,8 @@ def main():
     if errors:
         print(f"FAILED: {len(errors)} problem(s) in {checked} cpp block(s)")
         return 1
-    print(f"OK: {checked} cpp block(s) of {len(docs)} doc file(s) found in {len(snippets)} snippet file(s)")
+    print(f"OK: {checked} cpp block(s) of {len(docs)} doc file(s) found in "
+          f"{len(snippets) + len(also)} compiled file(s)")
     return 0
 
 

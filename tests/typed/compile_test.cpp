@@ -1,7 +1,5 @@
 // Compile test: every generated header of this project (example schemas, golden inputs, test
 // schemas), built with -Wall -Wextra -Werror, with every typed operation instantiated.
-#include <catch2/catch.hpp>
-
 #include <type_traits>
 
 #include "global.td.h"
@@ -12,6 +10,10 @@
 #include "sensors.td.h"
 #include "survival.td.h"
 #include "transition.td.h"
+
+// Last: glog (through c10/util/Logging.h) defines its own CHECK macro, which must not replace
+// Catch's.
+#include <catch2/catch.hpp>
 
 // Explicit instantiations compile every member of the typed operation templates.
 template class tensordict::typed::TypedOps<rl::Transition, rl::Step>;

@@ -1,12 +1,14 @@
 // TensorClass generated from schemas, over the in-memory backend: non-tensor fields, unknown
 // keys refused, live wrapping, typed results. Cases follow semantics.md section 3.
-#include <catch2/catch.hpp>
-
 #include <ATen/ATen.h>
 
 #include "ifeval.td.h"
 #include "records.td.h"
 #include "rl_transition.td.h"
+
+// Last: glog (through c10/util/Logging.h) defines its own CHECK macro, which must not replace
+// Catch's.
+#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using records::Episode;
