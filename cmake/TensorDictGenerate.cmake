@@ -1,0 +1,114 @@
+#[=======================================================================[.rst:
+TensorDictGenerate
+------------------
+
+Generates typed C++ classes from tdgen schema files (docs/schema-format.md) as part of the
+build, the way ``protobuf_generate`` does for .proto files.
+
+.. command:: tensordict_generate
+
+  ::
+
+    tensordict_generate(TARGET <target> SCHEMAS <files...>
+                        [OUT_DIR <dir>] [IMPORT_DIRS <dirs...>])
+
+  ``TARGET``
+    An existing target. The generated headers are added to its sources, ``OUT_DIR`` to its
+    include path (so ``#include "<stem>.td.h"`` works) and ``TensorDict::runtime`` to its link
+    libraries (both PUBLIC, INTERFACE for an interface library).
+  ``SCHEMAS``
+    Schema files (relative paths are relative to the current source directory). Each one gives
+    ``<OUT_DIR>/<stem>.td.h``. A schema imported by another must be listed too (here or in
+    another call whose OUT_DIR is on the include path), since a generated header includes the
+    headers of its imports.
+  ``OUT_DIR``
+    Where the headers go; default ``${CMAKE_CURRENT_BINARY_DIR}/tdgen/<target>``.
+  ``IMPORT_DIRS``
+    Directories tdgen searches for imported schemas after the importing file's directory.
+
+  One custom command per schema: its OUTPUT is the header; it DEPENDS on the schema, the
+  templates and tdgen, and on the imported schemas through the depfile tdgen writes
+  (``--depfile``), so editing a schema or one it imports regenerates the header, and only the
+  code including it is recompiled (tdgen leaves an unchanged header untouched).
+
+  The tdgen used is the target ``TensorDict::tdgen``; the templates directory is
+  ``TENSORDICT_TDGEN_TEMPLATES_DIR``.
+#]=======================================================================]
+
+function(tensordict_generate)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;OUT_DIR" "SCHEMAS;IMPORT_DIRS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(SEND_ERROR "Error: tensordict_generate called with unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
+    return()
+  endif()
+  if(NOT arg_TARGET)
+    message(SEND_ERROR "Error: tensordict_generate called without TARGET")
+    return()
+  endif()
+  if(NOT TARGET ${arg_TARGET})
+    message(SEND_ERROR "Error: tensordict_generate called with TARGET ${arg_TARGET}, which is not a target")
+    return()
+  endif()
+  if(NOT arg_SCHEMAS)
+    message(SEND_ERROR "Error: tensordict_generate called without SCHEMAS")
+    return()
+  endif()
+  if(NOT TARGET TensorDict::tdgen)
+    message(SEND_ERROR "Error: tensordict_generate needs the TensorDict::tdgen target (built with TENSORDICT_BUILD_GENERATOR)")
+    return()
+  endif()
+  if(NOT TENSORDICT_TDGEN_TEMPLATES_DIR OR NOT IS_DIRECTORY "${TENSORDICT_TDGEN_TEMPLATES_DIR}")
+    message(SEND_ERROR "Error: tensordict_generate: TENSORDICT_TDGEN_TEMPLATES_DIR (${TENSORDICT_TDGEN_TEMPLATES_DIR}) is not a directory")
+    return()
+  endif()
+
+  # The real executable target behind the alias, so COMMAND and DEPENDS name it directly.
+  set(tdgen TensorDict::tdgen)
+  get_target_property(aliased TensorDict::tdgen ALIASED_TARGET)
+  if(aliased)
+    set(tdgen ${aliased})
+  endif()
+
+  set(out_dir "${arg_OUT_DIR}")
+  if(NOT out_dir)
+    set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/tdgen/${arg_TARGET}")
+  elseif(NOT IS_ABSOLUTE "${out_dir}")
+    set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/${out_dir}")
+  endif()
+  set(import_args)
+  foreach(dir IN LISTS arg_IMPORT_DIRS)
+    get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND import_args --import-dir "${dir}")
+  endforeach()
+  file(GLOB templates CONFIGURE_DEPENDS "${TENSORDICT_TDGEN_TEMPLATES_DIR}/*.tmpl")
+
+  set(headers)
+  foreach(schema IN LISTS arg_SCHEMAS)
+    get_filename_component(schema_abs "${schema}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(stem "${schema_abs}" NAME_WLE)
+    get_filename_component(schema_name "${schema_abs}" NAME)
+    set(header "${out_dir}/${stem}.td.h")
+    set(depfile "${CMAKE_CURRENT_BINARY_DIR}/tdgen_deps/${arg_TARGET}/${stem}.td.h.d")
+    add_custom_command(
+      OUTPUT "${header}"
+      COMMAND ${tdgen} --out "${out_dir}" --templates "${TENSORDICT_TDGEN_TEMPLATES_DIR}"
+              --depfile "${depfile}" ${import_args} "${schema_abs}"
+      DEPENDS "${schema_abs}" ${tdgen} ${templates}
+      DEPFILE "${depfile}"
+      COMMENT "tdgen: generating ${stem}.td.h from ${schema_name}"
+      VERBATIM)
+    set_source_files_properties("${header}" PROPERTIES GENERATED TRUE)
+    list(APPEND headers "${header}")
+  endforeach()
+
+  get_target_property(type ${arg_TARGET} TYPE)
+  set(scope PUBLIC)
+  set(source_scope PRIVATE)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    set(scope INTERFACE)
+    set(source_scope INTERFACE)
+  endif()
+  target_sources(${arg_TARGET} ${source_scope} ${headers})
+  target_include_directories(${arg_TARGET} ${scope} "${out_dir}")
+  target_link_libraries(${arg_TARGET} ${scope} TensorDict::runtime)
+endfunction()

@@ -1,0 +1,78 @@
+# Installs tensordict-cpp as a relocatable CMake package (docs/cmake.md):
+#
+#   <prefix>/include/tensordict/...              public headers
+#   <prefix>/<libdir>/libtensordict.*            the runtime (TensorDict::runtime)
+#   <prefix>/bin/tdgen, tdtool                   the generator (TensorDict::tdgen) and the tool
+#   <prefix>/share/tensordict/templates/         tdgen's templates
+#   <prefix>/<libdir>/cmake/TensorDict/          TensorDictConfig.cmake, ConfigVersion, Targets,
+#                                                TensorDictGenerate.cmake (tensordict_generate)
+#
+# Every installed CMake file locates the prefix from its own location, so the tree can be moved.
+
+# The directories come from TensorDictInstallDirs.cmake (included before the targets, since tdgen
+# bakes in where its templates are relative to itself).
+
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/runtime/include/tensordict"
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+        COMPONENT development
+        FILES_MATCHING PATTERN "*.h")
+
+install(TARGETS tensordict_runtime
+        EXPORT TensorDictTargets
+        ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT development
+        LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT runtime
+        RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
+
+# The generator is optional (TENSORDICT_BUILD_GENERATOR, needs yaml-cpp); the package says
+# whether it has it, and tensordict_generate() reports a missing TensorDict::tdgen clearly.
+set(TENSORDICT_PACKAGE_HAS_TDGEN OFF)
+if(TARGET tdgen)
+  set(TENSORDICT_PACKAGE_HAS_TDGEN ON)
+  set_target_properties(tdgen PROPERTIES EXPORT_NAME tdgen)
+  install(TARGETS tdgen EXPORT TensorDictTargets
+          RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT development)
+  install(DIRECTORY "${PROJECT_SOURCE_DIR}/templates/"
+          DESTINATION "${TENSORDICT_INSTALL_TEMPLATESDIR}"
+          COMPONENT development)
+endif()
+if(TARGET tdtool)
+  set_target_properties(tdtool PROPERTIES EXPORT_NAME tdtool)
+  install(TARGETS tdtool EXPORT TensorDictTargets
+          RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
+endif()
+
+# Libraries of optional backends that the runtime links: a consumer linking the (static) runtime
+# needs their imported targets too, so the package config finds them.
+get_target_property(runtime_links tensordict_runtime LINK_LIBRARIES)
+set(TENSORDICT_PACKAGE_LINKS_HDF5 OFF)
+set(TENSORDICT_PACKAGE_LINKS_REDIS OFF)
+if(runtime_links MATCHES "HDF5::|hdf5")
+  set(TENSORDICT_PACKAGE_LINKS_HDF5 ON)
+endif()
+if(runtime_links MATCHES "HIREDIS|hiredis")
+  set(TENSORDICT_PACKAGE_LINKS_REDIS ON)
+endif()
+
+install(EXPORT TensorDictTargets
+        NAMESPACE TensorDict::
+        DESTINATION "${TENSORDICT_INSTALL_CMAKEDIR}"
+        COMPONENT development)
+
+configure_package_config_file(
+  "${PROJECT_SOURCE_DIR}/cmake/TensorDictConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/package/TensorDictConfig.cmake"
+  INSTALL_DESTINATION "${TENSORDICT_INSTALL_CMAKEDIR}"
+  PATH_VARS TENSORDICT_INSTALL_TEMPLATESDIR)
+# 0.x releases may break the API between minor versions, so only the same minor matches.
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/package/TensorDictConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}"
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+          "${PROJECT_BINARY_DIR}/package/TensorDictConfig.cmake"
+          "${PROJECT_BINARY_DIR}/package/TensorDictConfigVersion.cmake"
+          "${PROJECT_SOURCE_DIR}/cmake/TensorDictGenerate.cmake"  # tensordict_generate()
+        DESTINATION "${TENSORDICT_INSTALL_CMAKEDIR}"
+        COMPONENT development)

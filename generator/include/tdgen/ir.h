@@ -1,0 +1,106 @@
+#pragma once
+// The intermediate representation of tdgen: what every frontend (YAML today, Clang LibTooling
+// later) produces and every emitter consumes. It knows nothing about YAML or C++ syntax trees:
+// a Module is a set of schema files, each declaring classes made of fields, and every entity
+// carries the SourceLocation it came from so any later check can point at it.
+//
+// Frontends fill the structs and hand the Module to `resolve()` (sema.h), which checks it and
+// fills the resolution fields; after that the Module is shared as `std::shared_ptr<const
+// Module>` and never changes. See docs/generator.md.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tdgen {
+
+/// Where an entity was declared: file (as given on the command line or resolved from an
+/// import), 1-based line and column.
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  int column = 0;
+
+  /// "file:line:column"
+  std::string str() const;
+};
+
+/// Tensor element types, named as LibTorch names them without the prefix.
+enum class Dtype { Float32, Float64, Float16, BFloat16, Int8, Int16, Int32, Int64, UInt8, Bool, Complex64, Complex128 };
+
+/// "float32" -> Dtype::Float32; nullopt for an unknown name.
+std::optional<Dtype> parse_dtype(const std::string& name);
+/// Dtype::Float32 -> "float32".
+const char* dtype_name(Dtype dtype);
+/// Dtype::Float32 -> "at::kFloat".
+const char* dtype_cpp(Dtype dtype);
+
+enum class ClassKind { TensorClass, TypedTensorDict };
+const char* class_kind_name(ClassKind kind);
+
+enum class FieldKind { Tensor, Nested, String, Int, Float, Bool };
+
+/// A reference to a class by name, as written ("Observation" or "rl::Observation").
+struct ClassRef {
+  std::string name;
+  SourceLocation location;
+  // Filled by resolve(): index of the file in Module::files and of the class in it.
+  int file_index = -1;
+  int class_index = -1;
+};
+
+struct FieldDef {
+  std::string name;
+  SourceLocation location;
+  FieldKind kind = FieldKind::Tensor;
+  /// Tensor fields: the declared dtype; none = any dtype.
+  std::optional<Dtype> dtype;
+  /// Tensor fields: the event shape (dims after the batch dims), -1 = any size; none = any shape.
+  std::optional<std::vector<int64_t>> shape;
+  /// Nested fields: the nested class.
+  ClassRef nested;
+  bool optional = false;
+  std::string doc;
+};
+
+struct ClassDef {
+  std::string name;
+  SourceLocation location;
+  ClassKind kind = ClassKind::TensorClass;
+  std::string doc;
+  /// The class this one extends, if any.
+  std::optional<ClassRef> base;
+  /// The fields this class declares (not the inherited ones), in declaration order.
+  std::vector<FieldDef> fields;
+};
+
+struct ImportDef {
+  /// As written in the schema.
+  std::string path;
+  SourceLocation location;
+  /// Filled by the frontend: index of the imported file in Module::files.
+  int file_index = -1;
+};
+
+struct SchemaFile {
+  /// Path of the schema file.
+  std::string path;
+  /// File name without directory and extension: the generated header is `<stem>.td.h`.
+  std::string stem;
+  SourceLocation location;
+  /// C++ namespace, possibly nested ("a::b"); empty for the global namespace.
+  std::string cpp_namespace;
+  std::vector<ImportDef> imports;
+  std::vector<ClassDef> classes;
+};
+
+/// Every file a generation run reads: the schemas given on the command line (roots) and,
+/// after them, the files they import, transitively. Each file appears once.
+struct Module {
+  std::vector<SchemaFile> files;
+  /// Indices into `files` of the schemas to generate headers for.
+  std::vector<int> roots;
+};
+
+}  // namespace tdgen

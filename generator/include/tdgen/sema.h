@@ -1,0 +1,35 @@
+#pragma once
+// Checks on a whole Module, independent of the frontend that built it: names (C++ keywords,
+// clashes with generated or TensorDict members), duplicate classes and fields (also through
+// inheritance), class references, cyclic `extends`, kinds (non-tensor fields only in a
+// tensorclass). Fills the resolution fields of ClassRefs.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tdgen/ir.h>
+
+namespace tdgen {
+
+/// Checks and resolves `module`, returning the immutable IR. Throws Diagnostic.
+std::shared_ptr<const Module> resolve(Module module);
+
+/// The class a resolved reference points to.
+const ClassDef& referenced_class(const Module& module, const ClassRef& ref);
+/// "::rl::Observation"
+std::string qualified_cpp_name(const Module& module, const ClassRef& ref);
+
+/// Every field of `cls`, inherited ones first.
+std::vector<const FieldDef*> all_fields(const Module& module, const ClassDef& cls);
+
+/// Classes of file `file_index` in emission order: a class after its base and after the
+/// classes its fields nest, otherwise in declaration order.
+std::vector<const ClassDef*> emission_order(const Module& module, int file_index);
+
+/// Names a field may not take: members of TensorDict, TensorClass, TypedTensorDict and the
+/// generated code.
+const std::vector<std::string>& reserved_member_names();
+bool is_cpp_keyword(const std::string& name);
+
+}  // namespace tdgen

@@ -1,0 +1,244 @@
+// The C++ header emitter. Layout of a generated header (FlatBuffers-like): banner, include
+// guard, runtime includes and the generated headers of imports, a static_assert on the runtime
+// version, forward declarations, then one class per schema class in dependency order, each
+// with a constexpr Traits struct and an accessor, setter and presence test per field.
+
+#include <tdgen/emitter.h>
+
+#include <cctype>
+#include <filesystem>
+#include <sstream>
+
+#include <tdgen/code_template.h>
+#include <tdgen/sema.h>
+
+namespace tdgen {
+
+namespace {
+
+const char* const kTemplateNames[] = {"header.td.h.tmpl", "class.tmpl",        "field_descriptor.tmpl",
+                                      "shape_array.tmpl", "field_tensor.tmpl", "field_nested.tmpl",
+                                      "field_scalar.tmpl", "field_cache.tmpl",
+                                      "field_inherited_setter.tmpl"};
+
+struct Templates {
+  explicit Templates(const std::string& dir)
+      : header(CodeTemplate::load(dir, "header.td.h.tmpl")),
+        cls(CodeTemplate::load(dir, "class.tmpl")),
+        descriptor(CodeTemplate::load(dir, "field_descriptor.tmpl")),
+        shape_array(CodeTemplate::load(dir, "shape_array.tmpl")),
+        tensor_field(CodeTemplate::load(dir, "field_tensor.tmpl")),
+        nested_field(CodeTemplate::load(dir, "field_nested.tmpl")),
+        scalar_field(CodeTemplate::load(dir, "field_scalar.tmpl")),
+        cache(CodeTemplate::load(dir, "field_cache.tmpl")),
+        inherited_setter(CodeTemplate::load(dir, "field_inherited_setter.tmpl")) {}
+  CodeTemplate header, cls, descriptor, shape_array, tensor_field, nested_field, scalar_field, cache, inherited_setter;
+};
+
+// User text only ever goes into `///` comments: one comment line per text line, control
+// characters dropped, and no trailing backslash (it would continue the comment).
+std::string doc_comment(const std::string& text, const std::string& indent) {
+  std::string out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::string clean;
+    for (char c : line)
+      if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) clean += c;
+    while (!clean.empty() && (clean.back() == ' ' || clean.back() == '\\')) clean.pop_back();
+    out += indent + (clean.empty() ? "///" : "/// " + clean) + "\n";
+  }
+  return out;
+}
+
+// A file name as it may appear in a comment or a string literal.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\' || c == 0x7f) ? '_' : c;
+  return out;
+}
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
+const char* kind_enum(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::Tensor: return "Tensor";
+    case FieldKind::Nested: return "Nested";
+    case FieldKind::String: return "String";
+    case FieldKind::Int: return "Int";
+    case FieldKind::Float: return "Float";
+    case FieldKind::Bool: return "Bool";
+  }
+  return "Tensor";
+}
+
+// "uint8, event shape [84, 84, 3]"
+std::string expected_str(const FieldDef& f) {
+  std::string out = f.dtype ? std::string("dtype ") + dtype_name(*f.dtype) : "any dtype";
+  out += f.shape ? ", event shape " + dims_str(*f.shape) : ", any event shape";
+  return out;
+}
+
+std::string field_summary(const Module& module, const FieldDef& f) {
+  std::string what;
+  switch (f.kind) {
+    case FieldKind::Tensor: what = "tensor, " + expected_str(f); break;
+    case FieldKind::Nested: what = "nested " + referenced_class(module, f.nested).name; break;
+    case FieldKind::String: what = "string"; break;
+    case FieldKind::Int: what = "int"; break;
+    case FieldKind::Float: what = "float"; break;
+    case FieldKind::Bool: what = "bool"; break;
+  }
+  return "Field `" + f.name + "` (" + what + (f.optional ? ", optional" : "") + ").";
+}
+
+class HeaderWriter {
+ public:
+  HeaderWriter(const Templates& t, const Module& m, int file_index) : t_(t), m_(m), file_(m.files.at(file_index)), index_(file_index) {}
+
+  std::string write() {
+    std::string includes;
+    for (const auto& imp : file_.imports)
+      includes += "#include \"" + printable(CppHeaderEmitter::header_name(m_.files.at(imp.file_index).stem)) + "\"\n";
+    if (!includes.empty()) includes = "\n" + includes;
+    std::string forward, classes;
+    for (const auto& cls : file_.classes) forward += "class " + cls.name + ";\n";
+    for (const ClassDef* cls : emission_order(m_, index_)) classes += write_class(*cls);
+    const std::string ns = file_.cpp_namespace;
+    return t_.header.render({
+        {"SOURCE", printable(std::filesystem::path(file_.path).filename().string())},
+        {"GUARD", guard()},
+        {"IMPORT_INCLUDES", includes},
+        {"RUNTIME_VERSION", std::to_string(kTypedRuntimeVersion)},
+        {"HEADER_NAME", printable(CppHeaderEmitter::header_name(file_.stem))},
+        {"NAMESPACE_OPEN", ns.empty() ? "" : "\nnamespace " + ns + " {\n"},
+        {"FORWARD_DECLARATIONS", forward},
+        {"CLASSES", classes},
+        {"NAMESPACE_CLOSE", ns.empty() ? "" : "\n}  // namespace " + ns + "\n"},
+    });
+  }
+
+ private:
+  std::string guard() const {
+    std::string g = "TDGEN_";
+    for (char c : file_.stem) g += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+    return g + "_TD_H_";
+  }
+
+  std::string write_class(const ClassDef& cls) {
+    const std::string self = (file_.cpp_namespace.empty() ? "" : file_.cpp_namespace + "::") + cls.name;
+    const std::string runtime_template =
+        cls.kind == ClassKind::TensorClass ? "::tensordict::TensorClass" : "::tensordict::TypedTensorDict";
+    std::string base = runtime_template + "<" + cls.name;
+    if (cls.base) base += ", " + qualified_cpp_name(m_, *cls.base);
+    base += ">";
+
+    const std::vector<const FieldDef*> fields = all_fields(m_, cls);
+    std::string shapes, descriptors, names, accessors, caches;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const FieldDef& f = *fields[i];
+      const bool has_shape = f.kind == FieldKind::Tensor && f.shape && !f.shape->empty();
+      if (has_shape) {
+        std::string dims;
+        for (size_t d = 0; d < f.shape->size(); ++d) dims += (d ? ", " : "") + std::to_string((*f.shape)[d]);
+        shapes += t_.shape_array.render({{"FIELD", f.name}, {"DIMS", dims}});
+      }
+      const bool tensor = f.kind == FieldKind::Tensor;
+      descriptors += t_.descriptor.render({
+          {"FIELD", f.name},
+          {"KIND", kind_enum(f.kind)},
+          {"DTYPE", tensor && f.dtype ? dtype_cpp(*f.dtype) : "::c10::ScalarType::Undefined"},
+          {"ANY_DTYPE", tensor && f.dtype ? "false" : "true"},
+          {"SHAPE", has_shape ? f.name + "_shape" : "nullptr"},
+          {"RANK", tensor && f.shape ? std::to_string(f.shape->size()) : "-1"},
+          {"OPTIONAL", f.optional ? "true" : "false"},
+          {"NESTED_NAME", f.kind == FieldKind::Nested ? "\"" + referenced_class(m_, f.nested).name + "\"" : "nullptr"},
+      });
+      names += "        \"" + f.name + "\",\n";
+    }
+    // Accessors and caches for this class's own fields; inherited ones come from the base.
+    const size_t first_own = fields.size() - cls.fields.size();
+    for (size_t i = 0; i < first_own; ++i) accessors += write_inherited_setter(cls, *fields[i]);
+    for (size_t i = first_own; i < fields.size(); ++i) {
+      accessors += write_accessors(cls, *fields[i], i);
+      caches += t_.cache.render({{"FIELD", fields[i]->name}});
+    }
+    return t_.cls.render({
+        {"CLASS_DOC", doc_comment(cls.doc.empty() ? std::string(class_kind_name(cls.kind)) + " " + cls.name +
+                                                        " (generated from a schema)." : cls.doc, "")},
+        {"CLASS_NAME", cls.name},
+        {"BASE", base},
+        {"QUALIFIED_NAME", self},
+        {"SHAPE_ARRAYS", shapes},
+        {"FIELD_COUNT", std::to_string(fields.size())},
+        {"FIELD_DESCRIPTORS", descriptors},
+        {"FIELD_NAMES", names},
+        {"CTOR_INDENT", std::string(cls.name.size() + 3, ' ')},
+        {"ACCESSORS", accessors},
+        {"CACHES", caches},
+    });
+  }
+
+  std::string write_inherited_setter(const ClassDef& cls, const FieldDef& f) {
+    std::string param = "at::Tensor", forward = "::std::move(value)";
+    switch (f.kind) {
+      case FieldKind::Tensor: break;
+      case FieldKind::Nested: param = "const " + qualified_cpp_name(m_, f.nested) + "&"; forward = "value"; break;
+      case FieldKind::String: param = "::std::string"; break;
+      case FieldKind::Int: param = "::std::int64_t"; forward = "value"; break;
+      case FieldKind::Float: param = "double"; forward = "value"; break;
+      case FieldKind::Bool: param = "bool"; forward = "value"; break;
+    }
+    return t_.inherited_setter.render({{"FIELD", f.name}, {"CLASS_NAME", cls.name},
+                                       {"BASE_CLASS", qualified_cpp_name(m_, *cls.base)},
+                                       {"PARAM_TYPE", param}, {"FORWARD", forward}});
+  }
+
+  std::string write_accessors(const ClassDef& cls, const FieldDef& f, size_t index) {
+    std::string doc = doc_comment(field_summary(m_, f), "  ");
+    if (!f.doc.empty()) doc = doc_comment(f.doc, "  ") + doc;
+    CodeTemplate::Values v{{"FIELD_DOC", doc}, {"FIELD", f.name}, {"INDEX", std::to_string(index)}, {"CLASS_NAME", cls.name}};
+    switch (f.kind) {
+      case FieldKind::Tensor:
+        v["EXPECTED"] = expected_str(f);
+        return t_.tensor_field.render(v);
+      case FieldKind::Nested:
+        v["NESTED_TYPE"] = qualified_cpp_name(m_, f.nested);
+        return t_.nested_field.render(v);
+      default: break;
+    }
+    switch (f.kind) {
+      case FieldKind::String: v["CPP_TYPE"] = "::std::string"; v["READ_FUNCTION"] = "read_string"; v["STORED_VALUE"] = "::std::move(value)"; break;
+      case FieldKind::Int: v["CPP_TYPE"] = "::std::int64_t"; v["READ_FUNCTION"] = "read_int"; v["STORED_VALUE"] = "value"; break;
+      case FieldKind::Float: v["CPP_TYPE"] = "double"; v["READ_FUNCTION"] = "read_float"; v["STORED_VALUE"] = "value"; break;
+      default: v["CPP_TYPE"] = "bool"; v["READ_FUNCTION"] = "read_bool"; v["STORED_VALUE"] = "value"; break;
+    }
+    return t_.scalar_field.render(v);
+  }
+
+  const Templates& t_;
+  const Module& m_;
+  const SchemaFile& file_;
+  int index_;
+};
+
+}  // namespace
+
+CppHeaderEmitter::CppHeaderEmitter(std::string templates_dir) : templates_dir_(std::move(templates_dir)) {}
+
+std::vector<OutputFile> CppHeaderEmitter::generate(const Module& module, int file_index) const {
+  Templates templates(templates_dir_);
+  return {OutputFile{header_name(module.files.at(file_index).stem), HeaderWriter(templates, module, file_index).write()}};
+}
+
+std::vector<std::string> CppHeaderEmitter::inputs() const {
+  std::vector<std::string> out;
+  for (const char* name : kTemplateNames) out.push_back(templates_dir_ + "/" + name);
+  return out;
+}
+
+}  // namespace tdgen

@@ -1,0 +1,65 @@
+#pragma once
+// The functions generated accessors call. Reads of tensor fields are inline and take the
+// FieldCache fast path; everything else (checks, errors, non-tensor values) lives in
+// runtime/src/typed/field.cpp.
+
+#include <string>
+#include <utility>
+
+#include <ATen/core/Tensor.h>
+#include <c10/macros/Macros.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+#include <tensordict/typed/field.h>
+#include <tensordict/typed/field_cache.h>
+
+namespace tensordict {
+namespace typed {
+
+/// The tensor stored in `field`; AttributeError when it is not set, TypeError when the entry
+/// is not a tensor.
+inline const at::Tensor& read_tensor(const TensorDict& td, const char* class_name,
+                                     const FieldDescriptor& field, const FieldCache& cache) {
+  const Entry* entry = cache.lookup(td.impl(), field.name);
+  if (C10_LIKELY(entry != nullptr && entry->is_tensor())) return entry->tensor_unchecked();
+  throw_bad_read(class_name, field, entry);
+}
+
+/// The nested tensordict stored in `field` (wrapped into the nested class by the caller).
+inline const TensorDict& read_nested(const TensorDict& td, const char* class_name,
+                                     const FieldDescriptor& field, const FieldCache& cache) {
+  const Entry* entry = cache.lookup(td.impl(), field.name);
+  if (C10_LIKELY(entry != nullptr && entry->is_tensordict())) return entry->tensordict_unchecked();
+  throw_bad_read(class_name, field, entry);
+}
+
+/// The entry of a non-tensor field, or nullptr.
+inline const Entry* read_entry(const TensorDict& td, const FieldDescriptor& field, const FieldCache& cache) {
+  return cache.lookup(td.impl(), field.name);
+}
+
+/// Checks `value` against `field` and stores it (no copy).
+inline void write_tensor(TensorDict& td, const char* class_name, const FieldDescriptor& field,
+                         at::Tensor value) {
+  check_tensor(class_name, field, td.batch_size(), value);
+  td.set(field.name, std::move(value));
+}
+
+/// Checks the nested tensordict's batch dims and stores it (no copy: it stays shared).
+inline void write_nested(TensorDict& td, const char* class_name, const FieldDescriptor& field,
+                         const TensorDict& value) {
+  check_nested(class_name, field, td.batch_size(), value);
+  td.set(field.name, EntryInit(value));
+}
+
+/// Stores a non-tensor value (string, int, float or bool) as NonTensorData.
+void write_scalar(TensorDict& td, const FieldDescriptor& field, json::Value value);
+
+/// True when the backend holds an entry for `field`.
+inline bool has_field(const TensorDict& td, const FieldDescriptor& field, const FieldCache& cache) {
+  return cache.lookup(td.impl(), field.name) != nullptr;
+}
+
+}  // namespace typed
+}  // namespace tensordict

@@ -1,0 +1,374 @@
+// Checks, errors and non-tensor values of typed classes (TensorClass, TypedTensorDict).
+
+#include <tensordict/typed/field.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <typeinfo>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+#include <tensordict/tensor_dict_impl.h>
+#include <tensordict/typed/accessors.h>
+#include <tensordict/typed/field_cache.h>
+#include <tensordict/typed/tensor_class.h>
+#include <tensordict/typed/typed_tensor_dict.h>
+
+namespace tensordict {
+namespace typed {
+
+namespace {
+
+std::string dims_str(c10::IntArrayRef dims) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < dims.size(); ++i) out << (i ? ", " : "") << dims[i];
+  out << ']';
+  return out.str();
+}
+
+// The full expected shape: batch dims then the event shape ("..." for any shape).
+std::string expected_shape_str(const FieldDescriptor& field, c10::IntArrayRef batch_size) {
+  std::ostringstream out;
+  out << '[';
+  bool first = true;
+  for (int64_t d : batch_size) {
+    out << (first ? "" : ", ") << d;
+    first = false;
+  }
+  if (field.rank < 0) {
+    out << (first ? "" : ", ") << "...";
+  } else {
+    for (int64_t i = 0; i < field.rank; ++i) {
+      out << (first ? "" : ", ") << field.shape[i];
+      first = false;
+    }
+  }
+  out << ']';
+  return out.str();
+}
+
+const char* kind_description(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::Tensor: return "a tensor";
+    case FieldKind::Nested: return "a nested tensordict";
+    case FieldKind::String: return "a string";
+    case FieldKind::Int: return "an int";
+    case FieldKind::Float: return "a float";
+    case FieldKind::Bool: return "a bool";
+  }
+  return "?";
+}
+
+const char* json_kind_description(const json::Value& value) {
+  if (value.is_null()) return "null";
+  if (value.is_bool()) return "a bool";
+  if (value.is_int()) return "an int";
+  if (value.is_double()) return "a float";
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "a list";
+  return "an object";
+}
+
+bool json_matches(FieldKind kind, const json::Value& value) {
+  switch (kind) {
+    case FieldKind::String: return value.is_string();
+    case FieldKind::Int: return value.is_int();
+    case FieldKind::Float: return value.is_number();
+    case FieldKind::Bool: return value.is_bool();
+    default: return false;
+  }
+}
+
+// {'a', 'b'}: Python's repr of a set of strings, sorted so messages are deterministic.
+std::string set_str(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  std::string out = "{";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "}";
+}
+
+std::string join(const std::vector<std::string>& names, const char* separator, bool quote) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += separator;
+    out += quote ? "'" + names[i] + "'" : names[i];
+  }
+  return out;
+}
+
+std::vector<std::string> declared_names(const Schema& schema) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < schema.num_fields; ++i) out.emplace_back(schema.fields[i].name);
+  return out;
+}
+
+// A number given to a non-tensor field arrives as a 0-dim tensor (EntryInit's conversion):
+// turn it back into the JSON value the field stores.
+json::Value scalar_value(const char* class_name, const FieldDescriptor& field, const Entry& entry) {
+  if (entry.is_non_tensor()) return entry.non_tensor().value();
+  if (entry.is_tensor() && entry.tensor_unchecked().defined() && entry.tensor_unchecked().dim() == 0) {
+    const at::Tensor& t = entry.tensor_unchecked();
+    if (t.scalar_type() == at::kBool) return json::Value(t.item<bool>());
+    if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) return json::Value(t.item<int64_t>());
+    if (at::isFloatingType(t.scalar_type())) return json::Value(t.item<double>());
+  }
+  TD_THROW(TypeError, class_name, ".", field.name, ": expected ", kind_description(field.kind), ", got ",
+           entry.defined() ? kind_name(entry.kind()) : "nothing");
+}
+
+// Stores one constructor/set value in `field`, checked.
+void store_field(const char* class_name, const FieldDescriptor& field, TensorDict& td, EntryInit value) {
+  switch (field.kind) {
+    case FieldKind::Tensor: {
+      TD_CHECK(!value.is_nested_list() && value.entry().is_tensor(), TypeError, class_name, ".", field.name,
+               ": expected a tensor, got ",
+               value.is_nested_list() ? "a nested list" : kind_name(value.entry().kind()));
+      write_tensor(td, class_name, field, value.entry().tensor_unchecked());
+      return;
+    }
+    case FieldKind::Nested: {
+      if (value.is_nested_list()) {
+        td.set(field.name, std::move(value));
+        return;
+      }
+      TD_CHECK(value.entry().is_tensordict(), TypeError, class_name, ".", field.name, ": expected a ",
+               field.class_name, " (a tensordict), got ", kind_name(value.entry().kind()));
+      write_nested(td, class_name, field, value.entry().tensordict_unchecked());
+      return;
+    }
+    default: {
+      TD_CHECK(!value.is_nested_list(), TypeError, class_name, ".", field.name, ": expected ",
+               kind_description(field.kind), ", got a nested list");
+      json::Value v = scalar_value(class_name, field, value.entry());
+      TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
+               kind_description(field.kind), ", got ", json_kind_description(v));
+      write_scalar(td, field, std::move(v));
+      return;
+    }
+  }
+}
+
+void check_no_duplicates(c10::ArrayRef<TensorDict::Item> items) {
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      TD_CHECK(items[i].first != items[j].first, ValueError, "The key ", items[i].first,
+               " is already set in kwargs");
+}
+
+}  // namespace
+
+const FieldDescriptor* Schema::find(const std::string& name) const {
+  for (size_t i = 0; i < num_fields; ++i)
+    if (name == fields[i].name) return &fields[i];
+  return nullptr;
+}
+
+const char* dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kChar: return "int8";
+    case at::kShort: return "int16";
+    case at::kInt: return "int32";
+    case at::kLong: return "int64";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    case at::kComplexFloat: return "complex64";
+    case at::kComplexDouble: return "complex128";
+    default: return c10::toString(dtype);
+  }
+}
+
+std::string event_shape_string(const FieldDescriptor& field) {
+  if (field.rank < 0) return "any";
+  return dims_str(c10::IntArrayRef(field.shape, static_cast<size_t>(field.rank)));
+}
+
+void check_tensor(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
+                  const at::Tensor& value) {
+  TD_CHECK(value.defined(), TypeError, class_name, ".", field.name, ": expected a tensor, got an undefined tensor");
+  c10::IntArrayRef sizes = value.sizes();
+  const int64_t batch_dims = static_cast<int64_t>(batch_size.size());
+  bool ok = value.dim() >= batch_dims && sizes.slice(0, batch_dims) == batch_size;
+  if (ok && field.rank >= 0) {
+    ok = value.dim() == batch_dims + field.rank;
+    for (int64_t i = 0; ok && i < field.rank; ++i)
+      ok = field.shape[i] < 0 || field.shape[i] == sizes[batch_dims + i];
+  }
+  TD_CHECK(ok, ShapeError, class_name, ".", field.name, ": expected shape ", expected_shape_str(field, batch_size),
+           " (batch size ", dims_str(batch_size), ", event shape ", event_shape_string(field), "), got ",
+           dims_str(sizes));
+  TD_CHECK(field.any_dtype || value.scalar_type() == field.dtype, TypeError, class_name, ".", field.name,
+           ": expected dtype ", dtype_name(field.dtype), ", got ", dtype_name(value.scalar_type()));
+}
+
+void check_nested(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
+                  const TensorDict& value) {
+  c10::IntArrayRef nested = value.batch_size();
+  TD_CHECK(nested.size() >= batch_size.size() && nested.slice(0, batch_size.size()) == batch_size, ShapeError,
+           class_name, ".", field.name, ": expected a ", field.class_name, " whose batch size starts with ",
+           dims_str(batch_size), ", got batch size ", dims_str(nested));
+}
+
+void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
+                 const Entry& entry) {
+  switch (field.kind) {
+    case FieldKind::Tensor:
+      TD_CHECK(entry.is_tensor(), TypeError, class_name, ".", field.name, ": expected a tensor, got ",
+               kind_name(entry.kind()));
+      check_tensor(class_name, field, batch_size, entry.tensor_unchecked());
+      return;
+    case FieldKind::Nested:
+      TD_CHECK(entry.is_tensordict(), TypeError, class_name, ".", field.name, ": expected a ", field.class_name,
+               " (a tensordict), got ", kind_name(entry.kind()));
+      check_nested(class_name, field, batch_size, entry.tensordict_unchecked());
+      return;
+    default: {
+      TD_CHECK(entry.is_non_tensor(), TypeError, class_name, ".", field.name, ": expected ",
+               kind_description(field.kind), ", got ", kind_name(entry.kind()));
+      for (const json::Value& v : entry.non_tensor().pool())
+        TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
+                 kind_description(field.kind), ", got ", json_kind_description(v));
+      return;
+    }
+  }
+}
+
+void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+  if (entry == nullptr)
+    TD_THROW(AttributeError, "'", class_name, "' has field '", field.name, "' declared but not set");
+  TD_THROW(TypeError, class_name, ".", field.name, ": expected ", kind_description(field.kind), ", got ",
+           kind_name(entry->kind()));
+}
+
+std::string rename_repr(const std::string& repr, const char* class_name) {
+  size_t paren = repr.find('(');
+  if (paren == std::string::npos) return repr;
+  return class_name + repr.substr(paren);
+}
+
+namespace {
+const json::Value& read_scalar(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+  if (entry == nullptr || !entry->is_non_tensor()) throw_bad_read(class_name, field, entry);
+  const json::Value& v = entry->non_tensor().value();
+  TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
+           kind_description(field.kind), ", got ", json_kind_description(v));
+  return v;
+}
+}  // namespace
+
+std::string read_string(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+  return read_scalar(class_name, field, entry).as_string();
+}
+int64_t read_int(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+  return read_scalar(class_name, field, entry).as_int();
+}
+double read_float(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+  return read_scalar(class_name, field, entry).as_double();
+}
+bool read_bool(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+  return read_scalar(class_name, field, entry).as_bool();
+}
+
+void write_scalar(TensorDict& td, const FieldDescriptor& field, json::Value value) {
+  td.set_non_tensor(field.name, std::move(value));
+}
+
+const Entry* FieldCache::refresh(const TensorDictBase* base, std::string_view name) const {
+  // Only the exact in-memory backend: a subclass could store entries elsewhere.
+  if (typeid(*base) == typeid(TensorDictImpl)) {
+    const auto* impl = static_cast<const TensorDictImpl*>(base);
+    const int64_t slot = impl->find_slot(name);
+    base_ = base;
+    version_ = base->layout_version();
+    entry_ = slot < 0 ? nullptr : &impl->slots()[static_cast<size_t>(slot)].value;
+    return entry_;
+  }
+  base_ = nullptr;
+  holder_ = base->get(name);
+  return holder_.defined() ? &holder_ : nullptr;
+}
+
+TensorDict build_typed_tensordict(const Schema& schema, c10::ArrayRef<TensorDict::Item> items,
+                                  c10::IntArrayRef batch_size, std::optional<at::Device> device) {
+  check_no_duplicates(items);
+  std::vector<std::string> missing, unexpected;
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    const FieldDescriptor& f = schema.fields[i];
+    bool given = std::any_of(items.begin(), items.end(), [&](const TensorDict::Item& it) { return it.first == f.name; });
+    if (!given && !f.optional) missing.emplace_back(f.name);
+  }
+  std::sort(missing.begin(), missing.end());
+  TD_CHECK(missing.empty(), TypeError, schema.class_name, "() missing required field(s): ", join(missing, ", ", false));
+  for (const auto& item : items)
+    if (schema.find(item.first) == nullptr) unexpected.push_back(item.first);
+  std::sort(unexpected.begin(), unexpected.end());
+  TD_CHECK(unexpected.empty(), TypeError, schema.class_name, "() got unexpected field(s): ",
+           join(unexpected, ", ", false));
+  TensorDict td = TensorDict::empty_with(batch_size, device);
+  for (const auto& item : items) store_field(schema.class_name, *schema.find(item.first), td, item.second);
+  return td;
+}
+
+void check_typed_tensordict(const Schema& schema, const TensorDict& td) {
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < schema.num_fields; ++i)
+    if (!schema.fields[i].optional && !td.contains(schema.fields[i].name)) missing.emplace_back(schema.fields[i].name);
+  std::sort(missing.begin(), missing.end());
+  TD_CHECK(missing.empty(), TypeError, schema.class_name, ".from_tensordict() missing required field(s): ",
+           join(missing, ", ", false));
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    Entry entry = td.find(schema.fields[i].name);
+    if (entry.defined()) check_entry(schema.class_name, schema.fields[i], td.batch_size(), entry);
+  }
+}
+
+TensorDict build_tensor_class(const Schema& schema, c10::ArrayRef<TensorDict::Item> items,
+                              c10::IntArrayRef batch_size, std::optional<at::Device> device) {
+  check_no_duplicates(items);
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    const FieldDescriptor& f = schema.fields[i];
+    bool given = std::any_of(items.begin(), items.end(), [&](const TensorDict::Item& it) { return it.first == f.name; });
+    if (!given && !f.optional) missing.emplace_back(f.name);
+  }
+  TD_CHECK(missing.empty(), TypeError, schema.class_name, ".__init__() missing ", missing.size(), " required positional ",
+           missing.size() == 1 ? "argument: " : "arguments: ", join(missing, ", ", true));
+  for (const auto& item : items)
+    TD_CHECK(schema.find(item.first) != nullptr, AttributeError, "Cannot set the attribute '", item.first,
+             "', expected attributes are ", set_str(declared_names(schema)), ".");
+  TensorDict td = TensorDict::empty_with(batch_size, device);
+  for (const auto& item : items) store_field(schema.class_name, *schema.find(item.first), td, item.second);
+  return td;
+}
+
+void check_tensor_class(const Schema& schema, const TensorDict& td) {
+  std::vector<std::string> keys;
+  bool unknown = false;
+  for (const NestedKey& key : td.keys()) {
+    keys.push_back(key.front());
+    if (schema.find(key.front()) == nullptr) unknown = true;
+  }
+  TD_CHECK(!unknown, ValueError, "Keys from the tensordict (", set_str(keys),
+           ") must correspond to the class attributes (", set_str(declared_names(schema)), ").");
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    Entry entry = td.find(schema.fields[i].name);
+    if (entry.defined()) check_entry(schema.class_name, schema.fields[i], td.batch_size(), entry);
+  }
+}
+
+void set_tensor_class_field(const Schema& schema, TensorDict& td, const std::string& key, EntryInit value) {
+  const FieldDescriptor* field = schema.find(key);
+  TD_CHECK(field != nullptr, AttributeError, "Cannot set the attribute '", key, "', expected attributes are ",
+           set_str(declared_names(schema)), ".");
+  store_field(schema.class_name, *field, td, std::move(value));
+}
+
+}  // namespace typed
+}  // namespace tensordict

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The installed package, end to end (issue 6):
+#  1. `cmake --install` of the current build tree into a temporary prefix, which is then moved
+#     (the package must be relocatable) and checked for absolute build or source paths;
+#  2. a copy of examples/rollout configured with find_package(TensorDict) against it, built
+#     and run;
+#  3. a field added to the copy's schema and a source file using it: the incremental rebuild
+#     must regenerate rollout.td.h, recompile only what includes it, and the program must run
+#     and print the new field; a further build must have nothing to do.
+#
+# Usage: installed_package_test.sh BUILD_DIR SOURCE_DIR WORK_DIR CXX_COMPILER [LAUNCHER] [TORCH_DIR]
+set -euo pipefail
+
+build_dir=$1 source_dir=$2 work_dir=$3 cxx=$4 launcher=${5:-} torch_dir=${6:-}
+here=$(cd "$(dirname "$0")" && pwd)
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo; echo "==== $*"; }
+mtime() { stat -c %.9Y "$1"; }
+expect_in() {  # expect_in FILE TEXT
+  grep -qF -- "$2" "$1" || { cat "$1"; fail "expected '$2' in $1"; }
+}
+
+rm -rf "$work_dir"
+mkdir -p "$work_dir"
+
+step "install the build tree into a temporary prefix"
+cmake --install "$build_dir" --prefix "$work_dir/prefix-staged" >"$work_dir/install.log"
+mv "$work_dir/prefix-staged" "$work_dir/prefix"
+prefix=$work_dir/prefix
+for f in lib/cmake/TensorDict/TensorDictConfig.cmake lib/cmake/TensorDict/TensorDictConfigVersion.cmake \
+         lib/cmake/TensorDict/TensorDictTargets.cmake lib/cmake/TensorDict/TensorDictGenerate.cmake \
+         include/tensordict/tensordict.h bin/tdgen; do
+  [[ -e "$prefix/$f" ]] || fail "not installed: $f"
+done
+ls "$prefix"/share/tensordict/templates/* >/dev/null || fail "templates not installed"
+if grep -rlF -e "$(cd "$build_dir" && pwd)" -e "$(cd "$source_dir" && pwd)" -e "prefix-staged" \
+     "$prefix/lib/cmake" "$prefix/share"; then
+  fail "installed CMake files or templates name the build tree, the source tree or the staging prefix"
+fi
+echo "installed to $prefix (moved after install; no absolute build paths)"
+
+step "installed tdgen finds its templates without --templates"
+printf 'namespace: probe\nclasses:\n  Probe:\n    kind: typed_tensordict\n    fields:\n      x: {dtype: float32}\n' \
+  >"$work_dir/probe.yaml"
+(cd "$work_dir" && "$prefix/bin/tdgen" --out "$work_dir/probe-out" probe.yaml)
+expect_in "$work_dir/probe-out/probe.td.h" "class Probe"
+
+step "configure and build examples/rollout against the installed package"
+cp -r "$source_dir/examples/rollout" "$work_dir/rollout"
+configure_args=(-S "$work_dir/rollout" -B "$work_dir/build" -G Ninja
+                -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix")
+[[ -n "$launcher" ]] && configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+[[ -n "$torch_dir" ]] && configure_args+=(-DTorch_DIR="$torch_dir")
+cmake "${configure_args[@]}" >"$work_dir/configure.log" 2>&1 || { cat "$work_dir/configure.log"; fail "configure"; }
+expect_in "$work_dir/build/CMakeCache.txt" "TensorDict_DIR:PATH=$prefix/lib/cmake/TensorDict"
+cmake --build "$work_dir/build" >"$work_dir/build1.log" 2>&1 || { cat "$work_dir/build1.log"; fail "build"; }
+expect_in "$work_dir/build1.log" "tdgen: generating rollout.td.h"
+
+step "run it"
+"$work_dir/build/rollout" "$work_dir/rollout.memmap" | tee "$work_dir/run1.log"
+expect_in "$work_dir/run1.log" "collected 64 steps x 8 envs into rollout::Rollout"
+expect_in "$work_dir/run1.log" "reloaded: memmapped true, same data true"
+expect_in "$work_dir/run1.log" "trained one step on [512] records"
+[[ -f "$work_dir/rollout.memmap/meta.json" && -f "$work_dir/rollout.memmap/obs.memmap" ]] \
+  || fail "no memmap directory written"
+
+step "add a field to the schema and use it in summary.cpp, rebuild"
+header=$(find "$work_dir/build" -name rollout.td.h)
+[[ -n "$header" ]] || fail "generated header not found"
+header_time=$(mtime "$header")
+header_sum=$(sha256sum <"$header")
+policy_obj=$(find "$work_dir/build" -name 'policy.cpp.o')
+policy_time=$(mtime "$policy_obj")
+summary_obj=$(find "$work_dir/build" -name 'summary.cpp.o')
+summary_time=$(mtime "$summary_obj")
+sleep 1  # file systems with coarse timestamps
+sed -i 's/^\(      done: .*\)$/\1\n      advantage: {dtype: float32, shape: [], optional: true}  # added by the test/' \
+  "$work_dir/rollout/schemas/rollout.yaml"
+expect_in "$work_dir/rollout/schemas/rollout.yaml" "advantage:"
+cp "$here/summary_with_advantage.cpp" "$work_dir/rollout/src/summary.cpp"
+cmake --build "$work_dir/build" >"$work_dir/build2.log" 2>&1 || { cat "$work_dir/build2.log"; fail "rebuild"; }
+cat "$work_dir/build2.log"
+expect_in "$work_dir/build2.log" "tdgen: generating rollout.td.h"
+[[ "$(mtime "$header")" != "$header_time" ]] || fail "rollout.td.h was not regenerated"
+[[ "$(sha256sum <"$header")" != "$header_sum" ]] || fail "rollout.td.h did not change"
+expect_in "$header" "set_advantage"
+[[ "$(mtime "$summary_obj")" != "$summary_time" ]] || fail "summary.cpp was not recompiled"
+[[ "$(mtime "$policy_obj")" == "$policy_time" ]] || fail "policy.cpp (which does not include the header) was recompiled"
+echo "rollout.td.h regenerated; summary.cpp recompiled; policy.cpp untouched"
+
+step "run it again: the new field is usable"
+"$work_dir/build/rollout" "$work_dir/rollout.memmap" | tee "$work_dir/run2.log"
+expect_in "$work_dir/run2.log" "fields: obs action log_prob reward done advantage"
+expect_in "$work_dir/run2.log" "advantage [64, 8], centred true"
+expect_in "$work_dir/run2.log" "trained one step on [512] records"
+[[ -f "$work_dir/rollout.memmap/advantage.memmap" ]] || fail "the new field was not stored"
+
+step "a further build has nothing to do"
+cmake --build "$work_dir/build" >"$work_dir/build3.log" 2>&1 || { cat "$work_dir/build3.log"; fail "third build"; }
+cat "$work_dir/build3.log"
+if grep -E "tdgen: generating|Building CXX|Linking CXX" "$work_dir/build3.log"; then
+  fail "an up-to-date build regenerated, recompiled or relinked something"
+fi
+echo "PASS"
