@@ -104,7 +104,7 @@ TEST_CASE("setting a field checks batch dims, event shape and dtype, naming clas
   }
 }
 
-TEST_CASE("-1 in a declared shape matches any size, and no shape matches any shape", "[typed][ttd]") {
+TEST_CASE("a declared size of -1 matches any size, and no shape matches any shape", "[typed][ttd]") {
   SurvivalState s;
   s.set_batch_size({2});
   s.set_observed_time(at::zeros({2, 7, 2}));
@@ -124,7 +124,7 @@ TEST_CASE("a setter stores the tensor without copying and writes go to the backe
   CHECK(s.get("eta").is_same(ones));
 }
 
-TEST_CASE("optional fields are absent until set; reading one says declared but not set", "[typed][ttd]") {
+TEST_CASE("optional fields are absent until set and reading one says declared but not set", "[typed][ttd]") {
   ObservedState o({{"eta", at::randn({5, 3})}, {"X", at::randn({5, 4})}, {"beta", at::randn({5, 1})},
                    {"y", at::randn({5})}, {"mu", at::randn({5})}},
                   {5});
