@@ -234,6 +234,11 @@ TEST_CASE("an extending class is usable where its base is expected", "[typed][tt
   rl::Transition row = t.index({1});
   CHECK((row.action().sizes() == c10::IntArrayRef{4}));
   static_assert(std::is_same<decltype(t.clone()), rl::Transition>::value, "clone keeps the class");
+  // Inherited accessors name the class they are called through.
+  rl::Transition empty;
+  REQUIRE_THROWS_WITH(empty.done(), Catch::Contains("'Transition' has field 'done' declared but not set"));
+  REQUIRE_THROWS_WITH(static_cast<const rl::Step&>(empty).done(), Catch::Contains("'Step' has field 'done'"));
+  REQUIRE_THROWS_WITH(empty.set_done(at::zeros({1})), Catch::Contains("Transition.done: expected shape []"));
   static_assert(std::is_same<decltype(t.index({0})), rl::Transition>::value, "index keeps the class");
 }
 
