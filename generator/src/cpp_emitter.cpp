@@ -18,8 +18,7 @@ namespace {
 
 const char* const kTemplateNames[] = {"header.td.h.tmpl", "class.tmpl",        "field_descriptor.tmpl",
                                       "shape_array.tmpl", "field_tensor.tmpl", "field_nested.tmpl",
-                                      "field_scalar.tmpl", "field_cache.tmpl",
-                                      "field_inherited_setter.tmpl"};
+                                      "field_scalar.tmpl", "field_cache.tmpl"};
 
 struct Templates {
   explicit Templates(const std::string& dir)
@@ -30,9 +29,8 @@ struct Templates {
         tensor_field(CodeTemplate::load(dir, "field_tensor.tmpl")),
         nested_field(CodeTemplate::load(dir, "field_nested.tmpl")),
         scalar_field(CodeTemplate::load(dir, "field_scalar.tmpl")),
-        cache(CodeTemplate::load(dir, "field_cache.tmpl")),
-        inherited_setter(CodeTemplate::load(dir, "field_inherited_setter.tmpl")) {}
-  CodeTemplate header, cls, descriptor, shape_array, tensor_field, nested_field, scalar_field, cache, inherited_setter;
+        cache(CodeTemplate::load(dir, "field_cache.tmpl")) {}
+  CodeTemplate header, cls, descriptor, shape_array, tensor_field, nested_field, scalar_field, cache;
 };
 
 // User text only ever goes into `///` comments: one comment line per text line, control
@@ -160,13 +158,12 @@ class HeaderWriter {
       });
       names += "        \"" + f.name + "\",\n";
     }
-    // Accessors and caches for this class's own fields; inherited ones come from the base.
+    // Accessors for every field, inherited ones too: re-declared here they name this class in
+    // errors and their setters return it. Caches only for this class's own fields; the
+    // inherited ones use the base's (protected) caches.
     const size_t first_own = fields.size() - cls.fields.size();
-    for (size_t i = 0; i < first_own; ++i) accessors += write_inherited_setter(cls, *fields[i]);
-    for (size_t i = first_own; i < fields.size(); ++i) {
-      accessors += write_accessors(cls, *fields[i], i);
-      caches += t_.cache.render({{"FIELD", fields[i]->name}});
-    }
+    for (size_t i = 0; i < fields.size(); ++i) accessors += write_accessors(cls, *fields[i], i);
+    for (size_t i = first_own; i < fields.size(); ++i) caches += t_.cache.render({{"FIELD", fields[i]->name}});
     return t_.cls.render({
         {"CLASS_DOC", doc_comment(cls.doc.empty() ? std::string(class_kind_name(cls.kind)) + " " + cls.name +
                                                         " (generated from a schema)." : cls.doc, "")},
@@ -181,21 +178,6 @@ class HeaderWriter {
         {"ACCESSORS", accessors},
         {"CACHES", caches},
     });
-  }
-
-  std::string write_inherited_setter(const ClassDef& cls, const FieldDef& f) {
-    std::string param = "at::Tensor", forward = "::std::move(value)";
-    switch (f.kind) {
-      case FieldKind::Tensor: break;
-      case FieldKind::Nested: param = "const " + qualified_cpp_name(m_, f.nested) + "&"; forward = "value"; break;
-      case FieldKind::String: param = "::std::string"; break;
-      case FieldKind::Int: param = "::std::int64_t"; forward = "value"; break;
-      case FieldKind::Float: param = "double"; forward = "value"; break;
-      case FieldKind::Bool: param = "bool"; forward = "value"; break;
-    }
-    return t_.inherited_setter.render({{"FIELD", f.name}, {"CLASS_NAME", cls.name},
-                                       {"BASE_CLASS", qualified_cpp_name(m_, *cls.base)},
-                                       {"PARAM_TYPE", param}, {"FORWARD", forward}});
   }
 
   std::string write_accessors(const ClassDef& cls, const FieldDef& f, size_t index) {

@@ -65,7 +65,7 @@ TEST_CASE("output is deterministic and unchanged files are not rewritten", "[gen
   CHECK(read(header) == first);
 }
 
-TEST_CASE("--check writes nothing and --depfile lists schema, imports and templates", "[generator][golden]") {
+TEST_CASE("check mode writes nothing and the depfile lists schema, imports and templates", "[generator][golden]") {
   TempDir out;
   const std::string schema = kGoldenDir + "/transition.yaml";
   REQUIRE(run({"--check", "--out", out.path(), schema}).exit_code == 0);

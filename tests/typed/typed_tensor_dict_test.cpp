@@ -104,7 +104,7 @@ TEST_CASE("setting a field checks batch dims, event shape and dtype, naming clas
   }
 }
 
-TEST_CASE("-1 in a declared shape matches any size, and no shape matches any shape", "[typed][ttd]") {
+TEST_CASE("a declared size of -1 matches any size, and no shape matches any shape", "[typed][ttd]") {
   SurvivalState s;
   s.set_batch_size({2});
   s.set_observed_time(at::zeros({2, 7, 2}));
@@ -124,7 +124,7 @@ TEST_CASE("a setter stores the tensor without copying and writes go to the backe
   CHECK(s.get("eta").is_same(ones));
 }
 
-TEST_CASE("optional fields are absent until set; reading one says declared but not set", "[typed][ttd]") {
+TEST_CASE("optional fields are absent until set and reading one says declared but not set", "[typed][ttd]") {
   ObservedState o({{"eta", at::randn({5, 3})}, {"X", at::randn({5, 4})}, {"beta", at::randn({5, 1})},
                    {"y", at::randn({5})}, {"mu", at::randn({5})}},
                   {5});
@@ -234,6 +234,11 @@ TEST_CASE("an extending class is usable where its base is expected", "[typed][tt
   rl::Transition row = t.index({1});
   CHECK((row.action().sizes() == c10::IntArrayRef{4}));
   static_assert(std::is_same<decltype(t.clone()), rl::Transition>::value, "clone keeps the class");
+  // Inherited accessors name the class they are called through.
+  rl::Transition empty;
+  REQUIRE_THROWS_WITH(empty.done(), Catch::Contains("'Transition' has field 'done' declared but not set"));
+  REQUIRE_THROWS_WITH(static_cast<const rl::Step&>(empty).done(), Catch::Contains("'Step' has field 'done'"));
+  REQUIRE_THROWS_WITH(empty.set_done(at::zeros({1})), Catch::Contains("Transition.done: expected shape []"));
   static_assert(std::is_same<decltype(t.index({0})), rl::Transition>::value, "index keeps the class");
 }
 
