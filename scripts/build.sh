@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
+# Paths relative to the checkout, so ccache hits across clones and build directories.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >"${build_dir}.configure.log" 2>&1 \
   || { cat "${build_dir}.configure.log"; exit 1; }
 grep -E "^-- tensordict-cpp" "${build_dir}.configure.log" || true

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@"
