@@ -7,6 +7,8 @@
 #include <tensordict/json.h>
 #include <tensordict/key.h>
 #include <tensordict/non_tensor.h>
+#include <tensordict/op_options.h>
+#include <tensordict/ops.h>
 #include <tensordict/tensor_dict.h>
 #include <tensordict/tensor_dict_base.h>
 #include <tensordict/tensor_dict_impl.h>
