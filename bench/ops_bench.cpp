@@ -142,6 +142,23 @@ FixtureF& fixture() {
   return f;
 }
 
+// stack16 / cat16 by hand: one at::stack / at::cat per leaf over the 16 copies.
+Groups floor_join(FixtureF& f, bool stack) {
+  Groups out;
+  out.reserve(f.src.size());
+  std::vector<at::Tensor> column(f.src_list16.size());
+  for (size_t g = 0; g < f.src.size(); ++g) {
+    Group ng{f.src[g].name, {}};
+    ng.leaves.reserve(f.src[g].leaves.size());
+    for (size_t x = 0; x < f.src[g].leaves.size(); ++x) {
+      for (size_t i = 0; i < f.src_list16.size(); ++i) column[i] = f.src_list16[i][g].leaves[x].second;
+      ng.leaves.emplace_back(f.src[g].leaves[x].first, stack ? at::stack(column, 0) : at::cat(column, 0));
+    }
+    out.push_back(std::move(ng));
+  }
+  return out;
+}
+
 // ---- Registration helpers -----------------------------------------------------------------------
 
 template <typename Fn>
@@ -228,21 +245,6 @@ void register_all() {
     }
   });
 
-  auto floor_join = [](FixtureF& f, bool stack) {
-    Groups out;
-    out.reserve(f.src.size());
-    std::vector<at::Tensor> column(f.src_list16.size());
-    for (size_t g = 0; g < f.src.size(); ++g) {
-      Group ng{f.src[g].name, {}};
-      ng.leaves.reserve(f.src[g].leaves.size());
-      for (size_t x = 0; x < f.src[g].leaves.size(); ++x) {
-        for (size_t i = 0; i < f.src_list16.size(); ++i) column[i] = f.src_list16[i][g].leaves[x].second;
-        ng.leaves.emplace_back(f.src[g].leaves[x].first, stack ? at::stack(column, 0) : at::cat(column, 0));
-      }
-      out.push_back(std::move(ng));
-    }
-    return out;
-  };
   TD_BENCH("stack16", DoNotOptimize(tensordict::stack(f.td_list16, 0)), DoNotOptimize(floor_join(f, true)));
   TD_BENCH("stack16_contig", DoNotOptimize(tensordict::stack(f.td_list16, 0).contiguous()),
            DoNotOptimize(floor_join(f, true)));

@@ -5,12 +5,15 @@
 # `median ratio X, worst ratio Y (op_id)`.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
-# BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex).
+# BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
+# BENCH_SKIP_BUILD=1 to run the binary already in BUILD_DIR without (re)building it.
 # Extra arguments go to the benchmark binary. Benchmarks are not tests: CI builds them only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-release}
-BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON >/dev/null
+if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
+  BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON >/dev/null
+fi
 if [[ ! -x "$build_dir/bench/ops_bench" ]]; then
   echo "bench: $build_dir/bench/ops_bench was not built (is libbenchmark-dev installed?)" >&2
   exit 1

@@ -194,6 +194,8 @@ void fill_from_items(TensorDictImpl& impl, const TensorDict::Item* begin,
       const auto& nested = init.nested();
       fill_from_items(*child, nested.data(), nested.data() + nested.size());
       impl.append_unchecked(key, TensorDict(std::move(child)));
+    } else if (init.entry().is_tensor()) {
+      impl.append_unchecked(key, prepare_tensor(impl, key, init.entry().tensor_unchecked()));
     } else {
       impl.append_unchecked(key, prepare_entry(impl, key, init.entry()));
     }

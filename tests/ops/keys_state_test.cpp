@@ -16,6 +16,18 @@ using namespace tensordict;
 using at::indexing::Slice;
 
 namespace {
+// A module tree: a linear layer, a batch norm (with buffers) and a child without parameters.
+struct Net : torch::nn::Module {
+  Net() {
+    lin = register_module("lin", torch::nn::Linear(3, 2));
+    bn = register_module("bn", torch::nn::BatchNorm1d(2));
+    act = register_module("act", torch::nn::Sequential());
+  }
+  torch::nn::Linear lin{nullptr};
+  torch::nn::BatchNorm1d bn{nullptr};
+  torch::nn::Sequential act{nullptr};
+};
+
 TensorDict abc() {
   return TensorDict({{"a", at::zeros({3})}, {"b", {{"c", at::ones({3})}, {"d", at::ones({3, 2})}}}, {"e", at::ones({3})}},
                     {3});
@@ -232,12 +244,13 @@ TEST_CASE("from_module gives the module's own parameters and buffers as nested k
   CHECK_FALSE(td.is_locked());
   CHECK(from_module(*lin, /*lock=*/true).is_locked());
 
-  torch::nn::Sequential seq(torch::nn::Linear(2, 2), torch::nn::BatchNorm1d(2), torch::nn::Sequential());
-  TensorDict nested = from_module(*seq);
-  CHECK(nested.contains({"0", "weight"}));
-  CHECK(nested.contains({"1", "running_mean"}));
-  CHECK_FALSE(nested.contains("2"));  // no parameters: filtered
-  CHECK(from_module(*seq, false, /*filter_empty=*/false).contains("2"));
+  Net net;
+  TensorDict nested = from_module(net);
+  CHECK(nested.contains({"lin", "weight"}));
+  CHECK(nested.get({"lin", "weight"}).is_same(net.lin->weight));
+  CHECK(nested.contains({"bn", "running_mean"}));
+  CHECK_FALSE(nested.contains("act"));  // no parameters: filtered
+  CHECK(from_module(net, false, /*filter_empty=*/false).contains("act"));
 }
 
 TEST_CASE("to_module swaps values in and its guard restores them", "[ops][module][errors]") {
@@ -258,10 +271,15 @@ TEST_CASE("to_module swaps values in and its guard restores them", "[ops][module
   }
   CHECK(at::equal(lin->weight, at::zeros({2, 3})));
 
-  torch::nn::Sequential seq(torch::nn::Linear(3, 2));
-  at::Tensor before = seq[0]->named_parameters()["weight"].detach().clone();
-  TensorDict wrong({{"0", {{"weight", at::zeros({2, 3})}, {"nope", at::ones({2})}}}}, {});
-  REQUIRE_THROWS_AS(to_module(wrong, *seq), KeyError);
-  REQUIRE_THROWS_WITH(to_module(wrong, *seq), Catch::Contains("('0', 'nope')"));
-  CHECK(at::equal(seq[0]->named_parameters()["weight"], before));  // restored after the error
+  Net net;
+  at::Tensor before = net.lin->weight.detach().clone();
+  TensorDict wrong({{"lin", {{"weight", at::zeros({2, 3})}, {"nope", at::ones({2})}}}}, {});
+  REQUIRE_THROWS_AS(to_module(wrong, net), KeyError);
+  REQUIRE_THROWS_WITH(to_module(wrong, net), Catch::Contains("('lin', 'nope')"));
+  CHECK(at::equal(net.lin->weight, before));  // restored after the error
+  {
+    ModuleSwap nested_swap = to_module(TensorDict({{"lin", {{"bias", at::full({2}, 3.0)}}}}, {}), net);
+    CHECK(at::equal(net.lin->bias, at::full({2}, 3.0)));
+  }
+  CHECK_FALSE(at::equal(net.lin->bias, at::full({2}, 3.0)));
 }

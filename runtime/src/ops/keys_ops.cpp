@@ -97,15 +97,35 @@ TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>&
   return TensorDict(std::move(out));
 }
 
-void flatten_into(TensorDictImpl& out, const TensorDictBase& td, const std::string& prefix, std::string_view sep,
-                  std::vector<std::string>& collisions) {
+// True when some key below `td` contains `sep`: only then can flattened keys collide.
+bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& leaves) {
+  bool found = false;
   td.for_each([&](const std::string& key, const Entry& e) {
-    std::string name = prefix.empty() ? key : prefix + std::string(sep) + key;
+    if (!found && key.find(sep) != std::string::npos) found = true;
+    if (e.is_tensordict()) {
+      found = any_key_contains(*e.tensordict_unchecked().impl(), sep, leaves) || found;
+    } else {
+      ++leaves;
+    }
+  });
+  return found;
+}
+
+void flatten_into(TensorDictImpl& out, const TensorDictBase& td, const std::string& prefix, std::string_view sep,
+                  bool check, std::vector<std::string>& collisions) {
+  td.for_each([&](const std::string& key, const Entry& e) {
+    std::string name;
+    if (prefix.empty()) {
+      name = key;
+    } else {
+      name.reserve(prefix.size() + sep.size() + key.size());
+      name.append(prefix).append(sep).append(key);
+    }
     if (e.is_tensordict() && e.tensordict_unchecked().num_keys() > 0) {
-      flatten_into(out, *e.tensordict_unchecked().impl(), name, sep, collisions);
+      flatten_into(out, *e.tensordict_unchecked().impl(), name, sep, check, collisions);
       return;
     }
-    if (out.find_slot(name) >= 0) {
+    if (check && out.find_slot(name) >= 0) {
       collisions.push_back(name);
       return;
     }
@@ -137,9 +157,12 @@ std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<Nes
 
 TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   auto out = c10::make_intrusive<TensorDictImpl>(batch_size(), device());
-  out->reserve(impl_->num_entries() * 4);
+  // Keys without the separator cannot collide once joined: the check is skipped then.
+  size_t leaves = 0;
+  const bool check = any_key_contains(*impl_, separator, leaves);
+  out->reserve(leaves);
   std::vector<std::string> collisions;
-  flatten_into(*out, *impl_, std::string(), separator, collisions);
+  flatten_into(*out, *impl_, std::string(), separator, check, collisions);
   if (!collisions.empty()) {
     TD_THROW(KeyError, "Flattening keys in tensordict causes keys ", detail::keys_str(collisions), " to collide.");
   }
