@@ -217,9 +217,12 @@ TEST_CASE("pow, maximum, minimum, lerp, addcmul and addcdiv with tensordicts", "
 }
 
 TEST_CASE("arithmetic on leaves that require grad keeps the autograd graph", "[ops][arithmetic][autograd]") {
-  at::Tensor w = at::ones({2, 3}, at::requires_grad());
+  at::Tensor w = at::ones({2, 3}).requires_grad_();  // at:: factories ignore requires_grad in 1.13
   TensorDict td({{"w", w}}, {2});
-  TensorDict out = (td * 3.0 + td).sum();
+  TensorDict scaled = td * 3.0;
+  REQUIRE(scaled.get("w").requires_grad());
+  TensorDict out = (scaled + td).sum();
+  REQUIRE(out.get("w").requires_grad());
   out.get("w").backward();
   CHECK(at::equal(w.grad(), at::full({2, 3}, 4.0)));
 }

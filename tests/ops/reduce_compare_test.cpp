@@ -10,19 +10,24 @@
 
 using namespace tensordict;
 
+namespace {
+// A bool tensor from 0/1 values (LibTorch 1.13's at::tensor has no bool overload).
+at::Tensor bools(std::initializer_list<int64_t> values) { return at::tensor(values).to(at::kBool); }
+}  // namespace
+
 TEST_CASE("comparisons give tensordicts of bools matching LibTorch", "[ops][compare]") {
   TensorDict a({{"x", at::tensor({1.0f, 2.0f, 3.0f})}, {"n", {{"y", at::tensor({1, 5, 3})}}}}, {3});
   TensorDict b({{"x", at::tensor({1.0f, 0.0f, 4.0f})}, {"n", {{"y", at::tensor({1, 2, 3})}}}}, {3});
   TensorDict eq = a == b;
   CHECK(eq.get("x").scalar_type() == at::kBool);
-  CHECK(at::equal(eq.get("x"), at::tensor({true, false, false})));
-  CHECK(at::equal(TensorDict(a != b).get({"n", "y"}), at::tensor({false, true, false})));
-  CHECK(at::equal(TensorDict(a < b).get("x"), at::tensor({false, false, true})));
-  CHECK(at::equal(TensorDict(a >= b).get("x"), at::tensor({true, true, false})));
-  CHECK(at::equal(a.le(b).get("x"), at::tensor({true, false, true})));
-  CHECK(at::equal(a.gt(2).get("x"), at::tensor({false, false, true})));
-  CHECK(at::equal(TensorDict(a == 2).get({"n", "y"}), at::tensor({false, false, false})));
-  CHECK(at::equal(TensorDict(a > at::tensor({0.0f, 5.0f, 0.0f})).get("x"), at::tensor({true, false, true})));
+  CHECK(at::equal(eq.get("x"), bools({1, 0, 0})));
+  CHECK(at::equal(TensorDict(a != b).get({"n", "y"}), bools({0, 1, 0})));
+  CHECK(at::equal(TensorDict(a < b).get("x"), bools({0, 0, 1})));
+  CHECK(at::equal(TensorDict(a >= b).get("x"), bools({1, 1, 0})));
+  CHECK(at::equal(a.le(b).get("x"), bools({1, 0, 1})));
+  CHECK(at::equal(a.gt(2).get("x"), bools({0, 0, 1})));
+  CHECK(at::equal(TensorDict(a == 2).get({"n", "y"}), bools({0, 0, 0})));
+  CHECK(at::equal(TensorDict(a > at::tensor({0.0f, 5.0f, 0.0f})).get("x"), bools({1, 0, 1})));
   CHECK_FALSE(eq.is_locked());
 }
 
@@ -67,10 +72,10 @@ TEST_CASE("isnan, isfinite, isposinf, isneginf, isreal", "[ops][compare]") {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   TensorDict td({{"x", at::tensor({1.0f, nan, inf, -inf})}}, {4});
-  CHECK(at::equal(td.isnan().get("x"), at::tensor({false, true, false, false})));
-  CHECK(at::equal(td.isfinite().get("x"), at::tensor({true, false, false, false})));
-  CHECK(at::equal(td.isposinf().get("x"), at::tensor({false, false, true, false})));
-  CHECK(at::equal(td.isneginf().get("x"), at::tensor({false, false, false, true})));
+  CHECK(at::equal(td.isnan().get("x"), bools({0, 1, 0, 0})));
+  CHECK(at::equal(td.isfinite().get("x"), bools({1, 0, 0, 0})));
+  CHECK(at::equal(td.isposinf().get("x"), bools({0, 0, 1, 0})));
+  CHECK(at::equal(td.isneginf().get("x"), bools({0, 0, 0, 1})));
   CHECK(at::equal(td.isreal().get("x"), at::ones({4}, at::kBool)));
 }
 
@@ -121,7 +126,7 @@ TEST_CASE("reductions with reduce: one tensor over all leaves", "[ops][reduce]")
 }
 
 TEST_CASE("all and any without and with a dim", "[ops][reduce]") {
-  TensorDict td({{"x", at::tensor({true, false})}, {"y", at::tensor({1, 1})}}, {2});
+  TensorDict td({{"x", bools({1, 0})}, {"y", at::tensor({1, 1})}}, {2});
   CHECK_FALSE(td.all());
   CHECK(td.any());
   CHECK(TensorDict({{"y", at::ones({2})}}, {2}).all());

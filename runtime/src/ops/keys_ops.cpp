@@ -185,13 +185,14 @@ TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
       start = pos + separator.size();
     }
     NestedKey target(parts);
-    bool conflict = out.contains(target);
-    if (!conflict) {
-      try {
-        out.set(target, EntryInit(e));
-      } catch (const KeyError&) {
-        conflict = true;  // an intermediate level is a leaf
-      }
+    bool conflict = false;
+    try {
+      conflict = out.contains(target);
+      if (!conflict) out.set(target, EntryInit(e));
+    } catch (const KeyError&) {
+      conflict = true;  // an intermediate level is a leaf
+    } catch (const ValueError&) {
+      conflict = true;
     }
     TD_CHECK(!conflict, KeyError, "Unflattening key(s) in tensordict will override an existing for unflattened key ",
              target.repr(), " (from ", NestedKey(key).repr(), ").");

@@ -273,7 +273,8 @@ const at::Tensor& ScalarOperand::for_leaf(const at::Tensor& leaf) {
 }
 
 bool needs_autograd(const LeafList& leaves) {
-  if (!at::GradMode::is_enabled()) return false;
+  // Leaves that require grad always take the per-leaf path (with grad mode off it gives the
+  // same results as the foreach kernels).
   for (const auto& t : leaves) {
     if (t.requires_grad()) return true;
   }
