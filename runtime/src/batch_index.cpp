@@ -156,6 +156,19 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
                e.what_without_backtrace());
     }
     result_batch_size_.assign(result.sizes().begin(), result.sizes().end());
+    // One 1-D mask or index tensor on the first dim (the common `td[mask]`, `td[idx]`): turn
+    // it into non-negative long indices once, so every leaf takes index_select instead of
+    // advanced indexing (which would redo nonzero() on the mask for each leaf).
+    if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 && bd > 0) {
+      at::Tensor t = items_[0].tensor;
+      if (is_mask(t)) {
+        t = t.nonzero().squeeze(1);
+      } else {
+        t = t.to(at::kLong);
+        if (t.numel() > 0 && t.min().item<int64_t>() < 0) t = at::where(t < 0, t + batch_size[0], t);
+      }
+      items_[0].tensor = t;
+    }
   }
 }
 
@@ -184,6 +197,14 @@ at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
       }
     }
     return out;
+  }
+  if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 &&
+      items_[0].tensor.scalar_type() == at::kLong) {
+    try {
+      return at::index_select(leaf, 0, items_[0].tensor);
+    } catch (const c10::Error& e) {
+      TD_THROW(IndexError, "invalid batch index ", repr(), ": ", e.what_without_backtrace());
+    }
   }
   try {
     return leaf.index(to_tensor_indices(items_));

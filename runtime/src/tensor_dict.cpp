@@ -2,6 +2,8 @@
 
 #include <tensordict/tensor_dict.h>
 
+#include <typeinfo>
+
 #include <ATen/ATen.h>
 
 #include <tensordict/entry.h>
@@ -192,6 +194,8 @@ void fill_from_items(TensorDictImpl& impl, const TensorDict::Item* begin,
       const auto& nested = init.nested();
       fill_from_items(*child, nested.data(), nested.data() + nested.size());
       impl.append_unchecked(key, TensorDict(std::move(child)));
+    } else if (init.entry().is_tensor()) {
+      impl.append_unchecked(key, prepare_tensor(impl, key, init.entry().tensor_unchecked()));
     } else {
       impl.append_unchecked(key, prepare_entry(impl, key, init.entry()));
     }
@@ -314,7 +318,31 @@ Entry TensorDict::get_entry(KeyRef key) const {
   return e;
 }
 
+namespace {
+// The in-memory level of a path, found without copying entries, or nullptr when some level is
+// missing, not a tensordict, or not in memory (the general path then handles it and its errors).
+const TensorDictImpl* in_memory_parent(const TensorDictBase* root, KeyRef key) {
+  const TensorDictBase* level = root;
+  for (size_t i = 0;; ++i) {
+    if (typeid(*level) != typeid(TensorDictImpl)) return nullptr;
+    const auto* mem = static_cast<const TensorDictImpl*>(level);
+    if (i + 1 >= key.size()) return mem;
+    const int64_t slot = mem->find_slot(key[i]);
+    if (slot < 0) return nullptr;
+    const Entry& e = mem->slots()[slot].value;
+    if (!e.is_tensordict()) return nullptr;
+    level = e.tensordict_unchecked().impl();
+  }
+}
+}  // namespace
+
 at::Tensor TensorDict::get(KeyRef key) const {
+  if (!key.empty()) {
+    if (const TensorDictImpl* mem = in_memory_parent(impl_.get(), key)) {
+      const int64_t slot = mem->find_slot(key.back());
+      if (slot >= 0 && mem->slots()[slot].value.is_tensor()) return mem->slots()[slot].value.tensor_unchecked();
+    }
+  }
   Entry e = get_entry(key);
   TD_CHECK(e.is_tensor(), TypeError, "the entry at ", key.repr(), " holds ", kind_name(e.kind()),
            ", not a tensor; use ", e.is_tensordict() ? "get_tensordict()" : "get_non_tensor()",
@@ -349,6 +377,12 @@ NonTensorData TensorDict::get_non_tensor(KeyRef key) const {
 TensorDict& TensorDict::set(KeyRef key, at::Tensor value) {
   check_key(key);
   check_unlocked(*impl_);
+  if (const TensorDictImpl* found = in_memory_parent(impl_.get(), key)) {
+    auto* mem = const_cast<TensorDictImpl*>(found);
+    check_unlocked(*mem);
+    mem->TensorDictImpl::insert_or_assign(key.back(), prepare_tensor(*mem, key, std::move(value)));
+    return *this;
+  }
   Entry holder;
   TensorDictBase* level = walk_create(impl_.get(), key, holder);
   check_unlocked(*level);
@@ -476,14 +510,23 @@ TensorDict& TensorDict::rename_key_(KeyRef old_key, KeyRef new_key, bool safe) {
 // ---- Listing --------------------------------------------------------------------------------
 
 namespace {
-void collect(const TensorDictBase& td, const NestedKey& prefix, bool include_nested,
-             bool leaves_only, const std::function<void(NestedKey, const Entry&)>& out) {
+// Visits the entries below `td` in pre-order; `path` holds the key parts leading to `td`, so
+// each listed key is built with a single allocation.
+template <typename Out>
+void collect(const TensorDictBase& td, std::vector<std::string>& path, bool include_nested, bool leaves_only,
+             Out& out) {
   td.for_each([&](const std::string& key, const Entry& entry) {
-    NestedKey full = prefix.empty() ? NestedKey(key) : prefix.child(key);
-    const bool is_leaf = entry.is_tensor();
-    if (!leaves_only || is_leaf) out(full, entry);
+    if (!leaves_only || entry.is_tensor()) {
+      std::vector<std::string> parts;
+      parts.reserve(path.size() + 1);
+      parts.insert(parts.end(), path.begin(), path.end());
+      parts.push_back(key);
+      out(NestedKey(std::move(parts)), entry);
+    }
     if (include_nested && entry.is_tensordict()) {
-      collect(*entry.tensordict_unchecked().impl(), full, include_nested, leaves_only, out);
+      path.push_back(key);
+      collect(*entry.tensordict_unchecked().impl(), path, include_nested, leaves_only, out);
+      path.pop_back();
     }
   });
 }
@@ -492,8 +535,9 @@ void collect(const TensorDictBase& td, const NestedKey& prefix, bool include_nes
 std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
   std::vector<NestedKey> out;
   out.reserve(impl_->num_entries());
-  collect(*impl_, NestedKey(), include_nested, leaves_only,
-          [&](NestedKey k, const Entry&) { out.push_back(std::move(k)); });
+  std::vector<std::string> path;
+  auto add = [&](NestedKey k, const Entry&) { out.push_back(std::move(k)); };
+  collect(*impl_, path, include_nested, leaves_only, add);
   return out;
 }
 
@@ -501,16 +545,18 @@ std::vector<std::pair<NestedKey, Entry>> TensorDict::items(bool include_nested,
                                                            bool leaves_only) const {
   std::vector<std::pair<NestedKey, Entry>> out;
   out.reserve(impl_->num_entries());
-  collect(*impl_, NestedKey(), include_nested, leaves_only,
-          [&](NestedKey k, const Entry& e) { out.emplace_back(std::move(k), e); });
+  std::vector<std::string> path;
+  auto add = [&](NestedKey k, const Entry& e) { out.emplace_back(std::move(k), e); };
+  collect(*impl_, path, include_nested, leaves_only, add);
   return out;
 }
 
 std::vector<Entry> TensorDict::values(bool include_nested, bool leaves_only) const {
   std::vector<Entry> out;
   out.reserve(impl_->num_entries());
-  collect(*impl_, NestedKey(), include_nested, leaves_only,
-          [&](NestedKey, const Entry& e) { out.push_back(e); });
+  std::vector<std::string> path;
+  auto add = [&](NestedKey, const Entry& e) { out.push_back(e); };
+  collect(*impl_, path, include_nested, leaves_only, add);
   return out;
 }
 

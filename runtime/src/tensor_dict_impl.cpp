@@ -1,5 +1,6 @@
 #include <tensordict/tensor_dict_impl.h>
 
+#include <cstring>
 #include <functional>
 
 namespace tensordict {
@@ -10,10 +11,15 @@ inline size_t hash_key(std::string_view key) { return std::hash<std::string_view
 
 int64_t TensorDictImpl::find_slot(std::string_view key) const {
   if (index_.empty()) {
+    // Short keys of one level often share a prefix ("x0", "x1"): test the length and the last
+    // character before comparing the rest.
+    const size_t n = key.size();
     for (size_t i = 0; i < slots_.size(); ++i) {
       const std::string& k = slots_[i].key;
-      if (k.size() == key.size() && std::char_traits<char>::compare(k.data(), key.data(), key.size()) == 0)
-        return static_cast<int64_t>(i);
+      if (k.size() != n) continue;
+      if (n == 0) return static_cast<int64_t>(i);
+      if (k[n - 1] != key[n - 1]) continue;
+      if (std::memcmp(k.data(), key.data(), n - 1) == 0) return static_cast<int64_t>(i);
     }
     return -1;
   }

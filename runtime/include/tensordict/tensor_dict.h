@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,14 @@
 #include <tensordict/json.h>
 #include <tensordict/key.h>
 #include <tensordict/non_tensor.h>
+#include <tensordict/op_options.h>
 #include <tensordict/tensor_dict_base.h>
+
+/// The pointwise unary operations of TensorDict, each with an in-place `_` form.
+#define TENSORDICT_FORALL_UNARY_OPS(_)                                                          \
+  _(abs) _(acos) _(asin) _(atan) _(ceil) _(cos) _(cosh) _(erf) _(erfc) _(exp) _(expm1)         \
+  _(floor) _(frac) _(lgamma) _(log) _(log10) _(log1p) _(log2) _(neg) _(reciprocal) _(round)    \
+  _(sigmoid) _(sign) _(sin) _(sinh) _(sqrt) _(tan) _(tanh) _(trunc)
 
 namespace tensordict {
 
@@ -191,6 +199,167 @@ class TensorDict {
   // ---- Printing ----------------------------------------------------------------------------
   /// Python tensordict's repr layout.
   std::string repr() const;
+
+  // ==== Operation surface (issue 3) =======================================================
+  // Implemented in runtime/src/ops/*.cpp on top of the TensorDictBase primitives, so every
+  // backend gets them. Semantics: Python tensordict (docs/semantics.md 1.5-1.7, 1.11-1.13, 1.16).
+
+  /// Pointwise unary math on every tensor leaf: `abs()` returns a new tensordict (keeping the lock), `abs_()` works in place.
+#define TENSORDICT_DECLARE_UNARY_OP(name) \
+  TensorDict name() const;                \
+  TensorDict& name##_();
+  TENSORDICT_FORALL_UNARY_OPS(TENSORDICT_DECLARE_UNARY_OP)
+#undef TENSORDICT_DECLARE_UNARY_OP
+  /// Clamping of every leaf (at least one bound for clamp).
+  TensorDict clamp(const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max = std::nullopt) const;
+  TensorDict& clamp_(const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max = std::nullopt);
+  TensorDict clamp_min(const c10::Scalar& min) const;
+  TensorDict& clamp_min_(const c10::Scalar& min);
+  TensorDict clamp_max(const c10::Scalar& max) const;
+  TensorDict& clamp_max_(const c10::Scalar& max);
+  /// pow / maximum / minimum / lerp / addcmul / addcdiv leaf by leaf; tensordict operands are matched by key.
+  TensorDict pow(const c10::Scalar& exponent) const;
+  TensorDict pow(const TensorDict& exponent) const;
+  TensorDict& pow_(const c10::Scalar& exponent);
+  TensorDict& pow_(const TensorDict& exponent);
+  TensorDict maximum(const TensorDict& other) const;
+  TensorDict& maximum_(const TensorDict& other);
+  TensorDict minimum(const TensorDict& other) const;
+  TensorDict& minimum_(const TensorDict& other);
+  TensorDict lerp(const TensorDict& end, const c10::Scalar& weight) const;
+  TensorDict lerp(const TensorDict& end, const TensorDict& weight) const;
+  TensorDict& lerp_(const TensorDict& end, const c10::Scalar& weight);
+  TensorDict addcmul(const TensorDict& tensor1, const TensorDict& tensor2, const c10::Scalar& value = 1) const;
+  TensorDict& addcmul_(const TensorDict& tensor1, const TensorDict& tensor2, const c10::Scalar& value = 1);
+  TensorDict addcdiv(const TensorDict& tensor1, const TensorDict& tensor2, const c10::Scalar& value = 1) const;
+  TensorDict& addcdiv_(const TensorDict& tensor1, const TensorDict& tensor2, const c10::Scalar& value = 1);
+
+  /// Arithmetic with a tensordict (keys matched, `default_` for keys on one side only), a tensor (left-aligned to the batch dims) or a scalar; `_` forms in place.
+  TensorDict add(const TensorDict& other, const c10::Scalar& alpha = 1, const BinaryDefault& default_ = {}) const;
+  TensorDict add(const at::Tensor& other, const c10::Scalar& alpha = 1) const;
+  TensorDict add(const c10::Scalar& other, const c10::Scalar& alpha = 1) const;
+  TensorDict sub(const TensorDict& other, const c10::Scalar& alpha = 1, const BinaryDefault& default_ = {}) const;
+  TensorDict sub(const at::Tensor& other, const c10::Scalar& alpha = 1) const;
+  TensorDict sub(const c10::Scalar& other, const c10::Scalar& alpha = 1) const;
+  TensorDict mul(const TensorDict& other, const BinaryDefault& default_ = {}) const;
+  TensorDict mul(const at::Tensor& other) const;
+  TensorDict mul(const c10::Scalar& other) const;
+  TensorDict div(const TensorDict& other, const BinaryDefault& default_ = {}) const;
+  TensorDict div(const at::Tensor& other) const;
+  TensorDict div(const c10::Scalar& other) const;
+  TensorDict& add_(const TensorDict& other, const c10::Scalar& alpha = 1);
+  TensorDict& add_(const at::Tensor& other, const c10::Scalar& alpha = 1);
+  TensorDict& add_(const c10::Scalar& other, const c10::Scalar& alpha = 1);
+  TensorDict& sub_(const TensorDict& other, const c10::Scalar& alpha = 1);
+  TensorDict& sub_(const at::Tensor& other, const c10::Scalar& alpha = 1);
+  TensorDict& sub_(const c10::Scalar& other, const c10::Scalar& alpha = 1);
+  TensorDict& mul_(const TensorDict& other);
+  TensorDict& mul_(const at::Tensor& other);
+  TensorDict& mul_(const c10::Scalar& other);
+  TensorDict& div_(const TensorDict& other);
+  TensorDict& div_(const at::Tensor& other);
+  TensorDict& div_(const c10::Scalar& other);
+
+  /// Comparisons giving a tensordict of bools (the operators `==`... in tensordict/ops.h give a comparison whose all()/any() take a fast path).
+  TensorDict eq(const TensorDict& other) const;
+  TensorDict eq(const at::Tensor& other) const;
+  TensorDict eq(const c10::Scalar& other) const;
+  TensorDict ne(const TensorDict& other) const;
+  TensorDict ne(const at::Tensor& other) const;
+  TensorDict ne(const c10::Scalar& other) const;
+  TensorDict lt(const TensorDict& other) const;
+  TensorDict lt(const at::Tensor& other) const;
+  TensorDict lt(const c10::Scalar& other) const;
+  TensorDict le(const TensorDict& other) const;
+  TensorDict le(const at::Tensor& other) const;
+  TensorDict le(const c10::Scalar& other) const;
+  TensorDict gt(const TensorDict& other) const;
+  TensorDict gt(const at::Tensor& other) const;
+  TensorDict gt(const c10::Scalar& other) const;
+  TensorDict ge(const TensorDict& other) const;
+  TensorDict ge(const at::Tensor& other) const;
+  TensorDict ge(const c10::Scalar& other) const;
+  /// Elementwise tests giving a tensordict of bools.
+  TensorDict isnan() const;
+  TensorDict isfinite() const;
+  TensorDict isposinf() const;
+  TensorDict isneginf() const;
+  TensorDict isreal() const;
+
+  /// Reductions: no `dim` reduces each leaf fully (batch []); a batch `dim` reduces there; with `reduce`, one tensor over all leaves (flattened and concatenated).
+#define TENSORDICT_DECLARE_REDUCTION(name)                                                      \
+  TensorDict name(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;     \
+  at::Tensor name(Reduce, std::optional<int64_t> dim = std::nullopt) const;
+  TENSORDICT_DECLARE_REDUCTION(sum)
+  TENSORDICT_DECLARE_REDUCTION(nansum)
+  TENSORDICT_DECLARE_REDUCTION(mean)
+  TENSORDICT_DECLARE_REDUCTION(nanmean)
+  TENSORDICT_DECLARE_REDUCTION(prod)
+  TENSORDICT_DECLARE_REDUCTION(norm)
+#undef TENSORDICT_DECLARE_REDUCTION
+  /// Standard deviation and variance (Bessel-corrected unless `unbiased` is false).
+  TensorDict std(std::optional<int64_t> dim = std::nullopt, bool keepdim = false, bool unbiased = true) const;
+  at::Tensor std(Reduce, std::optional<int64_t> dim = std::nullopt, bool unbiased = true) const;
+  TensorDict var(std::optional<int64_t> dim = std::nullopt, bool keepdim = false, bool unbiased = true) const;
+  at::Tensor var(Reduce, std::optional<int64_t> dim = std::nullopt, bool unbiased = true) const;
+  /// True when every (any) element of every leaf is true; with a batch dim, a tensordict.
+  bool all() const;
+  bool any() const;
+  TensorDict all(int64_t dim) const;
+  TensorDict any(int64_t dim) const;
+
+  /// apply: `fn(leaf[, matching leaves of others])` for every tensor leaf, nested keys included; an undefined result drops the entry.
+  TensorDict apply(FunctionRef<at::Tensor(const at::Tensor&)> fn, const ApplyOptions& options = {}) const;
+  TensorDict apply(FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn, const TensorDict& other,
+                   const ApplyOptions& options = {}) const;
+  TensorDict apply(FunctionRef<at::Tensor(c10::ArrayRef<at::Tensor>)> fn, const std::vector<TensorDict>& others,
+                   const ApplyOptions& options = {}) const;
+  TensorDict& apply_(FunctionRef<at::Tensor(const at::Tensor&)> fn);
+  TensorDict& apply_(FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn, const TensorDict& other);
+  /// `fn(key, leaf)`: the key is the leaf's own name, or its full path with `nested_keys`.
+  TensorDict named_apply(FunctionRef<at::Tensor(const NestedKey&, const at::Tensor&)> fn, bool nested_keys = false,
+                         const ApplyOptions& options = {}) const;
+
+  /// Masking and selection along the batch dims (masks and conditions are expanded to the right).
+  TensorDict where(const at::Tensor& condition, const TensorDict& other,
+                   const std::optional<c10::Scalar>& pad = std::nullopt) const;
+  TensorDict where(const at::Tensor& condition, const at::Tensor& other) const;
+  TensorDict where(const at::Tensor& condition, const c10::Scalar& other) const;
+  TensorDict masked_fill(const at::Tensor& mask, const c10::Scalar& value) const;
+  TensorDict& masked_fill_(const at::Tensor& mask, const c10::Scalar& value);
+  TensorDict masked_select(const at::Tensor& mask) const;
+  TensorDict gather(int64_t dim, const at::Tensor& index) const;
+
+  /// Key selection and key transforms; results share the leaves.
+  TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
+  TensorDict exclude(const std::vector<NestedKey>& keys) const;
+  std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_sets, bool strict = true) const;
+  TensorDict flatten_keys(std::string_view separator = ".") const;
+  TensorDict unflatten_keys(std::string_view separator = ".") const;
+
+  /// The update family and indexed reads and writes of one key.
+  TensorDict& update(const TensorDict& source, bool clone = false, bool inplace = false,
+                     const std::optional<std::vector<NestedKey>>& keys_to_update = std::nullopt);
+  TensorDict& update_(const TensorDict& source);
+  TensorDict& update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index);
+  TensorDict& update_at_(const TensorDict& source, std::initializer_list<at::indexing::TensorIndex> index);
+  TensorDict& set_at_(KeyRef key, const at::Tensor& value, c10::ArrayRef<at::indexing::TensorIndex> index);
+  TensorDict& set_at_(KeyRef key, const at::Tensor& value, std::initializer_list<at::indexing::TensorIndex> index);
+  at::Tensor get_at(KeyRef key, c10::ArrayRef<at::indexing::TensorIndex> index) const;
+  at::Tensor get_at(KeyRef key, std::initializer_list<at::indexing::TensorIndex> index) const;
+  /// The entry at `key`; when missing, `default_value` is stored there first and returned.
+  Entry setdefault(KeyRef key, EntryInit default_value);
+
+  /// Autograd helpers, pinning and sizes.
+  TensorDict& requires_grad_(bool requires_grad = true);
+  TensorDict& zero_grad(bool set_to_none = true);
+  TensorDict pin_memory() const;
+  int64_t ndimension() const { return batch_dims(); }
+  bool is_empty() const;
+
+  /// Flat state dict (keys joined with `separator`) and loading it back in place (or by assignment).
+  StateDict state_dict(std::string_view separator = ".", bool keep_vars = false) const;
+  TensorDict& load_state_dict(const StateDict& state_dict, bool strict = true, bool assign = false);
 
  private:
   c10::intrusive_ptr<TensorDictBase> impl_;

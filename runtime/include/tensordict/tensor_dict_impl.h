@@ -1,7 +1,7 @@
 #pragma once
 // TensorDictImpl: the in-memory backend. Entries live in a vector (insertion order) with a
-// hash index that is only built once a level holds more than a handful of keys; below that a
-// linear scan over short strings is faster than hashing.
+// hash index that is only built once a level holds more than 16 keys; below that a linear scan
+// over short strings is faster than hashing, and building no index keeps construction cheap.
 
 #include <cstdint>
 #include <string>
@@ -53,7 +53,7 @@ class TensorDictImpl : public TensorDictBase {
  private:
   void rebuild_index();
 
-  static constexpr size_t kLinearScanLimit = 8;
+  static constexpr size_t kLinearScanLimit = 16;
   std::vector<Slot> slots_;
   // Open-addressing table of slot positions + 1 (0 = empty); empty while small.
   std::vector<uint32_t> index_;

@@ -10,6 +10,8 @@
 #include <tensordict/memmap.h>
 #include <tensordict/memory_mapped_tensor.h>
 #include <tensordict/non_tensor.h>
+#include <tensordict/op_options.h>
+#include <tensordict/ops.h>
 #include <tensordict/tensor_dict.h>
 #include <tensordict/tensor_dict_base.h>
 #include <tensordict/tensor_dict_impl.h>

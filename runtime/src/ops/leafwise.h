@@ -1,0 +1,111 @@
+#pragma once
+// The machinery every leaf-by-leaf operation shares: gather the tensor leaves of a tensordict
+// (or the matched leaves of two tensordicts) into flat lists, run one kernel over the lists
+// (a `_foreach_*` call or a loop), and rebuild a tensordict of the same structure around the
+// results. Collection and rebuilding visit entries in the same order, so the i-th result
+// belongs to the i-th collected leaf.
+
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
+#include <c10/util/SmallVector.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/key.h>
+#include <tensordict/op_options.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tensordict {
+namespace ops {
+
+using LeafList = std::vector<at::Tensor>;
+
+/// Appends the tensor leaves of `td` (nested ones included) in key order.
+void collect_leaves(const TensorDictBase& td, LeafList& out);
+/// The tensor leaves of `td` with their full keys, in the same order.
+void collect_keys(const TensorDictBase& td, std::vector<NestedKey>& out);
+
+/// A tensordict shaped like `like` (same keys, nested tensordicts, non-tensor entries) whose
+/// i-th tensor leaf is `results[i]`; undefined results drop the entry. `batch_size` overrides
+/// the batch size of the result and of its nested levels' leading dims; nested levels keep
+/// their extra batch dims unless `nested_extra_dims` is false.
+TensorDict rebuild(const TensorDictBase& like, const LeafList& results,
+                   std::optional<c10::IntArrayRef> batch_size = std::nullopt, bool nested_extra_dims = true);
+
+/// Leaves of two tensordicts matched by key, following `default_` for keys on one side only.
+/// `lhs[i]` and `rhs[i]` are the operands of the i-th result; `rebuild_pair` rebuilds.
+struct MatchedLeaves {
+  LeafList lhs;
+  LeafList rhs;
+  /// When set, the full key of every pair is appended too (for error messages).
+  std::vector<NestedKey>* keys = nullptr;
+};
+void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_,
+                  MatchedLeaves& out);
+/// The result of a binary op over match_leaves' pairs: the structure of `a` (and, for a fill
+/// value default, the keys only `b` has, after a's), batch size `batch_size`.
+TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_,
+                        const LeafList& results, c10::IntArrayRef batch_size);
+
+/// Broadcast of two batch sizes; ShapeError naming both when they do not broadcast.
+std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, const char* op);
+
+/// `other` prepared for `td op other` (Python semantics 1.12): broadcast with the batch size,
+/// then left-aligned to the batch dims. `aligned(leaf)` gives the operand for one leaf.
+class AlignedTensor {
+ public:
+  AlignedTensor(const TensorDict& td, const at::Tensor& other, const char* op);
+  at::Tensor operand(const at::Tensor& leaf) const;
+  c10::IntArrayRef batch_size() const { return batch_; }
+
+ private:
+  at::Tensor expanded_;
+  std::vector<int64_t> batch_;
+  int64_t root_dims_;
+  bool zero_dim_;
+};
+
+/// The operand to use for `leaf op scalar`: a 0-dim tensor of the leaf's own dtype when that
+/// gives exactly LibTorch's scalar result (float and double leaves with a real scalar), which
+/// skips the slow wrapped-scalar path; otherwise an undefined tensor (use the Scalar overload).
+class ScalarOperand {
+ public:
+  explicit ScalarOperand(const c10::Scalar& value) : value_(value) {}
+  /// The 0-dim tensor for `leaf`, or undefined.
+  const at::Tensor& for_leaf(const at::Tensor& leaf);
+  const c10::Scalar& value() const { return value_; }
+
+ private:
+  c10::Scalar value_;
+  at::Tensor float_, double_;
+  at::Tensor undefined_;
+};
+
+/// True when autograd would record an op on one of `leaves` (the 1.13 `_foreach_*` kernels
+/// have no autograd formulas, so such lists take the per-leaf loop).
+bool needs_autograd(const LeafList& leaves);
+
+/// Rethrows a LibTorch error from the leaf at `key` as a tensordict RuntimeError naming it.
+[[noreturn]] void rethrow_leaf_error(const char* op, const NestedKey& key, const c10::Error& e);
+
+/// Runs `fn(i)` for every leaf index, turning a LibTorch error into one naming the leaf's key
+/// (looked up in `td` only on failure).
+template <typename Fn>
+void for_each_index(const TensorDictBase& td, size_t n, const char* op, Fn&& fn) {
+  size_t i = 0;
+  try {
+    for (; i < n; ++i) fn(i);
+  } catch (const c10::Error& e) {
+    std::vector<NestedKey> keys;
+    collect_keys(td, keys);
+    rethrow_leaf_error(op, i < keys.size() ? keys[i] : NestedKey("?"), e);
+  }
+}
+
+/// Keeps the lock of `src` on `out` (pointwise results inherit it, semantics 1.7).
+TensorDict keep_lock(TensorDict out, const TensorDict& src);
+
+}  // namespace ops
+}  // namespace tensordict
