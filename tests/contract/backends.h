@@ -4,6 +4,8 @@
 //   static tensordict::TensorDict make(const tensordict::TensorDict& reference);
 //     -> the same keys, values, batch size and device, stored in this backend;
 //   static constexpr bool kMutableKeys;  // new keys can be added / removed after make()
+//   static constexpr const char* kLeafClass;   // class name repr prints for tensor leaves
+//   static constexpr const char* kDefaultDevice;  // repr of the device a device-less reference gets
 // Later backends (memmap, HDF5, lazy stack, Redis, typed wrappers) add a type here and every
 // TEMPLATE_LIST_TEST_CASE over ContractBackends runs against them too.
 
@@ -21,14 +23,19 @@ namespace contract {
 struct InMemoryBackend {
   static constexpr const char* name = "TensorDict";
   static constexpr bool kMutableKeys = true;
+  static constexpr const char* kLeafClass = "Tensor";
+  static constexpr const char* kDefaultDevice = "None";
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) { return reference; }
 };
 
 /// Memory-mapped (Python tensordict's memmap format): the reference written to a fresh
-/// directory and loaded back with load_memmap, so every leaf is a file mapping. Locked.
+/// directory and loaded back with load_memmap, so every leaf is a file mapping. Locked. As in
+/// Python, a loaded directory lists its leaves before its sub-collections and has device cpu.
 struct MemmapBackend {
   static constexpr const char* name = "MemmapTensorDict";
   static constexpr bool kMutableKeys = false;
+  static constexpr const char* kLeafClass = "MemoryMappedTensor";
+  static constexpr const char* kDefaultDevice = "cpu";
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     const std::string dir = scratch_dir() + "/" + std::to_string(counter()++);
     tensordict::memmap(reference, dir);

@@ -35,4 +35,17 @@ using Sizes = std::vector<int64_t>;
 /// Sizes as a vector, comparable in CHECK without unparenthesised commas.
 inline Sizes sizes_of(c10::IntArrayRef s) { return Sizes(s.begin(), s.end()); }
 
+/// A repr written for the in-memory backend, with the leaf class and default device `Backend`
+/// shows instead (MemoryMappedTensor and cpu for memory-mapped tensordicts, as in Python).
+template <typename Backend>
+std::string for_backend(std::string repr) {
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t pos = repr.find(from); pos != std::string::npos; pos = repr.find(from, pos + to.size()))
+      repr.replace(pos, from.size(), to);
+  };
+  replace_all(": Tensor(", std::string(": ") + Backend::kLeafClass + "(");
+  replace_all("device=None", std::string("device=") + Backend::kDefaultDevice);
+  return repr;
+}
+
 }  // namespace contract
