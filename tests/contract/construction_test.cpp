@@ -56,7 +56,7 @@ TEMPLATE_LIST_TEST_CASE("empty tensordicts and zero-sized batch dims", "[contrac
   CHECK((sizes_of(zero.get({"n", "b"}).sizes()) == Sizes{0}));
 }
 
-TEST_CASE("batch_size is never inferred: absent means []", "[construction]") {
+TEST_CASE("batch_size is never inferred: absent means an empty batch size", "[construction]") {
   TensorDict td({{"a", at::zeros({3, 4})}});
   CHECK(td.batch_size().empty());
   CHECK(td.batch_dims() == 0);
@@ -105,7 +105,7 @@ TEST_CASE("numbers become 0-dim tensors, strings become non-tensor data (case 2)
   REQUIRE_THROWS_WITH(td.get("s"), Catch::Contains("'s'") && Catch::Contains("get_non_tensor()"));
 }
 
-TEST_CASE("a nested tensordict may have more batch dims, never fewer; mismatches are re-batched",
+TEST_CASE("a nested tensordict may have more batch dims, never fewer - mismatches are re-batched",
           "[construction]") {
   TensorDict inner({{"x", at::zeros({3, 2, 5})}}, {3, 2});
   TensorDict td({{"inner", inner}}, {3});
@@ -159,7 +159,7 @@ TEST_CASE("set with a batch mismatch is refused (case 4)", "[construction][error
   CHECK_FALSE(td.contains("x"));
 }
 
-TEST_CASE("with a device, inserted leaves move there; without, mixed devices stay (case 5)",
+TEST_CASE("with a device, inserted leaves move there - without, mixed devices stay (case 5)",
           "[construction][device]") {
   // CPU and the meta device stand in for two devices (no GPU on the test machines).
   const at::Device meta(at::kMeta);
@@ -188,7 +188,7 @@ TEST_CASE("with a device, inserted leaves move there; without, mixed devices sta
   CHECK(meta_numbers.get("i").device() == meta);
 }
 
-TEMPLATE_LIST_TEST_CASE("handles have reference semantics; clone copies", "[contract][construction]",
+TEMPLATE_LIST_TEST_CASE("handles have reference semantics - clone copies", "[contract][construction]",
                         ContractBackends) {
   TensorDict td = TestType::make(TensorDict({{"a", at::zeros({3})}}, {3}));
   TensorDict alias = td;

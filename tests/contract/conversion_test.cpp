@@ -72,7 +72,7 @@ TEMPLATE_LIST_TEST_CASE("to(device) returns itself when already there, sets the 
   CHECK(both.get("l").device() == meta);
 }
 
-TEMPLATE_LIST_TEST_CASE("clone copies data; clone(false) shares the leaves", "[contract][conversion]",
+TEMPLATE_LIST_TEST_CASE("clone copies data - clone(false) shares the leaves", "[contract][conversion]",
                         ContractBackends) {
   TensorDict td = TestType::make(mixed_dtypes());
   TensorDict c = td.clone();

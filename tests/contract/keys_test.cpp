@@ -215,7 +215,7 @@ TEMPLATE_LIST_TEST_CASE("set over a non-tensordict intermediate is a KeyError (c
   REQUIRE_THROWS_AS(td.set("u", at::Tensor()), ValueError);
 }
 
-TEMPLATE_LIST_TEST_CASE("erase and pop remove entries; missing keys are KeyErrors (case 27)",
+TEMPLATE_LIST_TEST_CASE("erase and pop remove entries - missing keys are KeyErrors (case 27)",
                         "[contract][keys]", ContractBackends) {
   if (!TestType::kMutableKeys) return;
   TensorDict td = TestType::make(

@@ -134,7 +134,7 @@ TEST_CASE("a 0-dim tensordict and a stored scalar round-trip", "[memmap][write]"
   CHECK(back.get("n").item<int64_t>() == 7);
 }
 
-TEST_CASE("memmap locks; set of a new key fails, set_ and index_put_ write through to the files",
+TEST_CASE("memmap locks - set of a new key fails, set_ and index_put_ write through to the files",
           "[memmap][write]") {
   TempDir dir;
   TensorDict td({{"x", at::zeros({4, 2})}, {"n", {{"y", at::zeros({4}, at::kLong)}}}}, {4});
@@ -152,6 +152,19 @@ TEST_CASE("memmap locks; set of a new key fails, set_ and index_put_ write throu
   // The source is untouched by memmap().
   CHECK(at::equal(td.get("x"), at::zeros({4, 2})));
   CHECK_FALSE(td.is_locked());
+}
+
+TEST_CASE("update_ on a memmapped tensordict writes through to the files and refuses unknown keys",
+          "[memmap][write]") {
+  TempDir dir;
+  TensorDict td({{"x", at::zeros({3})}, {"n", {{"y", at::zeros({3, 2})}}}}, {3});
+  TensorDict mm = memmap(td, dir / "td");
+  mm.update_(TensorDict({{"x", at::full({3}, 2.0)}, {"n", {{"y", at::ones({3, 2})}}}}, {3}));
+  TensorDict back = load_memmap(dir / "td");
+  CHECK(at::equal(back.get("x"), at::full({3}, 2.0)));
+  CHECK(at::equal(back.get({"n", "y"}), at::ones({3, 2})));
+  REQUIRE_THROWS_AS(mm.update_(TensorDict({{"zz", at::zeros({3})}}, {3})), KeyError);
+  CHECK(at::equal(load_memmap(dir / "td").get("x"), at::full({3}, 2.0)));  // nothing written
 }
 
 TEST_CASE("memmap_ replaces the leaves in place by file mappings", "[memmap][write]") {

@@ -77,7 +77,7 @@ TEST_CASE("key encoding follows Python's robust key rules and decodes back", "[m
   CHECK(decode_key_from_filesystem("50%zz") == "50%zz");  // invalid escapes stay literal
 }
 
-TEST_CASE("dtype names are canonical torch names; unloadable dtypes are refused", "[memmap][dtypes]") {
+TEST_CASE("dtype names are canonical torch names - unloadable dtypes are refused", "[memmap][dtypes]") {
   CHECK(dtype_name(at::kFloat) == "torch.float32");
   CHECK(dtype_name(at::kLong) == "torch.int64");
   CHECK(dtype_name(at::kBFloat16) == "torch.bfloat16");

@@ -72,7 +72,7 @@ TEST_CASE("apply drops undefined results and filters empty nested tensordicts (c
   CHECK(only_a.keys() == (std::vector<NestedKey>{"a", "s"}));
 }
 
-TEST_CASE("apply with a new batch size; mismatching results are refused", "[ops][apply][errors]") {
+TEST_CASE("apply with a new batch size - mismatching results are refused", "[ops][apply][errors]") {
   TensorDict td({{"a", at::ones({3, 4})}, {"n", {{"b", at::ones({3, 4, 2})}}}}, {3});
   ApplyOptions opts;
   opts.batch_size = std::vector<int64_t>{3, 4};
@@ -125,7 +125,7 @@ TEST_CASE("named_apply passes the leaf name or its full key (case 25)", "[ops][a
   CHECK(at::equal(out.get("a"), at::full({3, 4}, 2.0)));
 }
 
-TEST_CASE("where expands the condition to the right; pad for missing keys", "[ops][where][errors]") {
+TEST_CASE("where expands the condition to the right - pad for missing keys", "[ops][where][errors]") {
   TensorDict a({{"x", at::ones({3, 2})}, {"y", at::ones({3})}}, {3});
   TensorDict b({{"x", at::zeros({3, 2})}, {"y", at::zeros({3})}}, {3});
   at::Tensor cond = bools({1, 0, 1});

@@ -57,7 +57,7 @@ TEST_CASE("unary math matches LibTorch leaf by leaf, out of place and in place",
   check_leafwise(td, ref, [](const at::Tensor& t) { return t.exp().trunc(); });
 }
 
-TEST_CASE("unary math on integer leaves follows LibTorch promotion; in-place errors name the key",
+TEST_CASE("unary math on integer leaves follows LibTorch promotion - in-place errors name the key",
           "[ops][pointwise][errors]") {
   TensorDict td({{"i", at::arange(3)}, {"f", at::ones({3})}}, {3});
   check_leafwise(td.sqrt(), td, [](const at::Tensor& t) { return t.sqrt(); });
@@ -68,7 +68,7 @@ TEST_CASE("unary math on integer leaves follows LibTorch promotion; in-place err
   REQUIRE_THROWS_AS(td.clamp(std::nullopt, std::nullopt), ValueError);
 }
 
-TEST_CASE("pointwise results keep the lock; in-place math is allowed on locked tensordicts", "[ops][pointwise][lock]") {
+TEST_CASE("pointwise results keep the lock - in-place math is allowed on locked tensordicts", "[ops][pointwise][lock]") {
   TensorDict td = make_td();
   td.lock_();
   CHECK(td.neg().is_locked());
@@ -120,7 +120,7 @@ TEST_CASE("in-place scalar arithmetic equals LibTorch's in-place ops", "[ops][ar
                       Catch::Contains("mul_") && Catch::Contains("'i'"));
 }
 
-TEST_CASE("td op td matches keys; default none raises, intersection and values fill", "[ops][arithmetic]") {
+TEST_CASE("td op td matches keys - default none raises, intersection and values fill", "[ops][arithmetic]") {
   TensorDict a({{"x", at::ones({3, 4})}, {"y", at::ones({3})}}, {3});
   TensorDict b({{"y", at::full({3}, 2.0)}, {"x", at::full({3, 4}, 3.0)}}, {3});
   TensorDict sum = a + b;

@@ -103,7 +103,7 @@ TEST_CASE("update merges recursively, clones on request, refuses other batch siz
                       Catch::Contains("update_batch_size"));
 }
 
-TEST_CASE("update(inplace) and update_ copy into existing storage; unknown keys are refused", "[ops][update][errors]") {
+TEST_CASE("update(inplace) and update_ copy into existing storage - unknown keys are refused", "[ops][update][errors]") {
   TensorDict td = abc();
   at::Tensor a = td.get("a");
   td.update(TensorDict({{"a", at::full({3}, 2.0)}}, {3}), false, /*inplace=*/true);
@@ -195,7 +195,7 @@ TEST_CASE("requires_grad_, zero_grad, numel, ndimension, is_empty, pin_memory", 
   }
 }
 
-TEST_CASE("state_dict is flat with batch sizes per level; load_state_dict restores (case 29)", "[ops][state]") {
+TEST_CASE("state_dict is flat with batch sizes per level - load_state_dict restores (case 29)", "[ops][state]") {
   TensorDict td({{"a", at::tensor(1.0f)}, {"b", {{"c", at::tensor(2.0f)}, {"d", {{"e", at::tensor(3.0f)}}}}}}, {});
   StateDict sd = td.state_dict();
   std::vector<std::string> keys;

@@ -3,6 +3,9 @@
 // the backend. The backend here forwards to TensorDictImpl and counts reads.
 #include <ATen/ATen.h>
 
+#include <filesystem>
+
+#include <tensordict/memmap.h>
 #include <tensordict/tensor_dict_impl.h>
 
 #include "rl_transition.td.h"
@@ -71,4 +74,26 @@ TEST_CASE("a TensorClass over another backend", "[typed][backend]") {
   rl::Observation row = obs.index({1});
   CHECK((row.state().sizes() == c10::IntArrayRef{5}));
   CHECK(row.label() == "left");
+}
+
+TEST_CASE("typed classes wrap a memory-mapped tensordict live and write to its files",
+          "[typed][backend][memmap]") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("td_typed_memmap_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TensorDict src({{"eta", at::randn({5, 3})}, {"X", at::randn({5, 4})}, {"beta", at::zeros({5, 1})}},
+                 {5});
+  memmap(src, dir.string());
+  TensorDict mm = load_memmap(dir.string());
+  auto s = survival::PredictorState::from_tensordict(mm);
+  CHECK(s.is_memmap());
+  CHECK(at::equal(s.eta(), src.get("eta")));
+  // Locked like any memmapped tensordict: in-place writes go to the files.
+  s.beta().fill_(7);
+  CHECK(at::equal(load_memmap(dir.string()).get("beta"), at::full({5, 1}, 7.0)));
+  REQUIRE_THROWS_AS(s.set_beta(at::ones({5, 1})), LockedError);
+  // Indexing keeps the typed class over the mapped leaves.
+  auto row = s.index({0});
+  CHECK((row.eta().sizes() == c10::IntArrayRef{3}));
+  std::filesystem::remove_all(dir);
 }
