@@ -32,6 +32,12 @@ json::Value shape_json(c10::IntArrayRef shape) {
   return json::Value(std::move(out));
 }
 
+// The file (leaf) or directory (collection) an entry is stored under, with the robust key encoding.
+std::string entry_file_name(const std::string& key, const Entry& entry) {
+  const std::string enc = encode_key_for_filesystem(key);
+  return entry.is_tensor() ? enc + ".memmap" : enc;
+}
+
 // One leaf file to write; the mapped result goes into `dest` (and `in_place`, for memmap_).
 struct LeafJob {
   std::string path;
@@ -74,16 +80,10 @@ class Writer {
     ensure_directory(dir);
     auto out = c10::make_intrusive<MemmapTensorDictImpl>(src->batch_size(), at::Device(at::kCPU), dir);
     json::Object meta;
-    std::set<std::string> names{"meta.json"};
     src->for_each([&](const std::string& key, const Entry& entry) {
+      // Keys and file names were checked by validate() before anything was written.
       const NestedKey full = where.empty() ? NestedKey(key) : where.child(key);
-      TD_CHECK(!is_reserved_meta_key(key), ValueError, "key ", full.repr(),
-               " cannot be stored in a memmap directory: Python tensordict's meta.json uses '",
-               key, "' for its own field and would lose the entry (reserved: 'shape', 'device', '_type')");
-      const std::string enc = encode_key_for_filesystem(key);
-      const std::string name = entry.is_tensor() ? enc + ".memmap" : enc;
-      TD_CHECK(names.insert(name).second, ValueError, "key ", full.repr(), " would be stored as '",
-               name, "' in ", dir, ", which another entry of that level already uses");
+      const std::string name = entry_file_name(key, entry);
       switch (entry.kind()) {
         case Entry::Kind::Tensor: {
           const at::Tensor& t = entry.tensor_unchecked();
@@ -148,8 +148,7 @@ class Writer {
       TD_CHECK(!is_reserved_meta_key(key), ValueError, "key ", full.repr(),
                " cannot be stored in a memmap directory: Python tensordict's meta.json uses '",
                key, "' for its own field and would lose the entry (reserved: 'shape', 'device', '_type')");
-      const std::string enc = encode_key_for_filesystem(key);
-      const std::string name = entry.is_tensor() ? enc + ".memmap" : enc;
+      const std::string name = entry_file_name(key, entry);
       TD_CHECK(names.insert(name).second, ValueError, "key ", full.repr(), " would be stored as '",
                name, "', which another entry of the same level already uses");
       if (entry.is_tensor()) {
