@@ -30,10 +30,26 @@ void append_quoted(std::string& out, const std::string& s) {
   const bool use_double = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
   const char q = use_double ? '"' : '\'';
   out += q;
+  static const char kHex[] = "0123456789abcdef";
   for (char c : s) {
-    if (c == '\\' || (c == q)) out += '\\';
-    if (c == '\n') { out += "\\n"; continue; }
-    out += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == q) {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7f) {
+      // Control bytes (NUL included) are escaped: an error message must not end at a NUL.
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
   }
   out += q;
 }

@@ -181,23 +181,50 @@ TensorDictBase* walk_create(TensorDictBase* root, KeyRef key, Entry& holder) {
 
 namespace {
 
+// True when `value` can be stored as it is: its shape starts with the batch size and it is on
+// the tensordict's device. The constructor's fast path; prepare_tensor() handles the rest.
+bool storable_as_is(const TensorDictBase& dest, const at::Tensor& value) {
+  if (!value.defined()) return false;
+  const c10::IntArrayRef batch = dest.batch_size();
+  const c10::IntArrayRef shape = value.sizes();
+  if (shape.size() < batch.size()) return false;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (shape[d] != batch[d]) return false;
+  }
+  const auto& device = dest.device();
+  return !device.has_value() || value.device() == *device;
+}
+
 void fill_from_items(TensorDictImpl& impl, const TensorDict::Item* begin,
                      const TensorDict::Item* end) {
   impl.reserve(static_cast<size_t>(end - begin));
+  // One bit per hash value seen (mod 64): a key whose bit is clear cannot be a duplicate, so
+  // the slot scan only runs on a bit collision.
+  uint64_t seen = 0;
   for (const TensorDict::Item* it = begin; it != end; ++it) {
     const std::string& key = it->first;
-    TD_CHECK(impl.find_slot(key) < 0, ValueError, "duplicate key ", NestedKey(key).repr(),
-             " in TensorDict constructor");
+    const uint32_t hash = TensorDictImpl::key_hash(key);
+    const uint64_t bit = uint64_t{1} << (hash & 63);
+    if (seen & bit) {
+      TD_CHECK(impl.find_slot(key, hash) < 0, ValueError, "duplicate key ", NestedKey(key).repr(),
+               " in TensorDict constructor");
+    }
+    seen |= bit;
     const EntryInit& init = it->second;
     if (init.is_nested_list()) {
       auto child = c10::make_intrusive<TensorDictImpl>(impl.batch_size(), impl.device());
       const auto& nested = init.nested();
       fill_from_items(*child, nested.data(), nested.data() + nested.size());
-      impl.append_unchecked(key, TensorDict(std::move(child)));
+      impl.append_unchecked(key, hash, TensorDict(std::move(child)));
     } else if (init.entry().is_tensor()) {
-      impl.append_unchecked(key, prepare_tensor(impl, key, init.entry().tensor_unchecked()));
+      const at::Tensor& value = init.entry().tensor_unchecked();
+      if (storable_as_is(impl, value)) {
+        impl.append_unchecked(key, hash, value);
+      } else {
+        impl.append_unchecked(key, hash, prepare_tensor(impl, key, value));
+      }
     } else {
-      impl.append_unchecked(key, prepare_entry(impl, key, init.entry()));
+      impl.append_unchecked(key, hash, prepare_entry(impl, key, init.entry()));
     }
   }
 }

@@ -1,33 +1,23 @@
 #include <tensordict/tensor_dict_impl.h>
 
 #include <cstring>
-#include <functional>
 
 namespace tensordict {
 
-namespace {
-inline size_t hash_key(std::string_view key) { return std::hash<std::string_view>{}(key); }
-}  // namespace
-
-int64_t TensorDictImpl::find_slot(std::string_view key) const {
+int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
   if (index_.empty()) {
-    // Short keys of one level often share a prefix ("x0", "x1"): test the length and the last
-    // character before comparing the rest.
-    const size_t n = key.size();
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      const std::string& k = slots_[i].key;
-      if (k.size() != n) continue;
-      if (n == 0) return static_cast<int64_t>(i);
-      if (k[n - 1] != key[n - 1]) continue;
-      if (std::memcmp(k.data(), key.data(), n - 1) == 0) return static_cast<int64_t>(i);
+    const Slot* slots = slots_.data();
+    for (size_t i = 0, n = slots_.size(); i < n; ++i) {
+      if (slots[i].hash == hash && slots[i].key == key) return static_cast<int64_t>(i);
     }
     return -1;
   }
   const size_t mask = index_.size() - 1;
-  for (size_t b = hash_key(key) & mask;; b = (b + 1) & mask) {
-    uint32_t v = index_[b];
+  for (size_t b = hash & mask;; b = (b + 1) & mask) {
+    const uint32_t v = index_[b];
     if (v == 0) return -1;
-    if (slots_[v - 1].key == key) return v - 1;
+    const Slot& s = slots_[v - 1];
+    if (s.hash == hash && s.key == key) return v - 1;
   }
 }
 
@@ -36,15 +26,27 @@ void TensorDictImpl::rebuild_index() {
     index_.clear();
     return;
   }
-  size_t cap = 16;
+  size_t cap = 64;
   while (cap < slots_.size() * 2) cap <<= 1;
   index_.assign(cap, 0);
   const size_t mask = cap - 1;
   for (size_t i = 0; i < slots_.size(); ++i) {
-    size_t b = hash_key(slots_[i].key) & mask;
+    size_t b = slots_[i].hash & mask;
     while (index_[b] != 0) b = (b + 1) & mask;
     index_[b] = static_cast<uint32_t>(i + 1);
   }
+}
+
+void TensorDictImpl::index_append() {
+  // Keep the table at most half full; a full rebuild only re-reads the stored hashes.
+  if (index_.empty() || slots_.size() * 2 > index_.size()) {
+    rebuild_index();
+    return;
+  }
+  const size_t mask = index_.size() - 1;
+  size_t b = slots_.back().hash & mask;
+  while (index_[b] != 0) b = (b + 1) & mask;
+  index_[b] = static_cast<uint32_t>(slots_.size());
 }
 
 std::vector<std::string> TensorDictImpl::keys() const {
@@ -63,26 +65,14 @@ void TensorDictImpl::for_each(FunctionRef<void(const std::string&, const Entry&)
   for (const auto& s : slots_) fn(s.key, s.value);
 }
 
-void TensorDictImpl::append_unchecked(std::string key, Entry value) {
-  slots_.push_back(Slot{std::move(key), std::move(value)});
-  bump_layout_version();
-  if (!index_.empty() && slots_.size() * 2 <= index_.size()) {
-    const size_t mask = index_.size() - 1;
-    size_t b = hash_key(slots_.back().key) & mask;
-    while (index_[b] != 0) b = (b + 1) & mask;
-    index_[b] = static_cast<uint32_t>(slots_.size());
-  } else if (slots_.size() > kLinearScanLimit) {
-    rebuild_index();
-  }
-}
-
 void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
-  int64_t i = find_slot(key);
+  const uint32_t hash = key_hash(key);
+  int64_t i = find_slot(key, hash);
   if (i >= 0) {
     slots_[i].value = std::move(value);
     return;
   }
-  append_unchecked(std::string(key), std::move(value));
+  append_unchecked(key, hash, std::move(value));
 }
 
 void TensorDictImpl::erase(std::string_view key) {
@@ -97,6 +87,7 @@ void TensorDictImpl::rename(std::string_view from, std::string_view to) {
   int64_t i = find_slot(from);
   if (i < 0) return;
   slots_[i].key = std::string(to);
+  slots_[i].hash = key_hash(to);
   bump_layout_version();
   rebuild_index();
 }

@@ -98,3 +98,15 @@ TEST_CASE("repr shows the tensordict device, leaf devices, numbers and nested em
                               "m: Tensor(shape=torch.Size([2]), device=meta, dtype=torch.float16, is_shared=False)},"));
   CHECK_THAT(meta.repr(), Catch::Contains("    device=None,\n"));
 }
+
+TEST_CASE("key repr in error messages follows Python's str repr, control bytes escaped", "[repr][errors]") {
+  CHECK(NestedKey("it's").repr() == "\"it's\"");
+  CHECK(NestedKey("a'b\"c").repr() == "'a\\'b\"c'");
+  CHECK(NestedKey(std::string("tab\there\r\n", 10)).repr() == "'tab\\there\\r\\n'");
+  CHECK(NestedKey(std::string("nul\0end\x7f", 8)).repr() == "'nul\\x00end\\x7f'");
+  CHECK(NestedKey({"a", "b\x01"}).repr() == "('a', 'b\\x01')");
+  // The message names the whole key: it no longer stops at the NUL byte.
+  const std::string nul_key("k\0x", 3);
+  REQUIRE_THROWS_WITH(TensorDict({{nul_key, at::zeros({1})}, {nul_key, at::zeros({1})}}, {1}),
+                      Catch::Contains("duplicate key 'k\\x00x' in TensorDict constructor"));
+}

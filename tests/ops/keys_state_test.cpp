@@ -81,6 +81,30 @@ TEST_CASE("flatten_keys and unflatten_keys, with collisions (case 26)", "[ops][k
   REQUIRE_THROWS_AS(leaf_clash.unflatten_keys(), KeyError);
 }
 
+TEST_CASE("flatten_keys joins empty keys, long keys and multi-character separators", "[ops][keys]") {
+  const std::string long_key(120, 'k');  // longer than the on-stack join buffer
+  TensorDict td({{"", {{"a", at::zeros({2})}}},
+                 {long_key, {{long_key, at::ones({2})}, {"", {{"z", at::ones({2})}}}}},
+                 {"top", at::ones({2})}},
+                {2});
+  TensorDict flat = td.flatten_keys("::");
+  CHECK(flat.keys() == (std::vector<NestedKey>{"::a", long_key + "::" + long_key, long_key + "::::z", "top"}));
+  CHECK(flat.get(long_key + "::" + long_key).is_same(td.get({long_key, long_key})));
+  CHECK(flat.unflatten_keys("::").keys(true, true) == td.keys(true, true));
+  // 40 flattened keys: past the linear-scan limit, so collisions are found through the index.
+  std::vector<TensorDict::Item> groups;
+  for (int g = 0; g < 4; ++g) {
+    std::vector<TensorDict::Item> leaves;
+    for (int x = 0; x < 10; ++x) leaves.emplace_back("x" + std::to_string(x), at::zeros({2}));
+    groups.emplace_back("g" + std::to_string(g), EntryInit(leaves));
+  }
+  groups.emplace_back("g3.x9", at::zeros({2}));
+  TensorDict many(groups, {2});
+  REQUIRE_THROWS_WITH(many.flatten_keys(), Catch::Contains("to collide") && Catch::Contains("g3.x9"));
+  many.erase("g3.x9");
+  CHECK(many.flatten_keys().num_keys() == 40u);
+}
+
 TEST_CASE("update merges recursively, clones on request, refuses other batch sizes (case 28)", "[ops][update][errors]") {
   TensorDict td = abc();
   TensorDict src({{"b", {{"c", at::full({3}, 5.0)}, {"new", at::ones({3})}}}, {"f", at::ones({3})}}, {3});

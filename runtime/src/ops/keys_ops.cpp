@@ -1,6 +1,8 @@
 // Key selection and transforms (select, exclude, split_keys, flatten_keys, unflatten_keys,
 // semantics 1.5) and the update family with indexed reads and writes (semantics 1.4, 1.6).
 
+#include <cstring>
+
 #include <ATen/ATen.h>
 #include <ATen/TensorIndexing.h>
 
@@ -101,7 +103,7 @@ TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>&
 bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& leaves) {
   bool found = false;
   td.for_each([&](const std::string& key, const Entry& e) {
-    if (!found && key.find(sep) != std::string::npos) found = true;
+    if (!found && std::string_view(key).find(sep) != std::string_view::npos) found = true;
     if (e.is_tensordict()) {
       found = any_key_contains(*e.tensordict_unchecked().impl(), sep, leaves) || found;
     } else {
@@ -111,25 +113,49 @@ bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& le
   return found;
 }
 
-void flatten_into(TensorDictImpl& out, const TensorDictBase& td, const std::string& prefix, std::string_view sep,
+// `prefix + sep + key`, built on the stack when it fits (flattened keys are short) so that the
+// only string made per leaf is the one the new slot owns.
+class JoinedKey {
+ public:
+  // `prefix` is null at the top level (an empty prefix string is a real, empty key).
+  JoinedKey(const std::string_view* prefix, std::string_view sep, std::string_view key) {
+    if (prefix == nullptr) {
+      view_ = key;
+      return;
+    }
+    const size_t n = prefix->size() + sep.size() + key.size();
+    if (n > sizeof(inline_)) heap_.resize(n);
+    char* p = n > sizeof(inline_) ? heap_.data() : inline_;
+    std::memcpy(p, prefix->data(), prefix->size());
+    std::memcpy(p + prefix->size(), sep.data(), sep.size());
+    std::memcpy(p + prefix->size() + sep.size(), key.data(), key.size());
+    view_ = std::string_view(p, n);
+  }
+  JoinedKey(const JoinedKey&) = delete;
+  JoinedKey& operator=(const JoinedKey&) = delete;
+  std::string_view view() const { return view_; }
+
+ private:
+  char inline_[96];
+  std::string heap_;
+  std::string_view view_;
+};
+
+void flatten_into(TensorDictImpl& out, const TensorDictBase& td, const std::string_view* prefix, std::string_view sep,
                   bool check, std::vector<std::string>& collisions) {
   td.for_each([&](const std::string& key, const Entry& e) {
-    std::string name;
-    if (prefix.empty()) {
-      name = key;
-    } else {
-      name.reserve(prefix.size() + sep.size() + key.size());
-      name.append(prefix).append(sep).append(key);
-    }
+    const JoinedKey name(prefix, sep, key);
     if (e.is_tensordict() && e.tensordict_unchecked().num_keys() > 0) {
-      flatten_into(out, *e.tensordict_unchecked().impl(), name, sep, check, collisions);
+      const std::string_view joined = name.view();
+      flatten_into(out, *e.tensordict_unchecked().impl(), &joined, sep, check, collisions);
       return;
     }
-    if (check && out.find_slot(name) >= 0) {
-      collisions.push_back(name);
+    const uint32_t hash = TensorDictImpl::key_hash(name.view());
+    if (check && out.find_slot(name.view(), hash) >= 0) {
+      collisions.emplace_back(name.view());
       return;
     }
-    out.append_unchecked(std::move(name), e);
+    out.append_unchecked(name.view(), hash, e);
   });
 }
 
@@ -162,7 +188,7 @@ TensorDict TensorDict::flatten_keys(std::string_view separator) const {
   const bool check = any_key_contains(*impl_, separator, leaves);
   out->reserve(leaves);
   std::vector<std::string> collisions;
-  flatten_into(*out, *impl_, std::string(), separator, check, collisions);
+  flatten_into(*out, *impl_, nullptr, separator, check, collisions);
   if (!collisions.empty()) {
     TD_THROW(KeyError, "Flattening keys in tensordict causes keys ", detail::keys_str(collisions), " to collide.");
   }
