@@ -1,12 +1,12 @@
 // consolidate(): one storage, views, metadata, one-copy device moves and the bytes round trip.
 
+#include "support/catch_torch.h"
+
 #include <cstring>
 
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
 #include "memmap/support.h"
-
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;

@@ -1,6 +1,8 @@
 // Bad input and safety: keys never write outside the prefix; malformed directories raise a
 // StorageError naming the file and the problem, and a failed load changes nothing.
 
+#include "support/catch_torch.h"
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -8,8 +10,6 @@
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
 #include "memmap/support.h"
-
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;

@@ -1,13 +1,13 @@
 // Writing: what memmap writes is checked by an independent reader (check_written.py, json +
 // numpy), and the memmap operations and options behave as Python tensordict's.
 
+#include "support/catch_torch.h"
+
 #include <fstream>
 
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
 #include "memmap/support.h"
-
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;

@@ -1,12 +1,12 @@
 // MemoryMappedTensor: file-backed CPU tensors and the key/dtype naming helpers of the format.
 
+#include "support/catch_torch.h"
+
 #include <sys/stat.h>
 
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
 #include "memmap/support.h"
-
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using namespace memmap_test;

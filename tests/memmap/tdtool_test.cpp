@@ -2,9 +2,9 @@
 
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
-#include "memmap/support.h"
+#include "support/catch_torch.h"
 
-#include <catch2/catch.hpp>
+#include "memmap/support.h"
 
 using namespace tensordict;
 using namespace memmap_test;

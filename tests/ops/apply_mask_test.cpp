@@ -1,6 +1,7 @@
 // apply / apply_ / named_apply (semantics 1.11) and where, masked_fill, masked_select, gather
 // (semantics 1.10).
-#include <catch2/catch.hpp>
+
+#include "support/catch_torch.h"
 
 #include <set>
 
@@ -104,6 +105,101 @@ TEST_CASE("apply_ writes into the leaves, also when locked", "[ops][apply][lock]
   td.apply_([](const at::Tensor& x, const at::Tensor& y) { return x - y; }, td.clone());
   CHECK(at::equal(a, at::zeros({3, 4})));
   REQUIRE_THROWS_AS(td.apply_([](const at::Tensor& x) { return x.sum(-1); }), RuntimeError);
+}
+
+TEST_CASE("apply with out sets the results into another tensordict and returns it", "[ops][apply][lock][errors]") {
+  TensorDict td = nested();
+  TensorDict target({{"keep", at::zeros({3})}, {"nested", {{"other", at::zeros({3})}}}}, {3});
+  TensorDict untouched_nested = target.get_tensordict("nested");
+  ApplyOptions opts;
+  opts.out = &target;
+  TensorDict r = td.apply([](const at::Tensor& x) { return x * 2; }, opts);
+  CHECK(r.is_same(target));
+  CHECK(target.keys() == (std::vector<NestedKey>{"keep", "nested", "a", "s"}));
+  CHECK(at::equal(target.get("a"), at::full({3, 4}, 2.0)));
+  // The nested level is updated in place: the same tensordict, old entries kept, new ones added.
+  CHECK(target.get_tensordict("nested").is_same(untouched_nested));
+  CHECK(at::equal(untouched_nested.get("inner"), at::full({3}, 4.0)));
+  CHECK(untouched_nested.contains("other"));
+  // Several inputs and named_apply honour out too.
+  TensorDict sums = TensorDict({}, {3});
+  ApplyOptions into_sums;
+  into_sums.out = &sums;
+  td.apply([](const at::Tensor& x, const at::Tensor& y) { return x + y; }, td, into_sums);
+  CHECK(at::equal(sums.get({"nested", "inner"}), at::full({3}, 4.0)));
+  TensorDict named = TensorDict({}, {3});
+  ApplyOptions into_named;
+  into_named.out = &named;
+  td.named_apply([](const NestedKey& k, const at::Tensor& x) { return k.back() == "a" ? x : at::Tensor(); }, false,
+                 into_named);
+  CHECK(named.keys() == (std::vector<NestedKey>{"a", "s"}));  // the emptied nested level is filtered
+
+  TensorDict locked = TensorDict({}, {3});
+  locked.lock_();
+  ApplyOptions into_locked;
+  into_locked.out = &locked;
+  REQUIRE_THROWS_AS(td.apply([](const at::Tensor& x) { return x; }, into_locked), LockedError);
+  ApplyOptions clash;
+  clash.out = &target;
+  clash.batch_size = std::vector<int64_t>{};
+  REQUIRE_THROWS_AS(td.apply([](const at::Tensor& x) { return x; }, clash), RuntimeError);
+  REQUIRE_THROWS_WITH(td.apply([](const at::Tensor& x) { return x; }, clash),
+                      Catch::Contains("batch_size and out.batch_size must be equal"));
+  TensorDict narrow = TensorDict({}, {2});
+  ApplyOptions into_narrow;
+  into_narrow.out = &narrow;
+  REQUIRE_THROWS_AS(td.apply([](const at::Tensor& x) { return x; }, into_narrow), ShapeError);
+  CHECK(narrow.num_keys() == 0u);
+}
+
+TEST_CASE("apply with call_on_nested hands over first-level entries whole", "[ops][apply][errors]") {
+  TensorDict td = nested();
+  std::vector<std::string> seen;
+  TensorDict r = td.apply(call_on_nested, [&](const Entry& e) -> Entry {
+    seen.push_back(kind_name(e.kind()));
+    if (e.is_tensordict()) return e.tensordict().select({"inner"}).apply([](const at::Tensor& x) { return -x; });
+    if (e.is_tensor()) return e.tensor() + 1;
+    return Entry();  // drops the non-tensor entry
+  });
+  CHECK(seen == (std::vector<std::string>{"a tensor", "a TensorDict", "non-tensor data"}));
+  CHECK(r.keys() == (std::vector<NestedKey>{"a", "nested"}));
+  CHECK(at::equal(r.get("a"), at::full({3, 4}, 2.0)));
+  CHECK(at::equal(r.get({"nested", "inner"}), at::full({3}, -2.0)));
+
+  // With others: the entry, then the others' entries at the same key.
+  TensorDict other = nested().apply([](const at::Tensor& x) { return x * 10; });
+  TensorDict paired = td.apply(
+      call_on_nested,
+      [](c10::ArrayRef<Entry> e) -> Entry {
+        if (e[0].is_tensor()) return e[0].tensor() + e[1].tensor();
+        return e[1];
+      },
+      {other});
+  CHECK(at::equal(paired.get("a"), at::full({3, 4}, 11.0)));
+  CHECK(paired.get_tensordict("nested").is_same(other.get_tensordict("nested")));
+  REQUIRE_THROWS_AS(td.apply(call_on_nested, [](c10::ArrayRef<Entry> e) { return e[0]; }, {TensorDict({}, {3})}),
+                    KeyError);
+  ApplyOptions none_default;
+  none_default.default_value = at::Tensor();
+  TensorDict kept = td.apply(
+      call_on_nested, [](c10::ArrayRef<Entry> e) { return e[1].defined() ? e[1] : e[0]; }, {TensorDict({}, {3})},
+      none_default);
+  CHECK(kept.keys() == td.keys());
+
+  // Results are checked like a set: a wrong batch size names the key.
+  REQUIRE_THROWS_AS(td.apply(call_on_nested, [](const Entry& e) -> Entry {
+    return e.is_tensor() ? Entry(e.tensor().sum()) : e;
+  }), ShapeError);
+  REQUIRE_THROWS_WITH(td.apply(call_on_nested, [](const Entry& e) -> Entry {
+    return e.is_tensor() ? Entry(e.tensor().sum()) : e;
+  }), Catch::Contains("'a'"));
+  ApplyOptions new_batch;
+  new_batch.batch_size = std::vector<int64_t>{};
+  TensorDict summed = td.apply(call_on_nested, [](const Entry& e) -> Entry {
+    return e.is_tensor() ? Entry(e.tensor().sum()) : Entry();
+  }, new_batch);
+  CHECK(summed.batch_size().empty());
+  CHECK(summed.get("a").item<double>() == 12.0);
 }
 
 TEST_CASE("named_apply passes the leaf name or its full key (case 25)", "[ops][apply]") {

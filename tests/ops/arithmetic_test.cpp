@@ -1,7 +1,8 @@
 // Pointwise math and arithmetic (semantics 1.12): results equal LibTorch's per-leaf results
 // bit for bit (dtype included), key matching and `default`, tensor operands left-aligned to the
 // batch dims, in-place forms, locks.
-#include <catch2/catch.hpp>
+
+#include "support/catch_torch.h"
 
 #include <ATen/ATen.h>
 

@@ -1,5 +1,7 @@
 // Key selection and transforms (1.5), the update family (1.4, 1.6), locking of the new mutating
 // ops (1.7), grad helpers and sizes, state dicts and torch::nn::Module interop (1.16).
+#include "support/catch_torch.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/TensorIndexing.h>
@@ -10,9 +12,6 @@
 #include <tensordict/module.h>
 #include <tensordict/tensordict.h>
 
-// LibTorch's logging header defines a glog-style CHECK; Catch's must win in this file.
-#undef CHECK
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using at::indexing::Slice;
@@ -47,6 +46,39 @@ TEST_CASE("select keeps argument order, shares leaves, nested keys keep sub-entr
   REQUIRE_THROWS_WITH(td.select({"zz"}), Catch::Contains("zz"));
   CHECK(td.select({"zz"}, /*strict=*/false).num_keys() == 0);
   CHECK(td.select({}).num_keys() == 0);
+}
+
+TEST_CASE("select_ and exclude_ work in place, nested levels included, and respect the lock", "[ops][keys][lock][errors]") {
+  TensorDict td = abc();
+  TensorDict b = td.get_tensordict("b");
+  at::Tensor a = td.get("a");
+  TensorDict& same = td.select_({{"b", "d"}, "a"});
+  CHECK(&same == &td);
+  CHECK(td.keys() == (std::vector<NestedKey>{"b", "a"}));  // argument order
+  CHECK(td.get("a").is_same(a));
+  CHECK(b.keys() == std::vector<NestedKey>{"d"});  // the nested level itself was narrowed
+  CHECK(td.get_tensordict("b").is_same(b));
+
+  TensorDict missing = abc();
+  REQUIRE_THROWS_AS(missing.select_({"a", "zz"}), KeyError);
+  CHECK(missing.keys() == abc().keys());  // nothing changed before the error
+  missing.select_({"a", "zz"}, /*strict=*/false);
+  CHECK(missing.keys() == std::vector<NestedKey>{"a"});
+
+  TensorDict ex = abc();
+  TensorDict exb = ex.get_tensordict("b");
+  CHECK(&ex.exclude_({{"b", "c"}, "zz"}) == &ex);
+  CHECK(exb.keys() == std::vector<NestedKey>{"d"});
+  CHECK(ex.keys() == abc().keys());
+  ex.exclude_({"a", "b"});
+  CHECK(ex.keys(true, true) == abc().exclude({"a", "b"}).keys(true, true));
+
+  TensorDict locked = abc();
+  locked.lock_();
+  REQUIRE_THROWS_AS(locked.select_({"a"}), LockedError);
+  REQUIRE_THROWS_AS(locked.exclude_({"a"}), LockedError);
+  REQUIRE_THROWS_WITH(locked.exclude_({"a"}), Catch::Contains("Cannot modify locked TensorDict"));
+  CHECK(locked.keys() == abc().keys());
 }
 
 TEST_CASE("exclude and split_keys", "[ops][keys]") {

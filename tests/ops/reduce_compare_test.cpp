@@ -1,5 +1,6 @@
 // Comparisons (tensordicts of bools, all/any fast path) and reductions (semantics 1.12, 1.13).
-#include <catch2/catch.hpp>
+
+#include "support/catch_torch.h"
 
 #include <cmath>
 #include <limits>
@@ -123,6 +124,50 @@ TEST_CASE("reductions with reduce: one tensor over all leaves", "[ops][reduce]")
   at::Tensor both = td.sum(reduce, 1);
   CHECK((both.sizes() == c10::IntArrayRef{3, 6}));
   REQUIRE_THROWS_AS(TensorDict().sum(reduce), ValueError);
+}
+
+TEST_CASE("reductions over the feature dims keep every level's batch size (dim feature)", "[ops][reduce]") {
+  // Python's docstring example: batch [3, 4]; a [3, 4, 5]; b has batch [3, 4, 5] with c [3, 4, 5, 6]
+  // and d [3, 4, 5], so c is reduced over its last dim and d (no feature dim) over a unit dim.
+  at::manual_seed(5);
+  at::Tensor a = at::randn({3, 4, 5});
+  at::Tensor c = at::randn({3, 4, 5, 6});
+  at::Tensor d = at::randn({3, 4, 5});
+  TensorDict td({{"a", a}, {"b", TensorDict({{"c", c}, {"d", d}}, {3, 4, 5})}}, {3, 4});
+  TensorDict m = td.mean(feature);
+  CHECK((m.batch_size() == c10::IntArrayRef{3, 4}));
+  CHECK((m.get_tensordict("b").batch_size() == c10::IntArrayRef{3, 4, 5}));
+  CHECK(at::equal(m.get("a"), a.mean(at::IntArrayRef{-1})));
+  CHECK(at::equal(m.get({"b", "c"}), c.mean(at::IntArrayRef{-1})));
+  CHECK(at::equal(m.get({"b", "d"}), d));
+  at::Tensor w = at::randn({3, 4, 2, 5});
+  TensorDict two({{"w", w}}, {3, 4});
+  CHECK(at::allclose(two.sum(feature).get("w"), w.sum(at::IntArrayRef{2, 3})));
+  CHECK(at::equal(two.prod(feature).get("w"), w.flatten(2).prod(-1)));
+  CHECK(at::equal(two.norm(feature).get("w"), at::norm(w.flatten(2), 2, {-1})));
+  CHECK(at::equal(two.std(feature).get("w"), w.flatten(2).std(-1)));
+  CHECK(at::equal(two.var(feature, /*unbiased=*/false).get("w"), w.flatten(2).var(-1, false)));
+  at::Tensor with_nan = w.clone();
+  with_nan[0][0][0][0] = std::numeric_limits<float>::quiet_NaN();
+  TensorDict tn({{"w", with_nan}}, {3, 4});
+  CHECK(at::equal(tn.nansum(feature).get("w"), with_nan.flatten(2).nansum(-1)));
+  CHECK(at::equal(tn.nanmean(feature).get("w"), with_nan.flatten(2).nanmean(-1)));
+}
+
+TEST_CASE("reduce over the feature dims gives one tensor of the batch size", "[ops][reduce]") {
+  // Python's example: every leaf all ones, batch [3, 4] -> mean(reduce=True, dim="feature") is
+  // ones [3, 4]; the sum counts every feature element of every leaf.
+  TensorDict ones({{"a", at::ones({3, 4, 5})}, {"b", TensorDict({{"c", at::ones({3, 4, 5})}}, {3, 4, 5})}}, {3, 4});
+  CHECK(at::equal(ones.mean(reduce, feature), at::ones({3, 4})));
+  CHECK(at::equal(ones.sum(reduce, feature), at::full({3, 4}, 10.0)));
+  at::Tensor a = at::arange(60, at::kFloat).reshape({3, 4, 5});
+  at::Tensor b = at::arange(12, at::kFloat).reshape({3, 4});
+  TensorDict td({{"a", a}, {"n", {{"b", b}}}}, {3, 4});
+  at::Tensor joined = at::cat({a, b.unsqueeze(-1)}, -1);
+  CHECK(at::equal(td.sum(reduce, feature), joined.sum(-1)));
+  CHECK(at::equal(td.var(reduce, feature), joined.var(-1)));
+  CHECK(at::equal(td.std(reduce, feature, /*unbiased=*/false), joined.std(-1, false)));
+  REQUIRE_THROWS_AS(TensorDict({}, {3}).mean(reduce, feature), ValueError);
 }
 
 TEST_CASE("all and any without and with a dim", "[ops][reduce]") {

@@ -1,5 +1,7 @@
 // Compile test: every generated header of this project (example schemas, golden inputs, test
 // schemas), built with -Wall -Wextra -Werror, with every typed operation instantiated.
+#include "support/catch_torch.h"
+
 #include <type_traits>
 
 #include "global.td.h"
@@ -13,7 +15,6 @@
 
 // Last: glog (through c10/util/Logging.h) defines its own CHECK macro, which must not replace
 // Catch's.
-#include <catch2/catch.hpp>
 
 // Explicit instantiations compile every member of the typed operation templates.
 template class tensordict::typed::TypedOps<rl::Transition, rl::Step>;

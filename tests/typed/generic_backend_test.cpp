@@ -1,6 +1,8 @@
 // Typed classes over a backend other than the in-memory TensorDictImpl: the accessors fall
 // back to the generic TensorDictBase::get on every read (no cached position), and writes go to
 // the backend. The backend here forwards to TensorDictImpl and counts reads.
+#include "support/catch_torch.h"
+
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -13,7 +15,6 @@
 
 // Last: glog (through c10/util/Logging.h) defines its own CHECK macro, which must not replace
 // Catch's.
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 

@@ -1,5 +1,7 @@
 // TensorClass generated from schemas, over the in-memory backend: non-tensor fields, unknown
 // keys refused, live wrapping, typed results. Cases follow semantics.md section 3.
+#include "support/catch_torch.h"
+
 #include <ATen/ATen.h>
 
 #include "ifeval.td.h"
@@ -8,7 +10,6 @@
 
 // Last: glog (through c10/util/Logging.h) defines its own CHECK macro, which must not replace
 // Catch's.
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using records::Episode;

@@ -1,6 +1,8 @@
 // TypedTensorDict generated from schemas, over the in-memory backend: construction checks,
 // typed accessors, optional fields, inheritance, live wrapping and typed results of operations.
 // Cases follow semantics.md section 4 (PredictorState / ObservedState / SurvivalState).
+#include "support/catch_torch.h"
+
 #include <ATen/ATen.h>
 
 #include "rl_transition.td.h"
@@ -8,7 +10,6 @@
 
 // Last: glog (through c10/util/Logging.h) defines its own CHECK macro, which must not replace
 // Catch's.
-#include <catch2/catch.hpp>
 
 using namespace tensordict;
 using survival::ObservedState;

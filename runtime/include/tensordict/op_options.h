@@ -15,6 +15,8 @@
 
 namespace tensordict {
 
+class TensorDict;
+
 /// What a binary operation between two tensordicts does with keys only one side has
 /// (Python's `default=` argument): `none()` (the default) raises KeyError, `intersection()`
 /// keeps the common keys, a value fills the missing side (the union of the keys).
@@ -51,12 +53,28 @@ struct ApplyOptions {
   std::optional<bool> filter_empty;
   /// The result is locked when the input is.
   bool propagate_lock = false;
+  /// Python's `out=`: the results are set into this tensordict (entries replaced, nested
+  /// tensordicts updated level by level, like `update`), which is returned. Not owned; it must
+  /// be unlocked, and `batch_size`, when given, must equal its batch size.
+  TensorDict* out = nullptr;
 };
+
+/// Tag selecting apply's Python `call_on_nested=True` form: the callable receives every
+/// first-level entry as it is, a nested tensordict included, instead of the tensor leaves.
+struct CallOnNested {};
+inline constexpr CallOnNested call_on_nested{};
 
 /// Tag selecting the reductions that return one tensor over all leaves (Python `reduce=True`):
 /// `td.sum(tensordict::reduce)`.
 struct Reduce {};
 inline constexpr Reduce reduce{};
+
+/// Tag selecting reductions over every feature (non-batch) dim (Python `dim="feature"`):
+/// `td.mean(tensordict::feature)` keeps the batch size; `td.mean(tensordict::reduce,
+/// tensordict::feature)` gives one tensor of the batch size. There is no keepdim form (Python
+/// raises TypeError for it).
+struct FeatureDims {};
+inline constexpr FeatureDims feature{};
 
 /// A flat state dict: tensors under keys joined with `separator` ("b.c"), in the tensordict's
 /// key order, and the batch size of every level ("" for the root, "b", "b.d").

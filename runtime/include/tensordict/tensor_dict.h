@@ -287,9 +287,13 @@ class TensorDict {
   TensorDict isreal() const;
 
   /// Reductions: no `dim` reduces each leaf fully (batch []); a batch `dim` reduces there; with `reduce`, one tensor over all leaves (flattened and concatenated).
+  /// With `feature`, every leaf is reduced over its non-batch dims (those past its own level's
+  /// batch dims; a leaf without any is reduced over a new unit dim), keeping the batch size.
 #define TENSORDICT_DECLARE_REDUCTION(name)                                                      \
   TensorDict name(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;     \
-  at::Tensor name(Reduce, std::optional<int64_t> dim = std::nullopt) const;
+  at::Tensor name(Reduce, std::optional<int64_t> dim = std::nullopt) const;                   \
+  TensorDict name(FeatureDims) const;                                                         \
+  at::Tensor name(Reduce, FeatureDims) const;
   TENSORDICT_DECLARE_REDUCTION(sum)
   TENSORDICT_DECLARE_REDUCTION(nansum)
   TENSORDICT_DECLARE_REDUCTION(mean)
@@ -302,6 +306,10 @@ class TensorDict {
   at::Tensor std(Reduce, std::optional<int64_t> dim = std::nullopt, bool unbiased = true) const;
   TensorDict var(std::optional<int64_t> dim = std::nullopt, bool keepdim = false, bool unbiased = true) const;
   at::Tensor var(Reduce, std::optional<int64_t> dim = std::nullopt, bool unbiased = true) const;
+  TensorDict std(FeatureDims, bool unbiased = true) const;
+  at::Tensor std(Reduce, FeatureDims, bool unbiased = true) const;
+  TensorDict var(FeatureDims, bool unbiased = true) const;
+  at::Tensor var(Reduce, FeatureDims, bool unbiased = true) const;
   /// True when every (any) element of every leaf is true; with a batch dim, a tensordict.
   bool all() const;
   bool any() const;
@@ -313,6 +321,12 @@ class TensorDict {
   TensorDict apply(FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn, const TensorDict& other,
                    const ApplyOptions& options = {}) const;
   TensorDict apply(FunctionRef<at::Tensor(c10::ArrayRef<at::Tensor>)> fn, const std::vector<TensorDict>& others,
+                   const ApplyOptions& options = {}) const;
+  /// Python's `call_on_nested=True`: `fn` gets every first-level entry as it is (a tensor, a
+  /// whole nested tensordict, non-tensor data) and returns the new entry; an undefined Entry
+  /// drops it. With `others`, `fn` gets the entry followed by the others' entries at that key.
+  TensorDict apply(CallOnNested, FunctionRef<Entry(const Entry&)> fn, const ApplyOptions& options = {}) const;
+  TensorDict apply(CallOnNested, FunctionRef<Entry(c10::ArrayRef<Entry>)> fn, const std::vector<TensorDict>& others,
                    const ApplyOptions& options = {}) const;
   TensorDict& apply_(FunctionRef<at::Tensor(const at::Tensor&)> fn);
   TensorDict& apply_(FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn, const TensorDict& other);
@@ -333,6 +347,12 @@ class TensorDict {
   /// Key selection and key transforms; results share the leaves.
   TensorDict select(const std::vector<NestedKey>& keys, bool strict = true) const;
   TensorDict exclude(const std::vector<NestedKey>& keys) const;
+  /// Python's `select(..., inplace=True)`: keeps only `keys`, in that order, narrowing nested
+  /// tensordicts in place too; LockedError when locked. Returns *this.
+  TensorDict& select_(const std::vector<NestedKey>& keys, bool strict = true);
+  /// Python's `exclude(..., inplace=True)`: drops `keys` (missing ones are ignored) from this
+  /// tensordict and its nested ones; LockedError when locked (Python does not check). Returns *this.
+  TensorDict& exclude_(const std::vector<NestedKey>& keys);
   std::vector<TensorDict> split_keys(const std::vector<std::vector<NestedKey>>& key_sets, bool strict = true) const;
   TensorDict flatten_keys(std::string_view separator = ".") const;
   TensorDict unflatten_keys(std::string_view separator = ".") const;

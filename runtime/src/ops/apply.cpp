@@ -7,6 +7,7 @@
 #include <tensordict/tensor_dict_impl.h>
 
 #include "detail/format.h"
+#include "detail/validate.h"
 #include "ops/leafwise.h"
 
 namespace tensordict {
@@ -113,8 +114,27 @@ struct Applier {
   }
 };
 
+// Python's out=: checks `out`, then runs `compute` with the batch size of `out` (the results
+// are validated against it) and sets the results into `out` level by level.
+TensorDict apply_into(const ApplyOptions& options, FunctionRef<TensorDict(const ApplyOptions&)> compute) {
+  TensorDict& out = *options.out;
+  detail::check_unlocked(*out.impl());
+  TD_CHECK(!options.batch_size || c10::IntArrayRef(*options.batch_size) == out.batch_size(), RuntimeError,
+           "batch_size and out.batch_size must be equal when both are provided (got ",
+           size_str(*options.batch_size), " and ", size_str(out.batch_size()), ").");
+  ApplyOptions inner = options;
+  inner.out = nullptr;
+  inner.batch_size = out.batch_size().vec();
+  inner.propagate_lock = false;
+  out.update(compute(inner));
+  return out;
+}
+
 TensorDict run_apply(const TensorDict& td, c10::ArrayRef<TensorDict> others, ApplyFn fn,
                      const ApplyOptions& options, bool wants_key) {
+  if (options.out) {
+    return apply_into(options, [&](const ApplyOptions& inner) { return run_apply(td, others, fn, inner, wants_key); });
+  }
   std::optional<c10::IntArrayRef> new_root;
   if (options.batch_size) new_root = c10::IntArrayRef(*options.batch_size);
   Applier applier{fn, options, wants_key, new_root, td.batch_size().size()};
@@ -122,6 +142,41 @@ TensorDict run_apply(const TensorDict& td, c10::ArrayRef<TensorDict> others, App
   for (const auto& o : others) other_impls.push_back(o.impl());
   std::optional<TensorDict> out = applier.level(*td.impl(), other_impls, NestedKey());
   TensorDict result = out ? *out : TensorDict::empty_with(new_root ? *new_root : td.batch_size(), td.device());
+  if (options.propagate_lock && td.is_locked()) result.lock_();
+  return result;
+}
+
+// call_on_nested: `fn` maps every first-level entry (with the others' entries at its key) to
+// the new entry, which is checked against the result's batch size like a `set`.
+TensorDict run_apply_on_entries(const TensorDict& td, c10::ArrayRef<TensorDict> others,
+                                FunctionRef<Entry(c10::ArrayRef<Entry>)> fn, const ApplyOptions& options) {
+  if (options.out) {
+    return apply_into(options,
+                      [&](const ApplyOptions& inner) { return run_apply_on_entries(td, others, fn, inner); });
+  }
+  c10::IntArrayRef batch = options.batch_size ? c10::IntArrayRef(*options.batch_size) : td.batch_size();
+  auto out = c10::make_intrusive<TensorDictImpl>(batch, td.device());
+  out->reserve(td.impl()->num_entries());
+  std::vector<Entry> args(others.size() + 1);
+  td.impl()->for_each([&](const std::string& key, const Entry& e) {
+    args[0] = e;
+    for (size_t j = 0; j < others.size(); ++j) {
+      args[j + 1] = others[j].impl()->get(key);
+      if (args[j + 1].defined()) continue;
+      TD_CHECK(options.default_value.has_value(), KeyError, "key ", NestedKey(key).repr(),
+               " not found in the tensordict #", j + 1, " passed to apply, and no default value was provided.");
+      // An undefined default tensor stands for Python's None: the callable gets an empty Entry.
+      args[j + 1] = options.default_value->defined() ? Entry(*options.default_value) : Entry();
+    }
+    Entry r;
+    try {
+      r = fn(args);
+    } catch (const c10::Error& err) {
+      rethrow_leaf_error("apply", NestedKey(key), err);
+    }
+    if (r.defined()) out->append_unchecked(key, detail::prepare_entry(*out, key, std::move(r)));
+  });
+  TensorDict result(std::move(out));
   if (options.propagate_lock && td.is_locked()) result.lock_();
   return result;
 }
@@ -203,6 +258,15 @@ TensorDict TensorDict::apply(FunctionRef<at::Tensor(c10::ArrayRef<at::Tensor>)> 
         return fn(all);
       },
       options, false);
+}
+
+TensorDict TensorDict::apply(CallOnNested, FunctionRef<Entry(const Entry&)> fn, const ApplyOptions& options) const {
+  return run_apply_on_entries(*this, {}, [&](c10::ArrayRef<Entry> e) { return fn(e[0]); }, options);
+}
+
+TensorDict TensorDict::apply(CallOnNested, FunctionRef<Entry(c10::ArrayRef<Entry>)> fn,
+                             const std::vector<TensorDict>& others, const ApplyOptions& options) const {
+  return run_apply_on_entries(*this, others, fn, options);
 }
 
 TensorDict& TensorDict::apply_(FunctionRef<at::Tensor(const at::Tensor&)> fn) {

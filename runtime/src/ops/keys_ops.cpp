@@ -113,6 +113,34 @@ bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& le
   return found;
 }
 
+// select_: `td` keeps only the selected entries, in selection order. A nested tensordict named
+// through nested keys is narrowed in place, so other handles to it see the change. Missing keys
+// were rejected (strict) or are skipped, so every key used here exists.
+void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
+  detail::check_unlocked(td);
+  std::vector<std::pair<std::string, Entry>> kept;
+  for (const KeyGroup& g : group_keys(keys)) {
+    Entry e = td.get(g.head);
+    if (!e.defined() || (!g.whole && !e.is_tensordict())) continue;
+    if (!g.whole) select_in_place(*e.tensordict_unchecked().impl(), g.rest);
+    kept.emplace_back(g.head, std::move(e));
+  }
+  for (const std::string& key : td.keys()) td.erase(key);
+  for (auto& [key, e] : kept) td.insert_or_assign(key, std::move(e));
+}
+
+void exclude_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
+  detail::check_unlocked(td);
+  for (const KeyGroup& g : group_keys(keys)) {
+    Entry e = td.get(g.head);
+    if (g.whole) {
+      if (e.defined()) td.erase(g.head);
+    } else if (e.is_tensordict()) {
+      exclude_in_place(*e.tensordict_unchecked().impl(), g.rest);
+    }
+  }
+}
+
 // `prefix + sep + key`, built on the stack when it fits (flattened keys are short) so that the
 // only string made per leaf is the one the new slot owns.
 class JoinedKey {
@@ -167,6 +195,19 @@ TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) c
 
 TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
   return exclude_level(*impl_, keys);
+}
+
+TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, bool strict) {
+  detail::check_unlocked(*impl_);
+  // The out-of-place select raises every missing-key error before anything is modified.
+  if (strict) select(keys, strict);
+  select_in_place(*impl_, keys);
+  return *this;
+}
+
+TensorDict& TensorDict::exclude_(const std::vector<NestedKey>& keys) {
+  exclude_in_place(*impl_, keys);
+  return *this;
 }
 
 std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<NestedKey>>& key_sets,

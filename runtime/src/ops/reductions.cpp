@@ -1,5 +1,5 @@
-// Reductions (semantics 1.13): per leaf (a tensordict), over a batch dim, or with `reduce` one
-// tensor over all leaves.
+// Reductions (semantics 1.13): per leaf (a tensordict), over a batch dim, over the feature dims,
+// or with `reduce` one tensor over all leaves.
 
 #include <ATen/ATen.h>
 
@@ -124,6 +124,52 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
   }
 }
 
+// `leaf` with its feature dims (those past `batch_dims`) flattened into one last dim, or a new
+// unit last dim when it has none: reducing over dim -1 then reduces every feature dim.
+at::Tensor features_last(const at::Tensor& leaf, int64_t batch_dims) {
+  return leaf.dim() > batch_dims ? leaf.flatten(batch_dims) : leaf.unsqueeze(-1);
+}
+
+// The leaves of `td` with the batch dims of the level that holds each, in key order.
+void collect_with_level_dims(const TensorDictBase& td, LeafList& leaves, std::vector<int64_t>& dims) {
+  td.for_each([&](const std::string&, const Entry& e) {
+    if (e.is_tensor()) {
+      leaves.push_back(e.tensor_unchecked());
+      dims.push_back(td.batch_dims());
+    } else if (e.is_tensordict()) {
+      collect_with_level_dims(*e.tensordict_unchecked().impl(), leaves, dims);
+    }
+  });
+}
+
+// Python's dim="feature": every level reduces its own leaves' feature dims, so batch sizes stay.
+TensorDict reduce_features(const TensorDict& td, Red r, bool unbiased) {
+  LeafList leaves;
+  std::vector<int64_t> dims;
+  collect_with_level_dims(*td.impl(), leaves, dims);
+  LeafList results(leaves.size());
+  for_each_index(*td.impl(), leaves.size(), red_name(r), [&](size_t i) {
+    results[i] = reduce_dim(r, features_last(leaves[i], dims[i]), -1, false, unbiased);
+  });
+  return ops::rebuild(*td.impl(), results);
+}
+
+// reduce + dim="feature": all leaves' features (past the root batch dims) joined along one last
+// dim and reduced there, giving a tensor of the root batch size.
+at::Tensor reduce_all_features(const TensorDict& td, Red r, bool unbiased) {
+  LeafList leaves;
+  collect_leaves(*td.impl(), leaves);
+  TD_CHECK(!leaves.empty(), ValueError, red_name(r), "(reduce, feature): the tensordict has no tensor leaves");
+  LeafList parts;
+  parts.reserve(leaves.size());
+  for (const auto& t : leaves) parts.push_back(features_last(t, td.batch_dims()));
+  try {
+    return reduce_dim(r, at::cat(parts, -1), -1, false, unbiased);
+  } catch (const c10::Error& e) {
+    TD_THROW(RuntimeError, red_name(r), "(reduce, feature): ", e.what_without_backtrace());
+  }
+}
+
 }  // namespace
 
 #define TENSORDICT_DEFINE_REDUCTION(name, R)                                                 \
@@ -132,6 +178,10 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
   }                                                                                          \
   at::Tensor TensorDict::name(Reduce, std::optional<int64_t> dim) const {                    \
     return reduce_all(*this, Red::R, dim, true);                                             \
+  }                                                                                          \
+  TensorDict TensorDict::name(FeatureDims) const { return reduce_features(*this, Red::R, true); } \
+  at::Tensor TensorDict::name(Reduce, FeatureDims) const {                                   \
+    return reduce_all_features(*this, Red::R, true);                                         \
   }
 TENSORDICT_DEFINE_REDUCTION(sum, Sum)
 TENSORDICT_DEFINE_REDUCTION(nansum, Nansum)
@@ -152,6 +202,15 @@ TensorDict TensorDict::var(std::optional<int64_t> dim, bool keepdim, bool unbias
 }
 at::Tensor TensorDict::var(Reduce, std::optional<int64_t> dim, bool unbiased) const {
   return reduce_all(*this, Red::Var, dim, unbiased);
+}
+
+TensorDict TensorDict::std(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Std, unbiased); }
+at::Tensor TensorDict::std(Reduce, FeatureDims, bool unbiased) const {
+  return reduce_all_features(*this, Red::Std, unbiased);
+}
+TensorDict TensorDict::var(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Var, unbiased); }
+at::Tensor TensorDict::var(Reduce, FeatureDims, bool unbiased) const {
+  return reduce_all_features(*this, Red::Var, unbiased);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
