@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the benchmarks in Release mode and runs the fixed op set of ../shared/bench/ops.md on
-# fixture F: every op through tensordict-cpp and as hand-written LibTorch (the floor), in the
-# same binary. Prints one line per op, `op_id cpp_us floor_us ratio`, then
-# `median ratio X, worst ratio Y (op_id)`.
+# fixtures F and B: every op through tensordict-cpp and as hand-written LibTorch (the floor), in
+# the same binary. Prints one line per op, `op_id cpp_us floor_us ratio` (`n/a` for the raw dd
+# reference writes), then `median ratio X, worst ratio Y (op_id)`.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -12,43 +12,46 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-release}
 if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
-  BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON >/dev/null
+  # Only what the benchmarks need: no tests or examples in the Release tree.
+  BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON \
+    -DTENSORDICT_BUILD_TESTS=OFF -DTENSORDICT_BUILD_EXAMPLES=OFF >/dev/null
 fi
 if [[ ! -x "$build_dir/bench/ops_bench" ]]; then
   echo "bench: $build_dir/bench/ops_bench was not built (is libbenchmark-dev installed?)" >&2
   exit 1
 fi
 json=$(mktemp /tmp/tensordict-bench.XXXXXX.json)
-trap 'rm -f "$json"' EXIT
+trap 'rm -f "$json" "$json.log"' EXIT
 "$build_dir/bench/ops_bench" \
   --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
   --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
   --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true \
   --benchmark_filter="${BENCH_FILTER:-.}" \
-  --benchmark_out="$json" --benchmark_out_format=json "$@" >/dev/null
+  --benchmark_out="$json" --benchmark_out_format=json "$@" >/dev/null 2>"$json.log" \
+  || { cat "$json.log" >&2; exit 1; }
 /usr/bin/python3 - "$json" <<'PY'
 import json, statistics, sys
 
 runs = json.load(open(sys.argv[1]))["benchmarks"]
+# run_name is "<side>/<op>" plus Google Benchmark's suffixes ("/manual_time", "/iterations:1"...).
 median_us = {}
 for b in runs:
     if b.get("aggregate_name") != "median":
         continue
+    side, op = b["run_name"].split("/")[:2]
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
-    median_us[b["run_name"]] = b["real_time"] * scale
+    median_us[(side, op)] = b["real_time"] * scale
 
-ops = []
-for name in median_us:
-    if name.startswith("cpp/"):
-        op = name[len("cpp/"):]
-        if "floor/" + op in median_us:
-            ops.append(op)
 ratios = {}
-for op in ops:
-    cpp, floor = median_us["cpp/" + op], median_us["floor/" + op]
-    ratios[op] = cpp / floor
-    print(f"{op} {cpp:.2f} {floor:.2f} {ratios[op]:.3f}")
+for (side, op), us in median_us.items():
+    if side == "cpp" and ("floor", op) in median_us:
+        floor = median_us[("floor", op)]
+        ratios[op] = us / floor
+        print(f"{op} {us:.2f} {floor:.2f} {ratios[op]:.3f}")
+    elif side == "raw":
+        # Reference points with no tensordict-cpp equivalent (ops.md's dd writes).
+        print(f"{op} n/a {us:.2f} n/a")
 if ratios:
     worst = max(ratios, key=ratios.get)
     print(f"median ratio {statistics.median(ratios.values()):.3f}, worst ratio {ratios[worst]:.3f} ({worst})")
