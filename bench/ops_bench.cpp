@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -541,6 +542,12 @@ void register_io_ops() {
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);
+  // glibc adapts its mmap threshold and trims the heap as large blocks come and go, so the same
+  // op's allocations alternate between the heap and fresh, page-faulting mappings from one run
+  // to the next (cat16's floor moved between 150 and 1100 us). Fixed thresholds give both sides
+  // the same, steady allocator.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   fixture();  // built once, outside timing
   register_all();
   register_io_ops();  // fixture B is built on first use, so filtering it out costs nothing

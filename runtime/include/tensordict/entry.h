@@ -19,7 +19,10 @@ class Entry {
   enum class Kind : uint8_t { Undefined, Tensor, TensorDict, NonTensor };
 
   Entry() = default;
-  Entry(at::Tensor tensor) : value_(std::move(tensor)) {}
+  // const& and && rather than by value: the slot table builds entries in place from a borrowed
+  // tensor, and a by-value parameter would add a move and a destructor per leaf.
+  Entry(const at::Tensor& tensor) : value_(std::in_place_type<at::Tensor>, tensor) {}
+  Entry(at::Tensor&& tensor) : value_(std::in_place_type<at::Tensor>, std::move(tensor)) {}
   Entry(TensorDict td) : value_(std::move(td)) {}
   Entry(NonTensorData data) : value_(std::move(data)) {}
 
