@@ -36,15 +36,18 @@ import json, statistics, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 # run_name is "<side>/<op>" plus Google Benchmark's suffixes ("/manual_time", "/iterations:1"...).
 median_us = {}
+order = {}
 for b in runs:
     if b.get("aggregate_name") != "median":
         continue
     side, op = b["run_name"].split("/")[:2]
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
     median_us[(side, op)] = b["real_time"] * scale
+    order[(side, op)] = b.get("family_index", 0)
 
 ratios = {}
-for (side, op), us in median_us.items():
+# Registration order (ops.md's order), not the randomly interleaved run order.
+for (side, op), us in sorted(median_us.items(), key=lambda kv: order[kv[0]]):
     if side == "cpp" and ("floor", op) in median_us:
         floor = median_us[("floor", op)]
         ratios[op] = us / floor
