@@ -1,7 +1,5 @@
 #include <tensordict/tensor_dict_impl.h>
 
-#include <cstring>
-
 namespace tensordict {
 
 int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {

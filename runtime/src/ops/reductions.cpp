@@ -98,32 +98,6 @@ TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bo
   });
 }
 
-// One tensor over all leaves: flattened and concatenated (no dim), or with the event dims
-// flattened and concatenated behind the batch dims, then reduced over batch dim `dim`.
-at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool unbiased) {
-  LeafList leaves;
-  collect_leaves(*td.impl(), leaves);
-  TD_CHECK(!leaves.empty(), ValueError, red_name(r), "(reduce): the tensordict has no tensor leaves");
-  const int64_t n = td.batch_dims();
-  std::optional<int64_t> d;
-  if (dim) d = batch_dim(td, *dim);
-  LeafList parts;
-  parts.reserve(leaves.size());
-  for (const auto& t : leaves) {
-    if (!d) {
-      parts.push_back(t.reshape({-1}));
-    } else {
-      parts.push_back(t.dim() > n ? t.flatten(n) : t.unsqueeze(-1));
-    }
-  }
-  try {
-    at::Tensor joined = at::cat(parts, d ? -1 : 0);
-    return d ? reduce_dim(r, joined, *d, false, unbiased) : reduce_full(r, joined, unbiased);
-  } catch (const c10::Error& e) {
-    TD_THROW(RuntimeError, red_name(r), "(reduce): ", e.what_without_backtrace());
-  }
-}
-
 // `leaf` with its feature dims (those past `batch_dims`) flattened into one last dim, or a new
 // unit last dim when it has none: reducing over dim -1 then reduces every feature dim.
 at::Tensor features_last(const at::Tensor& leaf, int64_t batch_dims) {
@@ -154,19 +128,26 @@ TensorDict reduce_features(const TensorDict& td, Red r, bool unbiased) {
   return ops::rebuild(*td.impl(), results);
 }
 
-// reduce + dim="feature": all leaves' features (past the root batch dims) joined along one last
-// dim and reduced there, giving a tensor of the root batch size.
-at::Tensor reduce_all_features(const TensorDict& td, Red r, bool unbiased) {
+// One tensor over all leaves. No dim: every leaf flattened, all concatenated, reduced fully.
+// A batch `dim`, or the feature dims (`feature`): every leaf's features past the root batch dims
+// joined along one last dim behind the batch dims, then reduced over `dim` or over that last dim.
+at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, bool unbiased) {
   LeafList leaves;
   collect_leaves(*td.impl(), leaves);
-  TD_CHECK(!leaves.empty(), ValueError, red_name(r), "(reduce, feature): the tensordict has no tensor leaves");
+  const char* form = feature ? "(reduce, feature)" : "(reduce)";
+  TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
+  std::optional<int64_t> d;
+  if (dim) d = batch_dim(td, *dim);
+  const bool keep_batch = d || feature;
   LeafList parts;
   parts.reserve(leaves.size());
-  for (const auto& t : leaves) parts.push_back(features_last(t, td.batch_dims()));
+  for (const auto& t : leaves) parts.push_back(keep_batch ? features_last(t, td.batch_dims()) : t.reshape({-1}));
   try {
-    return reduce_dim(r, at::cat(parts, -1), -1, false, unbiased);
+    at::Tensor joined = at::cat(parts, keep_batch ? -1 : 0);
+    if (!keep_batch) return reduce_full(r, joined, unbiased);
+    return reduce_dim(r, joined, feature ? -1 : *d, false, unbiased);
   } catch (const c10::Error& e) {
-    TD_THROW(RuntimeError, red_name(r), "(reduce, feature): ", e.what_without_backtrace());
+    TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
   }
 }
 
@@ -177,11 +158,11 @@ at::Tensor reduce_all_features(const TensorDict& td, Red r, bool unbiased) {
     return reduce_td(*this, Red::R, dim, keepdim, true);                                     \
   }                                                                                          \
   at::Tensor TensorDict::name(Reduce, std::optional<int64_t> dim) const {                    \
-    return reduce_all(*this, Red::R, dim, true);                                             \
+    return reduce_all(*this, Red::R, dim, false, true);                                             \
   }                                                                                          \
   TensorDict TensorDict::name(FeatureDims) const { return reduce_features(*this, Red::R, true); } \
   at::Tensor TensorDict::name(Reduce, FeatureDims) const {                                   \
-    return reduce_all_features(*this, Red::R, true);                                         \
+    return reduce_all(*this, Red::R, std::nullopt, true, true);                                         \
   }
 TENSORDICT_DEFINE_REDUCTION(sum, Sum)
 TENSORDICT_DEFINE_REDUCTION(nansum, Nansum)
@@ -195,22 +176,22 @@ TensorDict TensorDict::std(std::optional<int64_t> dim, bool keepdim, bool unbias
   return reduce_td(*this, Red::Std, dim, keepdim, unbiased);
 }
 at::Tensor TensorDict::std(Reduce, std::optional<int64_t> dim, bool unbiased) const {
-  return reduce_all(*this, Red::Std, dim, unbiased);
+  return reduce_all(*this, Red::Std, dim, false, unbiased);
 }
 TensorDict TensorDict::var(std::optional<int64_t> dim, bool keepdim, bool unbiased) const {
   return reduce_td(*this, Red::Var, dim, keepdim, unbiased);
 }
 at::Tensor TensorDict::var(Reduce, std::optional<int64_t> dim, bool unbiased) const {
-  return reduce_all(*this, Red::Var, dim, unbiased);
+  return reduce_all(*this, Red::Var, dim, false, unbiased);
 }
 
 TensorDict TensorDict::std(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Std, unbiased); }
 at::Tensor TensorDict::std(Reduce, FeatureDims, bool unbiased) const {
-  return reduce_all_features(*this, Red::Std, unbiased);
+  return reduce_all(*this, Red::Std, std::nullopt, true, unbiased);
 }
 TensorDict TensorDict::var(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Var, unbiased); }
 at::Tensor TensorDict::var(Reduce, FeatureDims, bool unbiased) const {
-  return reduce_all_features(*this, Red::Var, unbiased);
+  return reduce_all(*this, Red::Var, std::nullopt, true, unbiased);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
