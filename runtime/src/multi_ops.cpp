@@ -30,8 +30,7 @@ std::vector<TensorDict> split_with(const TensorDictBase& td,
   std::vector<c10::intrusive_ptr<TensorDictImpl>> outs;
   outs.reserve(batches.size());
   for (const auto& b : batches) {
-    outs.push_back(c10::make_intrusive<TensorDictImpl>(b, td.device()));
-    outs.back()->reserve(td.num_entries());
+    outs.push_back(TensorDictImpl::make(b, td.device(), td.num_entries()));
   }
   const size_t old_dims = td.batch_size().size();
   td.for_each([&](const std::string& key, const Entry& entry) {
@@ -191,8 +190,7 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
   }
   check_same_keys(tds, prefix, mode);
 
-  auto out = c10::make_intrusive<TensorDictImpl>(out_batch, device);
-  out->reserve(first.impl()->num_entries());
+  auto out = TensorDictImpl::make(out_batch, device, first.impl()->num_entries());
   std::vector<Entry> column(tds.size());
   first.impl()->for_each([&](const std::string& key, const Entry& head) {
     NestedKey full = prefix.empty() ? NestedKey(key) : prefix.child(key);

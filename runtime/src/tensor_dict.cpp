@@ -17,48 +17,27 @@ namespace tensordict {
 using detail::keys_str;
 using detail::size_str;
 
-// ---- Entry ------------------------------------------------------------------------------
-
-const char* kind_name(Entry::Kind kind) {
-  switch (kind) {
-    case Entry::Kind::Undefined: return "nothing";
-    case Entry::Kind::Tensor: return "a tensor";
-    case Entry::Kind::TensorDict: return "a TensorDict";
-    case Entry::Kind::NonTensor: return "non-tensor data";
-  }
-  return "?";
-}
-
-const at::Tensor& Entry::tensor() const {
-  TD_CHECK(is_tensor(), TypeError, "expected a tensor entry but it holds ", kind_name(kind()));
-  return *std::get_if<at::Tensor>(&value_);
-}
-at::Tensor& Entry::mutable_tensor() {
-  TD_CHECK(is_tensor(), TypeError, "expected a tensor entry but it holds ", kind_name(kind()));
-  return *std::get_if<at::Tensor>(&value_);
-}
-const TensorDict& Entry::tensordict() const {
-  TD_CHECK(is_tensordict(), TypeError, "expected a TensorDict entry but it holds ",
-           kind_name(kind()));
-  return *std::get_if<TensorDict>(&value_);
-}
-const NonTensorData& Entry::non_tensor() const {
-  TD_CHECK(is_non_tensor(), TypeError, "expected a non-tensor entry but it holds ",
-           kind_name(kind()));
-  return *std::get_if<NonTensorData>(&value_);
-}
-
-EntryInit::EntryInit(int value) : entry_(at::scalar_tensor(int64_t{value}, at::kLong)) {}
-EntryInit::EntryInit(int64_t value) : entry_(at::scalar_tensor(value, at::kLong)) {}
-EntryInit::EntryInit(double value)
-    : entry_(at::scalar_tensor(value, at::TensorOptions().dtype(at::get_default_dtype()))) {}
-EntryInit::EntryInit(bool value) : entry_(at::scalar_tensor(value, at::kBool)) {}
-
 // ---- Validation ---------------------------------------------------------------------------
 
 namespace detail {
 
+// True when `value` can be stored as it is: its shape starts with the batch size and it is on
+// the tensordict's device. The fast path of the constructor and of prepare_tensor().
+static bool storable_as_is(const TensorDictBase& dest, const at::Tensor& value) {
+  if (!value.defined()) return false;
+  const c10::IntArrayRef batch = dest.batch_size();
+  const c10::IntArrayRef shape = value.sizes();
+  if (shape.size() < batch.size()) return false;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (shape[d] != batch[d]) return false;
+  }
+  const auto& device = dest.device();
+  return !device.has_value() || value.device() == *device;
+}
+
 at::Tensor prepare_tensor(const TensorDictBase& dest, KeyRef key, at::Tensor value) {
+  if (storable_as_is(dest, value)) return value;
+  // The slow path: say what is wrong, or move the tensor to the tensordict's device.
   TD_CHECK(value.defined(), ValueError, "cannot store an undefined tensor at key ", key.repr());
   c10::IntArrayRef batch = dest.batch_size();
   c10::IntArrayRef shape = value.sizes();
@@ -113,8 +92,8 @@ Entry prepare_entry(const TensorDictBase& dest, KeyRef key, Entry value) {
 
 [[noreturn]] void throw_missing(const TensorDictBase& level, KeyRef key, size_t depth) {
   std::string where = depth == 0 ? "" : " at " + key.prefix(depth).repr();
-  TD_THROW(KeyError, "key \"", key[depth], "\" not found in ", level.type_name(), where,
-           " with keys ", keys_str(level.keys()),
+  TD_THROW(KeyError, "key \"", detail::printable(key[depth]), "\" not found in ",
+           level.type_name(), where, " with keys ", keys_str(level.keys()),
            key.size() > 1 ? " (looking up " + key.repr() + ")" : std::string());
 }
 
@@ -181,39 +160,26 @@ TensorDictBase* walk_create(TensorDictBase* root, KeyRef key, Entry& holder) {
 
 namespace {
 
-// True when `value` can be stored as it is: its shape starts with the batch size and it is on
-// the tensordict's device. The constructor's fast path; prepare_tensor() handles the rest.
-bool storable_as_is(const TensorDictBase& dest, const at::Tensor& value) {
-  if (!value.defined()) return false;
-  const c10::IntArrayRef batch = dest.batch_size();
-  const c10::IntArrayRef shape = value.sizes();
-  if (shape.size() < batch.size()) return false;
-  for (size_t d = 0; d < batch.size(); ++d) {
-    if (shape[d] != batch[d]) return false;
-  }
-  const auto& device = dest.device();
-  return !device.has_value() || value.device() == *device;
-}
 
 void fill_from_items(TensorDictImpl& impl, const TensorDict::Item* begin,
                      const TensorDict::Item* end) {
-  impl.reserve(static_cast<size_t>(end - begin));
-  // One bit per hash value seen (mod 64): a key whose bit is clear cannot be a duplicate, so
-  // the slot scan only runs on a bit collision.
-  uint64_t seen = 0;
+  // A 256-bit filter on the hash's top byte: a key whose bit is clear cannot be a duplicate, so
+  // the slot scan only runs on a filter collision.
+  uint64_t seen[4] = {0, 0, 0, 0};
   for (const TensorDict::Item* it = begin; it != end; ++it) {
     const std::string& key = it->first;
     const uint32_t hash = TensorDictImpl::key_hash(key);
-    const uint64_t bit = uint64_t{1} << (hash & 63);
-    if (seen & bit) {
+    uint64_t& word = seen[hash >> 30];
+    const uint64_t bit = uint64_t{1} << ((hash >> 24) & 63);
+    if (word & bit) {
       TD_CHECK(impl.find_slot(key, hash) < 0, ValueError, "duplicate key ", NestedKey(key).repr(),
                " in TensorDict constructor");
     }
-    seen |= bit;
+    word |= bit;
     const EntryInit& init = it->second;
     if (init.is_nested_list()) {
-      auto child = c10::make_intrusive<TensorDictImpl>(impl.batch_size(), impl.device());
       const auto& nested = init.nested();
+      auto child = TensorDictImpl::make(impl.batch_size(), impl.device(), nested.size());
       fill_from_items(*child, nested.data(), nested.data() + nested.size());
       impl.append_unchecked(key, hash, TensorDict(std::move(child)));
     } else if (init.entry().is_tensor()) {
@@ -235,14 +201,14 @@ TensorDict::TensorDict() : impl_(c10::make_intrusive<TensorDictImpl>(c10::IntArr
 
 TensorDict::TensorDict(std::initializer_list<Item> items, c10::IntArrayRef batch_size,
                        std::optional<at::Device> device)
-    : impl_(c10::make_intrusive<TensorDictImpl>(batch_size, device)) {
+    : impl_(TensorDictImpl::make(batch_size, device, items.size())) {
   for (int64_t s : batch_size) TD_CHECK(s >= 0, ValueError, "batch size ", batch_size, " has a negative size");
   fill_from_items(static_cast<TensorDictImpl&>(*impl_), items.begin(), items.end());
 }
 
 TensorDict::TensorDict(const std::vector<Item>& items, c10::IntArrayRef batch_size,
                        std::optional<at::Device> device)
-    : impl_(c10::make_intrusive<TensorDictImpl>(batch_size, device)) {
+    : impl_(TensorDictImpl::make(batch_size, device, items.size())) {
   for (int64_t s : batch_size) TD_CHECK(s >= 0, ValueError, "batch size ", batch_size, " has a negative size");
   fill_from_items(static_cast<TensorDictImpl&>(*impl_), items.data(), items.data() + items.size());
 }

@@ -42,8 +42,7 @@ TensorDict TensorDictBase::index(const BatchIndex& index) const {
   if (static_cast<int64_t>(batch_size_.size()) > index.source_batch_dims()) {
     out_batch.append(batch_size_.begin() + index.source_batch_dims(), batch_size_.end());
   }
-  auto out = c10::make_intrusive<TensorDictImpl>(out_batch, device_);
-  out->reserve(num_entries());
+  auto out = TensorDictImpl::make(out_batch, device_, num_entries());
   for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {
       case Entry::Kind::Tensor:
@@ -91,8 +90,7 @@ namespace tensordict {
 
 TensorDict TensorDictBase::map_batch(c10::IntArrayRef new_batch_size,
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn) const {
-  auto out = c10::make_intrusive<TensorDictImpl>(new_batch_size, device_);
-  out->reserve(num_entries());
+  auto out = TensorDictImpl::make(new_batch_size, device_, num_entries());
   const size_t old_dims = batch_size_.size();
   for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {
@@ -123,8 +121,7 @@ TensorDict TensorDictBase::map_batch(c10::IntArrayRef new_batch_size,
 
 TensorDict TensorDictBase::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                       std::optional<at::Device> device) const {
-  auto out = c10::make_intrusive<TensorDictImpl>(batch_size_, device);
-  out->reserve(num_entries());
+  auto out = TensorDictImpl::make(batch_size_, device, num_entries());
   for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {
       case Entry::Kind::Tensor:

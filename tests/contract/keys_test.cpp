@@ -88,6 +88,9 @@ TEMPLATE_LIST_TEST_CASE("get: missing keys name the key and the keys at that lev
   REQUIRE_THROWS_AS(td.get({"zz", "x"}), KeyError);
   REQUIRE_THROWS_WITH(td.get({"zz", "x"}),
                       Catch::Contains("key \"zz\" not found") && Catch::Contains("['a', 'b', 'n']"));
+  // Control bytes in the missing key are escaped: the message goes on past a NUL.
+  REQUIRE_THROWS_WITH(td.get(std::string("z\0z\n", 4)),
+                      Catch::Contains("key \"z\\x00z\\n\" not found") && Catch::Contains("['a', 'b', 'n']"));
   REQUIRE_THROWS_AS(td.get_entry("zz"), KeyError);
   REQUIRE_THROWS_AS(td.get_tensordict("zz"), KeyError);
   REQUIRE_THROWS_AS(td.get_non_tensor("zz"), KeyError);

@@ -1,6 +1,6 @@
 // Unit tests of the in-memory backend's key table (TensorDictImpl): per-slot key hashes, the
-// linear scan below 16 keys, the hash index above, and the constructor's duplicate check,
-// which only scans when a key's hash bit was seen before.
+// linear scan below 16 keys, the hash index above, the constructor's duplicate check (which
+// only scans when a key's bit in its filter was seen before), and slots allocated with the level.
 #include "support/catch_torch.h"
 
 #include <set>
@@ -41,6 +41,30 @@ TEST_CASE("key_hash is stable and separates keys that differ in one byte", "[uni
   CHECK(TensorDictImpl::key_hash("abcdefgh") != TensorDictImpl::key_hash("abcdefgi"));
   CHECK(TensorDictImpl::key_hash("abcdefghi") != TensorDictImpl::key_hash("bbcdefghi"));
   CHECK(TensorDictImpl::key_hash("") != TensorDictImpl::key_hash(std::string(1, '\0')));
+}
+
+TEST_CASE("key_hash separates every one-byte change, at any position and key length",
+          "[unit][slots]") {
+  // Keys of up to 8 bytes are read exactly, and one multiply keeps a change in any byte visible
+  // in the 32-bit result; longer keys go through a multiply per word.
+  size_t collisions = 0;
+  for (size_t length = 1; length <= 24; ++length) {
+    std::string base(length, 'k');
+    for (size_t i = 0; i < length; ++i) base[i] = static_cast<char>('a' + i);
+    const uint32_t base_hash = TensorDictImpl::key_hash(base);
+    for (size_t pos = 0; pos < length; ++pos) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string changed = base;
+        if (static_cast<unsigned char>(changed[pos]) == byte) continue;
+        changed[pos] = static_cast<char>(byte);
+        if (TensorDictImpl::key_hash(changed) == base_hash) ++collisions;
+      }
+    }
+  }
+  CHECK(collisions == 0);
+  // The length is part of the hash: a key and its zero-padded extension differ.
+  CHECK(TensorDictImpl::key_hash("ab") != TensorDictImpl::key_hash(std::string("ab\0", 3)));
+  CHECK(TensorDictImpl::key_hash("abcd") != TensorDictImpl::key_hash(std::string("abcd\0\0\0\0", 8)));
 }
 
 TEST_CASE("every key is found at its position, below and above the index threshold", "[unit][slots]") {
@@ -94,4 +118,47 @@ TEST_CASE("the constructor finds a duplicate key wherever it is", "[unit][slots]
   std::vector<TensorDict::Item> unique;
   for (const auto& k : keys) unique.emplace_back(k, at::zeros({1}));
   CHECK(TensorDict(unique, {1}).num_keys() == keys.size());
+}
+
+TEST_CASE("a level made with room for its slots grows past it and keeps every entry",
+          "[unit][slots]") {
+  const std::vector<std::string> keys = awkward_keys();
+  at::Tensor shared = at::zeros({3});
+  for (size_t capacity : {size_t{0}, size_t{1}, size_t{4}, size_t{40}}) {
+    INFO("inline capacity " << capacity);
+    {
+      auto impl = TensorDictImpl::make({3}, std::nullopt, capacity);
+      for (size_t i = 0; i < 30; ++i) {
+        impl->insert_or_assign(keys[i], i % 2 == 0 ? shared : at::full({3}, static_cast<double>(i)));
+        // Lookups stay right as the slots move from the inline block to the heap.
+        REQUIRE(impl->find_slot(keys[i / 2]) == static_cast<int64_t>(i / 2));
+      }
+      CHECK(shared.use_count() == 16);
+      impl->erase(keys[0]);
+      impl->erase(keys[29]);
+      CHECK(impl->num_entries() == 28);
+      CHECK(shared.use_count() == 15);
+      for (size_t i = 1; i < 29; ++i) CHECK(impl->find_slot(keys[i]) == static_cast<int64_t>(i - 1));
+      CHECK(impl->get(keys[5]).tensor().equal(at::full({3}, 5.0)));
+      TensorDict td(impl);
+      CHECK(td.keys().size() == 28);
+    }
+    // The level and every slot are gone with the last handle.
+    CHECK(shared.use_count() == 1);
+  }
+}
+
+TEST_CASE("the constructor and batch ops build levels of the right size in one block",
+          "[unit][slots]") {
+  TensorDict td({{"a", at::zeros({4, 2})}, {"b", {{"c", at::ones({4})}, {"d", at::ones({4, 1})}}}},
+                {4});
+  // Appending to a level whose inline block is full moves it to the heap; nothing is lost.
+  td.set({"b", "e"}, at::zeros({4}));
+  td.set("f", at::zeros({4}));
+  CHECK(td.keys(true, true).size() == 5);
+  TensorDict half = td.index({at::indexing::Slice(0, 2)});
+  half.set({"b", "g"}, at::zeros({2}));
+  CHECK(half.get({"b", "c"}).sizes() == c10::IntArrayRef({2}));
+  CHECK(half.get({"b", "g"}).sizes() == c10::IntArrayRef({2}));
+  CHECK_FALSE(td.contains({"b", "g"}));
 }

@@ -2,9 +2,9 @@
 // Entry: what a key holds, a tensor, a nested tensordict or non-tensor data. EntryInit: what a
 // constructor or `set` accepts, which adds nested braced lists and numbers.
 
+#include <new>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -18,19 +18,38 @@ class Entry {
  public:
   enum class Kind : uint8_t { Undefined, Tensor, TensorDict, NonTensor };
 
-  Entry() = default;
+  Entry() noexcept {}
   // const& and && rather than by value: the slot table builds entries in place from a borrowed
   // tensor, and a by-value parameter would add a move and a destructor per leaf.
-  Entry(const at::Tensor& tensor) : value_(std::in_place_type<at::Tensor>, tensor) {}
-  Entry(at::Tensor&& tensor) : value_(std::in_place_type<at::Tensor>, std::move(tensor)) {}
-  Entry(TensorDict td) : value_(std::move(td)) {}
-  Entry(NonTensorData data) : value_(std::move(data)) {}
+  Entry(const at::Tensor& tensor) : tensor_(tensor), kind_(Kind::Tensor) {}
+  Entry(at::Tensor&& tensor) noexcept : tensor_(std::move(tensor)), kind_(Kind::Tensor) {}
+  Entry(TensorDict td) noexcept : tensordict_(std::move(td)), kind_(Kind::TensorDict) {}
+  Entry(NonTensorData data);
 
-  Kind kind() const { return static_cast<Kind>(value_.index()); }
-  bool defined() const { return kind() != Kind::Undefined; }
-  bool is_tensor() const { return kind() == Kind::Tensor; }
-  bool is_tensordict() const { return kind() == Kind::TensorDict; }
-  bool is_non_tensor() const { return kind() == Kind::NonTensor; }
+  Entry(const Entry& other) : kind_(Kind::Undefined) { copy_from(other); }
+  Entry(Entry&& other) noexcept : kind_(Kind::Undefined) { steal_from(other); }
+  Entry& operator=(const Entry& other) {
+    if (this != &other) {
+      Entry copy(other);
+      reset();
+      steal_from(copy);
+    }
+    return *this;
+  }
+  Entry& operator=(Entry&& other) noexcept {
+    if (this != &other) {
+      reset();
+      steal_from(other);
+    }
+    return *this;
+  }
+  ~Entry() { reset(); }
+
+  Kind kind() const { return kind_; }
+  bool defined() const { return kind_ != Kind::Undefined; }
+  bool is_tensor() const { return kind_ == Kind::Tensor; }
+  bool is_tensordict() const { return kind_ == Kind::TensorDict; }
+  bool is_non_tensor() const { return kind_ == Kind::NonTensor; }
 
   /// Typed access; TypeError naming the actual kind on a mismatch.
   const at::Tensor& tensor() const;
@@ -39,11 +58,56 @@ class Entry {
   at::Tensor& mutable_tensor();
 
   /// Unchecked access for code that has tested kind() already.
-  const at::Tensor& tensor_unchecked() const { return *std::get_if<at::Tensor>(&value_); }
-  const TensorDict& tensordict_unchecked() const { return *std::get_if<TensorDict>(&value_); }
+  const at::Tensor& tensor_unchecked() const { return tensor_; }
+  const TensorDict& tensordict_unchecked() const { return tensordict_; }
 
  private:
-  std::variant<std::monostate, at::Tensor, TensorDict, NonTensorData> value_;
+  // Non-tensor data is boxed so that every alternative is one intrusive pointer: an Entry is
+  // 16 bytes, and a move copies a pointer and a tag whatever the kind.
+  struct NonTensorBox;
+
+  void reset() noexcept {
+    switch (kind_) {
+      case Kind::Tensor: tensor_.~Tensor(); break;
+      case Kind::TensorDict: tensordict_.~TensorDict(); break;
+      case Kind::NonTensor: destroy_non_tensor(); break;
+      case Kind::Undefined: return;
+    }
+    kind_ = Kind::Undefined;
+  }
+  // `this` is Undefined on entry to both.
+  void copy_from(const Entry& other) {
+    switch (other.kind_) {
+      case Kind::Tensor: new (&tensor_) at::Tensor(other.tensor_); break;
+      case Kind::TensorDict: new (&tensordict_) TensorDict(other.tensordict_); break;
+      case Kind::NonTensor: copy_non_tensor(other); break;
+      case Kind::Undefined: return;
+    }
+    kind_ = other.kind_;
+  }
+  void steal_from(Entry& other) noexcept {
+    const Kind kind = other.kind_;
+    switch (kind) {
+      case Kind::Tensor: new (&tensor_) at::Tensor(std::move(other.tensor_)); break;
+      case Kind::TensorDict: new (&tensordict_) TensorDict(std::move(other.tensordict_)); break;
+      case Kind::NonTensor: non_tensor_ = other.non_tensor_; break;  // the reference moves
+      case Kind::Undefined: return;
+    }
+    kind_ = kind;
+    // A moved-from tensor or tensordict is a null handle and the box's reference moved here:
+    // the source holds nothing to release, so it is only marked empty.
+    other.kind_ = Kind::Undefined;
+  }
+  // Out of line: NonTensorBox is complete only in entry.cpp.
+  void destroy_non_tensor() noexcept;
+  void copy_non_tensor(const Entry& other);
+
+  union {
+    at::Tensor tensor_;
+    TensorDict tensordict_;
+    NonTensorBox* non_tensor_;  // owned: one reference of the box's intrusive count
+  };
+  Kind kind_ = Kind::Undefined;
 };
 
 const char* kind_name(Entry::Kind kind);

@@ -2,6 +2,7 @@
 // Formatting helpers shared by error messages and repr (Python spellings).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
@@ -16,6 +17,9 @@ std::string size_str(c10::IntArrayRef sizes);
 std::string dtype_str(c10::ScalarType dtype);
 /// ['a', 'b'] (sorted, as Python's KeyError messages list them)
 std::string keys_str(std::vector<std::string> keys);
+/// `text` as it is, but with control bytes escaped (\x00, \n, ...): a message quoting a key
+/// must not be cut short at a NUL byte.
+std::string printable(std::string_view text);
 
 }  // namespace detail
 }  // namespace tensordict

@@ -51,8 +51,7 @@ struct Applier {
     } else {
       batch.assign(td.batch_size().begin(), td.batch_size().end());
     }
-    auto out = c10::make_intrusive<TensorDictImpl>(batch, td.device());
-    out->reserve(td.num_entries());
+    auto out = TensorDictImpl::make(batch, td.device(), td.num_entries());
     c10::SmallVector<at::Tensor, 4> args(others.size());
     c10::SmallVector<const TensorDictBase*, 4> child_others(others.size());
     td.for_each([&](const std::string& key, const Entry& e) {
@@ -155,8 +154,7 @@ TensorDict run_apply_on_entries(const TensorDict& td, c10::ArrayRef<TensorDict> 
                       [&](const ApplyOptions& inner) { return run_apply_on_entries(td, others, fn, inner); });
   }
   c10::IntArrayRef batch = options.batch_size ? c10::IntArrayRef(*options.batch_size) : td.batch_size();
-  auto out = c10::make_intrusive<TensorDictImpl>(batch, td.device());
-  out->reserve(td.impl()->num_entries());
+  auto out = TensorDictImpl::make(batch, td.device(), td.impl()->num_entries());
   std::vector<Entry> args(others.size() + 1);
   td.impl()->for_each([&](const std::string& key, const Entry& e) {
     args[0] = e;

@@ -47,8 +47,8 @@ std::vector<KeyGroup> group_keys(const std::vector<NestedKey>& keys) {
   return groups;
 }
 
-c10::intrusive_ptr<TensorDictImpl> new_level(const TensorDictBase& like) {
-  return c10::make_intrusive<TensorDictImpl>(like.batch_size(), like.device());
+c10::intrusive_ptr<TensorDictImpl> new_level(const TensorDictBase& like, size_t capacity = 0) {
+  return TensorDictImpl::make(like.batch_size(), like.device(), capacity);
 }
 
 TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& keys, bool strict,
@@ -79,8 +79,7 @@ TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& 
 
 TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>& keys) {
   std::vector<KeyGroup> groups = group_keys(keys);
-  auto out = new_level(td);
-  out->reserve(td.num_entries());
+  auto out = new_level(td, td.num_entries());
   td.for_each([&](const std::string& key, const Entry& e) {
     const KeyGroup* g = nullptr;
     for (const auto& cand : groups) {
@@ -223,11 +222,10 @@ std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<Nes
 }
 
 TensorDict TensorDict::flatten_keys(std::string_view separator) const {
-  auto out = c10::make_intrusive<TensorDictImpl>(batch_size(), device());
   // Keys without the separator cannot collide once joined: the check is skipped then.
   size_t leaves = 0;
   const bool check = any_key_contains(*impl_, separator, leaves);
-  out->reserve(leaves);
+  auto out = TensorDictImpl::make(batch_size(), device(), leaves);
   std::vector<std::string> collisions;
   flatten_into(*out, *impl_, nullptr, separator, check, collisions);
   if (!collisions.empty()) {

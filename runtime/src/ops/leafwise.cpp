@@ -44,8 +44,8 @@ BatchSize level_batch(const TensorDictBase& level, c10::IntArrayRef new_root, si
 
 TensorDict rebuild_level(const TensorDictBase& like, const LeafList& results, size_t& next,
                          c10::IntArrayRef new_root, size_t old_root_dims) {
-  auto out = c10::make_intrusive<TensorDictImpl>(level_batch(like, new_root, old_root_dims), like.device());
-  out->reserve(like.num_entries());
+  auto out = TensorDictImpl::make(level_batch(like, new_root, old_root_dims), like.device(),
+                                  like.num_entries());
   like.for_each([&](const std::string& key, const Entry& e) {
     switch (e.kind()) {
       case Entry::Kind::Tensor: {
@@ -138,9 +138,8 @@ struct PairWalker {
     c10::intrusive_ptr<TensorDictImpl> out;
     if (!collect) {
       const TensorDictBase& shape_of = a ? *a : *b;
-      out = c10::make_intrusive<TensorDictImpl>(
-          level_batch(shape_of, new_root, a ? a_root_dims : b_root_dims), shape_of.device());
-      out->reserve(shape_of.num_entries());
+      out = TensorDictImpl::make(level_batch(shape_of, new_root, a ? a_root_dims : b_root_dims),
+                                 shape_of.device(), shape_of.num_entries());
     }
     size_t matched = 0;
     if (a != nullptr) {
