@@ -23,10 +23,12 @@ namespace detail {
 
 // True when `value` can be stored as it is: its shape starts with the batch size and it is on
 // the tensordict's device. The fast path of the constructor and of prepare_tensor().
-static bool storable_as_is(const TensorDictBase& dest, const at::Tensor& value) {
+// Forced inline, reading the sizes from the TensorImpl: it runs once per leaf of every
+// constructor, where an out-of-line sizes() call was a third of its cost.
+static C10_ALWAYS_INLINE bool storable_as_is(const TensorDictBase& dest, const at::Tensor& value) {
   if (!value.defined()) return false;
   const c10::IntArrayRef batch = dest.batch_size();
-  const c10::IntArrayRef shape = value.sizes();
+  const c10::IntArrayRef shape = value.unsafeGetTensorImpl()->sizes();
   if (shape.size() < batch.size()) return false;
   for (size_t d = 0; d < batch.size(); ++d) {
     if (shape[d] != batch[d]) return false;
@@ -163,19 +165,23 @@ namespace {
 
 void fill_from_items(TensorDictImpl& impl, const TensorDict::Item* begin,
                      const TensorDict::Item* end) {
-  // A 256-bit filter on the hash's top byte: a key whose bit is clear cannot be a duplicate, so
-  // the slot scan only runs on a filter collision.
-  uint64_t seen[4] = {0, 0, 0, 0};
+  // A 128-bit filter on the hash's top 7 bits, kept in two registers (a table in memory would
+  // chain every key's check on the previous key's store): a key whose bit is clear cannot be a
+  // duplicate, so the slot scan only runs on a filter collision.
+  uint64_t seen_low = 0;
+  uint64_t seen_high = 0;
   for (const TensorDict::Item* it = begin; it != end; ++it) {
     const std::string& key = it->first;
     const uint32_t hash = TensorDictImpl::key_hash(key);
-    uint64_t& word = seen[hash >> 30];
-    const uint64_t bit = uint64_t{1} << ((hash >> 24) & 63);
-    if (word & bit) {
+    const uint64_t bit = uint64_t{1} << ((hash >> 25) & 63);
+    const uint64_t low_bit = (hash >> 31) ? 0 : bit;
+    const uint64_t high_bit = bit ^ low_bit;
+    if ((seen_low & low_bit) | (seen_high & high_bit)) {
       TD_CHECK(impl.find_slot(key, hash) < 0, ValueError, "duplicate key ", NestedKey(key).repr(),
                " in TensorDict constructor");
     }
-    word |= bit;
+    seen_low |= low_bit;
+    seen_high |= high_bit;
     const EntryInit& init = it->second;
     if (init.is_nested_list()) {
       const auto& nested = init.nested();
