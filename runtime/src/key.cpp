@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "detail/format.h"
+
 namespace tensordict {
 
 NestedKey::NestedKey(std::initializer_list<std::string_view> parts) {
@@ -30,27 +32,8 @@ void append_quoted(std::string& out, const std::string& s) {
   const bool use_double = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
   const char q = use_double ? '"' : '\'';
   out += q;
-  static const char kHex[] = "0123456789abcdef";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\\' || c == q) {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (u < 0x20 || u == 0x7f) {
-      // Control bytes (NUL included) are escaped: an error message must not end at a NUL.
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
+  // Control bytes (NUL included) are escaped: an error message must not end at a NUL.
+  detail::append_escaped(out, s, q);
   out += q;
 }
 }  // namespace

@@ -51,13 +51,14 @@ std::string keys_str(std::vector<std::string> keys) {
   return out;
 }
 
-std::string printable(std::string_view text) {
+void append_escaped(std::string& out, std::string_view text, char quote) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
+    if (quote != '\0' && (c == '\\' || c == quote)) {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
       out += "\\t";
@@ -71,6 +72,12 @@ std::string printable(std::string_view text) {
       out += c;
     }
   }
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  append_escaped(out, text, '\0');
   return out;
 }
 
