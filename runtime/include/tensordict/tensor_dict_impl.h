@@ -1,6 +1,6 @@
 #pragma once
-// TensorDictImpl: the in-memory backend. Entries live in a vector (insertion order); every slot
-// keeps a 32-bit hash of its key. A lookup hashes the key once, then either scans the slots'
+// TensorDictImpl: the in-memory backend. Entries live in an array of slots (insertion order);
+// every slot keeps a 32-bit hash of its key. A lookup hashes the key once, then either scans the slots'
 // hashes (a level of up to 16 keys: cheaper than probing, and no index to build) or probes an
 // open-addressing index built from the stored hashes, so keys are never hashed twice.
 // A level made with `make(..., capacity)` carries its first slots in the same allocation.
@@ -101,6 +101,7 @@ class TensorDictImpl : public TensorDictBase {
     ++size_;
     after_append();
   }
+  /// Room for `n` entries (a level not made with make() starts with none).
   void reserve(size_t n) {
     if (n > capacity_) grow(n);
   }
