@@ -162,7 +162,6 @@ TensorDictBase* walk_create(TensorDictBase* root, KeyRef key, Entry& holder) {
 
 namespace {
 
-
 void fill_from_items(TensorDictImpl& impl, const TensorDict::Item* begin,
                      const TensorDict::Item* end) {
   // A 128-bit filter on the hash's top 7 bits, kept in two registers (a table in memory would

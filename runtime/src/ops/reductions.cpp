@@ -158,11 +158,11 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
     return reduce_td(*this, Red::R, dim, keepdim, true);                                     \
   }                                                                                          \
   at::Tensor TensorDict::name(Reduce, std::optional<int64_t> dim) const {                    \
-    return reduce_all(*this, Red::R, dim, false, true);                                             \
+    return reduce_all(*this, Red::R, dim, /*feature=*/false, true);                          \
   }                                                                                          \
   TensorDict TensorDict::name(FeatureDims) const { return reduce_features(*this, Red::R, true); } \
   at::Tensor TensorDict::name(Reduce, FeatureDims) const {                                   \
-    return reduce_all(*this, Red::R, std::nullopt, true, true);                                         \
+    return reduce_all(*this, Red::R, std::nullopt, /*feature=*/true, true);                  \
   }
 TENSORDICT_DEFINE_REDUCTION(sum, Sum)
 TENSORDICT_DEFINE_REDUCTION(nansum, Nansum)
@@ -176,22 +176,22 @@ TensorDict TensorDict::std(std::optional<int64_t> dim, bool keepdim, bool unbias
   return reduce_td(*this, Red::Std, dim, keepdim, unbiased);
 }
 at::Tensor TensorDict::std(Reduce, std::optional<int64_t> dim, bool unbiased) const {
-  return reduce_all(*this, Red::Std, dim, false, unbiased);
+  return reduce_all(*this, Red::Std, dim, /*feature=*/false, unbiased);
 }
 TensorDict TensorDict::var(std::optional<int64_t> dim, bool keepdim, bool unbiased) const {
   return reduce_td(*this, Red::Var, dim, keepdim, unbiased);
 }
 at::Tensor TensorDict::var(Reduce, std::optional<int64_t> dim, bool unbiased) const {
-  return reduce_all(*this, Red::Var, dim, false, unbiased);
+  return reduce_all(*this, Red::Var, dim, /*feature=*/false, unbiased);
 }
 
 TensorDict TensorDict::std(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Std, unbiased); }
 at::Tensor TensorDict::std(Reduce, FeatureDims, bool unbiased) const {
-  return reduce_all(*this, Red::Std, std::nullopt, true, unbiased);
+  return reduce_all(*this, Red::Std, std::nullopt, /*feature=*/true, unbiased);
 }
 TensorDict TensorDict::var(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Var, unbiased); }
 at::Tensor TensorDict::var(Reduce, FeatureDims, bool unbiased) const {
-  return reduce_all(*this, Red::Var, std::nullopt, true, unbiased);
+  return reduce_all(*this, Red::Var, std::nullopt, /*feature=*/true, unbiased);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
