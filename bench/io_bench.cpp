@@ -1,4 +1,4 @@
-// I/O benchmarks of the memmap backend (../shared/bench/ops.md, fixture B):
+// I/O benchmarks of the memmap backend (bench/ops.md, fixture B):
 //   BM_memmap_save       memmap() of fixture B (30 float32 leaves [4096, 256], 120 MiB) to a fresh
 //                        directory under /tmp: files written, mapped, meta.json written
 //   BM_plain_write       write(2) of the same 30 buffers into 30 files of a fresh directory:

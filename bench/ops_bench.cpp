@@ -1,4 +1,4 @@
-// The fixed operation set of ../shared/bench/ops.md, each op measured twice in the same binary:
+// The fixed operation set of bench/ops.md, each op measured twice in the same binary:
 // through tensordict-cpp ("cpp/<op>") and as hand-written LibTorch code doing the same work on
 // the same tensors ("floor/<op>"): a nested std::vector of named tensors and plain loops.
 // scripts/bench.sh runs this and prints `op_id cpp_us floor_us ratio`.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the benchmarks in Release mode and runs the fixed op set of ../shared/bench/ops.md on
+# Builds the benchmarks in Release mode and runs the fixed op set of bench/ops.md on
 # fixtures F and B: every op through tensordict-cpp and as hand-written LibTorch (the floor), in
 # the same binary. Prints one line per op, `op_id cpp_us floor_us ratio` (`n/a` for the raw dd
 # reference writes), then `median ratio X, worst ratio Y (op_id)`.

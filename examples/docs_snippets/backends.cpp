@@ -5,7 +5,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
-#include <tensordict/memmap.h>
+#include <tensordict/backends/memmap.h>
 #include <tensordict/tensordict.h>
 
 #include "game.td.h"

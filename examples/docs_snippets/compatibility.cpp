@@ -1,13 +1,13 @@
 // The snippets of docs/compatibility.md (docs/compatibility.md#reading-what-python-saved).
 // Usage: docs_snippet_compatibility [DIR]: DIR is a directory Python tensordict saved
-// (the test passes ../shared/fixtures/python-tensordict/mmap_example); without it, the program
+// (the test passes tests/data/python-tensordict/mmap_example); without it, the program
 // writes one with C++ first.
 #include <filesystem>
 #include <iostream>
 #include <string>
 
 #include <ATen/ATen.h>
-#include <tensordict/memmap.h>
+#include <tensordict/backends/memmap.h>
 #include <tensordict/tensordict.h>
 
 namespace td = tensordict;

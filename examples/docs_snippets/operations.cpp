@@ -22,12 +22,15 @@ int main() {
   TensorDict per_leaf = td.mean(feature);         // a: [3, 4]; b (batch [3, 4, 5]): c: [3, 4, 5]
   at::Tensor total = td.sum(reduce);              // 0-dim: every element of every leaf
   at::Tensor per_row = td.sum(reduce, feature);   // [3, 4]: all features of all leaves
-  at::Tensor by_dim = td.sum(reduce, 1);          // [3, 5 + 5 * 6]: leaves joined behind dim 1
+  TensorDict pair({{"x", at::ones({3, 4, 5})}, {"y", at::ones({3, 4, 5})}}, {3, 4});
+  at::Tensor by_dim = pair.sum(reduce, 1);        // [3, 5]: leaves joined along dim 1, summed there
+  ValuesIndices top = td.max(0);                  // values and indices, batch [4]
   expect(per_leaf.get("a").sizes() == c10::IntArrayRef({3, 4}), "mean(feature) of a");
   expect(per_leaf.get({"b", "c"}).sizes() == c10::IntArrayRef({3, 4, 5}), "mean(feature) of b.c");
   expect(total.dim() == 0 && total.item<double>() == 60 + 360, "sum(reduce)");
   expect(at::equal(per_row, at::full({3, 4}, 35.0)), "sum(reduce, feature)");
-  expect(by_dim.sizes() == c10::IntArrayRef({3, 35}), "sum(reduce, 1)");
+  expect(at::equal(by_dim, at::full({3, 5}, 8.0)), "sum(reduce, 1)");
+  expect(top.indices.get("a").sizes() == c10::IntArrayRef({4, 5}), "max(0)");
 
   TensorDict doubled = td.apply([](const at::Tensor& x) { return x * 2; });
   TensorDict firsts = td.apply(call_on_nested, [](const Entry& e) -> Entry {

@@ -3,11 +3,13 @@
 //   static constexpr const char* name;
 //   static tensordict::TensorDict make(const tensordict::TensorDict& reference);
 //     -> the same keys, values, batch size and device, stored in this backend;
-//   static constexpr bool kMutableKeys;  // new keys can be added / removed after make()
-//   static constexpr const char* kLeafClass;   // class name repr prints for tensor leaves
-//   static constexpr const char* kDefaultDevice;  // repr of the device a device-less reference gets
-// Later backends (memmap, HDF5, lazy stack, Redis, typed wrappers) add a type here and every
-// TEMPLATE_LIST_TEST_CASE over ContractBackends runs against them too.
+//   static constexpr bool kMutableKeys;          // new keys can be added / removed after make()
+//   static constexpr bool kLeavesAliasStorage;   // reads hand out the stored tensors (views write through)
+//   static constexpr bool kNonTensorStacks;      // per-element non-tensor values can be stored
+//   static constexpr const char* kTypeName;      // class name repr prints for the tensordict
+//   static constexpr const char* kLeafClass;     // class name repr prints for tensor leaves
+//   static constexpr const char* kDefaultDevice; // repr of the device a device-less reference gets
+// Every TEMPLATE_LIST_TEST_CASE over ContractBackends runs against each of them.
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,12 +19,18 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/copy_on_read_backend.h"
+#include "support/temp_dir.h"
+
 namespace contract {
 
 /// The in-memory TensorDict itself.
 struct InMemoryBackend {
   static constexpr const char* name = "TensorDict";
   static constexpr bool kMutableKeys = true;
+  static constexpr bool kLeavesAliasStorage = true;
+  static constexpr bool kNonTensorStacks = true;
+  static constexpr const char* kTypeName = "TensorDict";
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) { return reference; }
@@ -34,37 +42,51 @@ struct InMemoryBackend {
 struct MemmapBackend {
   static constexpr const char* name = "MemmapTensorDict";
   static constexpr bool kMutableKeys = false;
+  static constexpr bool kLeavesAliasStorage = true;
+  static constexpr bool kNonTensorStacks = true;
+  static constexpr const char* kTypeName = "TensorDict";
   static constexpr const char* kLeafClass = "MemoryMappedTensor";
   static constexpr const char* kDefaultDevice = "cpu";
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
-    const std::string dir = scratch_dir() + "/" + std::to_string(counter()++);
+    // One directory per test process, removed at exit (mappings stay valid after unlink).
+    static testing_support::TempDir scratch("td_contract");
+    static int counter = 0;
+    const std::string dir = scratch / std::to_string(counter++);
     tensordict::memmap(reference, dir);
     return tensordict::load_memmap(dir);
   }
+};
 
- private:
-  // One directory per test process, removed at exit (mappings stay valid after unlink).
-  static const std::string& scratch_dir() {
-    struct Scratch {
-      std::string path;
-      Scratch() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "td_contract_XXXXXX").string();
-        path = ::mkdtemp(tmpl.data());
-      }
-      ~Scratch() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-      }
-    };
-    static Scratch scratch;
-    return scratch.path;
-  }
-  static int& counter() {
-    static int n = 0;
-    return n;
+/// Consolidated: every leaf a view of one storage (consolidate()). Locked. Non-tensor stacks
+/// are refused with NotImplementedError (not in the consolidated format yet).
+struct ConsolidatedBackend {
+  static constexpr const char* name = "ConsolidatedTensorDict";
+  static constexpr bool kMutableKeys = false;
+  static constexpr bool kLeavesAliasStorage = true;
+  static constexpr bool kNonTensorStacks = false;
+  static constexpr const char* kTypeName = "TensorDict";
+  static constexpr const char* kLeafClass = "Tensor";
+  static constexpr const char* kDefaultDevice = "None";
+  static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
+    return tensordict::consolidate(reference);
   }
 };
 
-using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend>;
+/// The proving backend (support/copy_on_read_backend.h): tensors kept privately, every read a
+/// fresh copy, as a remote store. Writes reach it only through the backend interface.
+struct CopyOnReadBackend {
+  static constexpr const char* name = "CopyOnReadTensorDict";
+  static constexpr bool kMutableKeys = true;
+  static constexpr bool kLeavesAliasStorage = false;
+  static constexpr bool kNonTensorStacks = true;
+  static constexpr const char* kTypeName = "CopyOnReadTensorDict";
+  static constexpr const char* kLeafClass = "Tensor";
+  static constexpr const char* kDefaultDevice = "None";
+  static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
+    return testing_backends::CopyOnRead::from(reference);
+  }
+};
+
+using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend>;
 
 }  // namespace contract

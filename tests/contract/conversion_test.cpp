@@ -53,7 +53,7 @@ TEMPLATE_LIST_TEST_CASE("to(device) returns itself when already there, sets the 
   CHECK(*moved.device() == cpu);
   CHECK(moved.is_same(no_device) == no_device.device().has_value());  // self when already there
   CHECK(moved.get_tensordict("n").device() == moved.device());
-  CHECK(shares_storage(moved.get("f"), no_device.get("f")));  // already on cpu: no copy
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(moved.get("f"), no_device.get("f")));  // already on cpu: no copy
   CHECK(*no_device.cpu().device() == cpu);
 
   TensorDict m = no_device.to(meta);
@@ -88,8 +88,8 @@ TEMPLATE_LIST_TEST_CASE("clone copies data - clone(false) shares the leaves", "[
 
   TensorDict shallow = td.clone(/*recurse=*/false);
   CHECK_FALSE(shallow.is_same(td));
-  CHECK(shares_storage(shallow.get("f"), td.get("f")));
-  CHECK((shares_storage(shallow.get({"n", "d"}), td.get({"n", "d"}))));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(shallow.get("f"), td.get("f")));
+  if (TestType::kLeavesAliasStorage) CHECK((shares_storage(shallow.get({"n", "d"}), td.get({"n", "d"}))));
 }
 
 TEMPLATE_LIST_TEST_CASE("detach and contiguous", "[contract][conversion]", ContractBackends) {
@@ -97,7 +97,7 @@ TEMPLATE_LIST_TEST_CASE("detach and contiguous", "[contract][conversion]", Contr
   TensorDict grad = TestType::make(TensorDict({{"w", at::ones({3, 2}).requires_grad_()}}, {3}));
   TensorDict d = grad.detach();
   CHECK_FALSE(d.get("w").requires_grad());
-  CHECK(shares_storage(d.get("w"), grad.get("w")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(d.get("w"), grad.get("w")));
 
   TensorDict wide = TestType::make(TensorDict({{"a", at::arange(12).view({3, 4})}}, {3, 4}));
   TensorDict t = wide.transpose(0, 1);
@@ -136,7 +136,7 @@ TEMPLATE_LIST_TEST_CASE("zero_ and fill_ write in place", "[contract][conversion
   at::Tensor f = td.get("f");
   td.zero_();
   for (const auto& entry : td.values(true, true)) CHECK(entry.tensor().sum().item<double>() == 0.0);
-  CHECK(shares_storage(td.get("f"), f));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(td.get("f"), f));
   td.fill_("f", 2.5);
   CHECK((at::equal(td.get("f"), at::full({2, 3}, 2.5))));
   CHECK(at::equal(td.get("l"), at::zeros({2}, at::kLong)));

@@ -35,7 +35,7 @@ using Sizes = std::vector<int64_t>;
 /// Sizes as a vector, comparable in CHECK without unparenthesised commas.
 inline Sizes sizes_of(c10::IntArrayRef s) { return Sizes(s.begin(), s.end()); }
 
-/// A repr written for the in-memory backend, with the leaf class and default device `Backend`
+/// A repr written for the in-memory backend, with the class names and default device `Backend`
 /// shows instead (MemoryMappedTensor and cpu for memory-mapped tensordicts, as in Python).
 template <typename Backend>
 std::string for_backend(std::string repr) {
@@ -44,6 +44,7 @@ std::string for_backend(std::string repr) {
       repr.replace(pos, from.size(), to);
   };
   replace_all(": Tensor(", std::string(": ") + Backend::kLeafClass + "(");
+  if (std::string(Backend::kTypeName) != "TensorDict") replace_all("TensorDict(\n", std::string(Backend::kTypeName) + "(\n");
   replace_all("device=None", std::string("device=") + Backend::kDefaultDevice);
   return repr;
 }

@@ -150,11 +150,12 @@ TEMPLATE_LIST_TEST_CASE("basic indices give views, advanced ones give copies (ca
                         ContractBackends) {
   TensorDict td = TestType::make(TensorDict({{"a", at::zeros({3, 4})}, {"n", {{"x", at::zeros({3, 4})}}}}, {3, 4}));
   TensorDict row = td.index({0});
-  CHECK(shares_storage(row.get("a"), td.get("a")));
+  // Views of the storage where leaves alias it; a backend whose reads are copies gives copies.
+  CHECK(shares_storage(row.get("a"), td.get("a")) == TestType::kLeavesAliasStorage);
   row.set_("a", at::ones({4}));
-  CHECK(at::equal(td.get("a")[0], at::ones({4})));
+  CHECK(at::equal(td.get("a")[0], at::ones({4})) == TestType::kLeavesAliasStorage);
   row.set_({"n", "x"}, at::ones({4}));
-  CHECK((at::equal(td.get({"n", "x"})[0], at::ones({4}))));
+  CHECK((at::equal(td.get({"n", "x"})[0], at::ones({4}))) == TestType::kLeavesAliasStorage);
 
   TensorDict picked = td.index({at::tensor({1}, at::kLong)});
   picked.set_("a", at::ones({1, 4}));

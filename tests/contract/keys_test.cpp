@@ -124,7 +124,7 @@ TEMPLATE_LIST_TEST_CASE("set_ copies into the existing leaf (case 9)", "[contrac
   td.set_("a", at::ones({3}, at::kDouble));
   CHECK(td.get("a").scalar_type() == at::kFloat);  // destination dtype kept
   CHECK(at::equal(td.get("a"), at::ones({3})));
-  CHECK(contract::shares_storage(td.get("a"), before));  // written in place
+  if (TestType::kLeavesAliasStorage) CHECK(contract::shares_storage(td.get("a"), before));  // written in place
   td.set_({"n", "x"}, at::ones({3, 2}));
   CHECK((at::equal(td.get({"n", "x"}), at::ones({3, 2}))));
   // Broadcast of the feature dims, like copy_.
@@ -164,7 +164,8 @@ TEMPLATE_LIST_TEST_CASE("set stores without copying, replaces in place in the or
   TensorDict td = TestType::make(TensorDict({{"z", at::zeros({2})}, {"a", at::zeros({2})}}, {2}));
   at::Tensor m = at::ones({2, 3});
   td.set("m", m);
-  CHECK(td.get("m").is_same(m));
+  if (TestType::kLeavesAliasStorage) CHECK(td.get("m").is_same(m));
+  CHECK(at::equal(td.get("m"), m));
   CHECK((joined_keys(td) == Strings{"z", "a", "m"}));
   td.set("z", at::ones({2}));  // a replaced key keeps its position (Python dict)
   CHECK((joined_keys(td) == Strings{"z", "a", "m"}));
@@ -261,7 +262,8 @@ TEMPLATE_LIST_TEST_CASE("rename_key_ moves the entry without copying (case 27)",
 
   td.rename_key_("a", "b");
   CHECK_FALSE(td.contains("a"));
-  CHECK(contract::shares_storage(td.get("b"), a));
+  if (TestType::kLeavesAliasStorage) CHECK(contract::shares_storage(td.get("b"), a));
+  CHECK(at::equal(td.get("b"), a));
   CHECK(td.num_keys() == 3);
   // Without safe, an existing destination is replaced.
   td.rename_key_("b", "c");

@@ -28,7 +28,7 @@ TEMPLATE_LIST_TEST_CASE("unsqueeze and squeeze (case 18)", "[contract][shape]", 
   CHECK((sizes_of(u.get("a").sizes()) == Sizes{3, 4, 1, 5}));
   CHECK((nested_batch(u) == Sizes{3, 4, 1, 2}));
   CHECK((sizes_of(u.get({"n", "x"}).sizes()) == Sizes{3, 4, 1, 2, 6}));
-  CHECK(shares_storage(u.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(u.get("a"), td.get("a")));
   CHECK(u.get_non_tensor("s").value().as_string() == "hi");
   CHECK((sizes_of(td.unsqueeze(0).batch_size()) == Sizes{1, 3, 4}));
   CHECK((sizes_of(td.unsqueeze(-3).get("a").sizes()) == Sizes{1, 3, 4, 5}));
@@ -49,7 +49,7 @@ TEMPLATE_LIST_TEST_CASE("unsqueeze and squeeze (case 18)", "[contract][shape]", 
   TensorDict all = td.unsqueeze(0).unsqueeze(2).squeeze();
   CHECK((sizes_of(all.batch_size()) == Sizes{3, 4}));
   CHECK((sizes_of(all.get({"n", "x"}).sizes()) == Sizes{3, 4, 2, 6}));
-  CHECK(shares_storage(all.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(all.get("a"), td.get("a")));
   REQUIRE_THROWS_AS(td.squeeze(2), IndexError);
 }
 
@@ -60,7 +60,7 @@ TEMPLATE_LIST_TEST_CASE("view and reshape (case 18)", "[contract][shape]", Contr
   CHECK((sizes_of(flat.get("a").sizes()) == Sizes{12, 5}));
   CHECK((nested_batch(flat) == Sizes{12, 2}));
   CHECK((sizes_of(flat.get({"n", "x"}).sizes()) == Sizes{12, 2, 6}));
-  CHECK(shares_storage(flat.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(flat.get("a"), td.get("a")));
   CHECK((at::equal(flat.get("a"), td.get("a").reshape({12, 5}))));
   CHECK((td.view({3, 4}).is_same(td)));
   CHECK((td.view({3, -1}).is_same(td)));
@@ -75,7 +75,7 @@ TEMPLATE_LIST_TEST_CASE("view and reshape (case 18)", "[contract][shape]", Contr
   CHECK(sizes_of(r.batch_size()) == Sizes{12});
   CHECK((at::equal(r.get("a"), td.get("a").transpose(0, 1).reshape({12, 5}))));
   CHECK((td.reshape({3, 4}).is_same(td)));
-  CHECK(shares_storage(td.reshape({12}).get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(td.reshape({12}).get("a"), td.get("a")));
   REQUIRE_THROWS_AS(td.reshape({7}), ShapeError);
 }
 
@@ -87,23 +87,25 @@ TEMPLATE_LIST_TEST_CASE("permute and transpose (case 18)", "[contract][shape]", 
   CHECK((nested_batch(p) == Sizes{4, 3, 2}));
   CHECK((sizes_of(p.get({"n", "x"}).sizes()) == Sizes{4, 3, 2, 6}));
   CHECK((at::equal(p.get({"n", "x"}), td.get({"n", "x"}).permute({1, 0, 2, 3}))));
-  CHECK(shares_storage(p.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(p.get("a"), td.get("a")));
   CHECK((sizes_of(td.permute({-1, -2}).batch_size()) == Sizes{4, 3}));
 
   REQUIRE_THROWS_AS(td.permute({0, 0}), ValueError);
   REQUIRE_THROWS_WITH(td.permute({0, 0}),
                       Catch::Contains("Cannot compute the permutation, got dims=[0, 0] but expected a "
                                       "permutation of [0, 1]."));
-  REQUIRE_THROWS_AS(td.permute({0}), ValueError);
+  // Fewer dims permute the leading ones (v0.14, finding A7); they must be a permutation of those.
+  CHECK((sizes_of(td.permute({0}).batch_size()) == Sizes{3, 4}));
+  REQUIRE_THROWS_AS(td.permute({1}), ValueError);
   REQUIRE_THROWS_AS(td.permute({0, 2}), ValueError);
 
   TensorDict t = td.transpose(0, 1);
   CHECK((sizes_of(t.batch_size()) == Sizes{4, 3}));
   CHECK(at::equal(t.get("a"), td.get("a").transpose(0, 1)));
   CHECK((nested_batch(t) == Sizes{4, 3, 2}));
-  CHECK(shares_storage(t.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(t.get("a"), td.get("a")));
   CHECK(td.transpose(1, -1).is_same(td));
-  REQUIRE_THROWS_AS(td.transpose(0, 2), IndexError);
+  REQUIRE_THROWS_AS(td.transpose(0, 2), ValueError);
 }
 
 TEMPLATE_LIST_TEST_CASE("expand (case 18)", "[contract][shape]", ContractBackends) {
@@ -112,7 +114,7 @@ TEMPLATE_LIST_TEST_CASE("expand (case 18)", "[contract][shape]", ContractBackend
   CHECK((sizes_of(e.batch_size()) == Sizes{2, 3, 4}));
   CHECK((sizes_of(e.get("a").sizes()) == Sizes{2, 3, 4, 5}));
   CHECK((nested_batch(e) == Sizes{2, 3, 4, 2}));
-  CHECK(shares_storage(e.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(e.get("a"), td.get("a")));
   CHECK(at::equal(e.get("a")[1], td.get("a")));
   CHECK((td.expand({3, 4}).is_same(td)));
   CHECK((sizes_of(td.expand({2, -1, -1}).batch_size()) == Sizes{2, 3, 4}));
@@ -137,7 +139,7 @@ TEMPLATE_LIST_TEST_CASE("flatten and unflatten", "[contract][shape]", ContractBa
   CHECK(sizes_of(f.batch_size()) == Sizes{12});
   CHECK((sizes_of(f.get("a").sizes()) == Sizes{12, 5}));
   CHECK((nested_batch(f) == Sizes{12, 2}));
-  CHECK(shares_storage(f.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(f.get("a"), td.get("a")));
   CHECK(at::equal(td.flatten().get("a"), f.get("a")));
   CHECK(td.flatten(1, 1).is_same(td));
   REQUIRE_THROWS_AS(td.flatten(1, 0), ValueError);
@@ -147,7 +149,7 @@ TEMPLATE_LIST_TEST_CASE("flatten and unflatten", "[contract][shape]", ContractBa
   CHECK((sizes_of(u.batch_size()) == Sizes{3, 4}));
   CHECK(at::equal(u.get("a"), td.get("a")));
   CHECK((nested_batch(u) == Sizes{3, 4, 2}));
-  CHECK(shares_storage(u.get("a"), td.get("a")));
+  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(u.get("a"), td.get("a")));
   CHECK((sizes_of(f.unflatten(-1, {2, -1}).batch_size()) == Sizes{2, 6}));
   REQUIRE_THROWS_AS(f.unflatten(0, {5, -1}), ShapeError);
   REQUIRE_THROWS_AS(f.unflatten(1, {12}), IndexError);
@@ -162,6 +164,11 @@ TEMPLATE_LIST_TEST_CASE("shape ops carry non-tensor stacks along", "[contract][s
                         ContractBackends) {
   TensorDict ref({{"a", at::zeros({2, 3})}}, {2, 3});
   ref.set("s", NonTensorData::from_list(json::Value(json::Array{json::Array{"a", "b", "c"}, json::Array{"d", "e", "f"}}), {2, 3}));
+  if (!TestType::kNonTensorStacks) {
+    // Refused with a typed error rather than stored as something else.
+    REQUIRE_THROWS_AS(TestType::make(ref), NotImplementedError);
+    return;
+  }
   TensorDict td = TestType::make(ref);
   CHECK(td.permute({1, 0}).get_non_tensor("s").tolist().python_str() ==
         "[['a', 'd'], ['b', 'e'], ['c', 'f']]");

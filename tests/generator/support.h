@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include "support/temp_dir.h"
+
 #include <tdgen/driver.h>
 
 namespace tdgen_test {
@@ -26,32 +28,7 @@ inline RunResult run(const std::vector<std::string>& args) {
   return RunResult{code, out.str(), err.str()};
 }
 
-/// A temporary directory removed when the object dies.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("tdgen_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  /// Writes `text` to `name` inside the directory and returns the file's path.
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = path_ / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  std::string path(const std::string& name = "") const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = testing_support::TempDir;
 
 inline std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

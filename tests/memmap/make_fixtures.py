@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes memmap directories in Python tensordict's (v0.14) format, independently of the C++
-code: json + numpy only, following ../shared/docs/storage-formats.md section 1.
+code: json + numpy only, following docs/compatibility.md.
 
 Usage: make_fixtures.py OUTDIR
 

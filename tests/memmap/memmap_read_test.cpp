@@ -11,7 +11,7 @@ using namespace tensordict;
 using namespace memmap_test;
 
 TEST_CASE("Python tensordict's mmap_example loads with keys, shapes, dtypes and values", "[memmap][read]") {
-  TensorDict td = load_memmap(std::string(TENSORDICT_SHARED_DIR) + "/fixtures/python-tensordict/mmap_example");
+  TensorDict td = load_memmap(std::string(TENSORDICT_SOURCE_DIR) + "/tests/data/python-tensordict/mmap_example");
   CHECK(td.is_memmap());
   CHECK(td.is_locked());
   CHECK((td.batch_size() == c10::IntArrayRef{2, 1}));

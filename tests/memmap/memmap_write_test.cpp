@@ -44,7 +44,7 @@ json::Value canonical(const TensorDict& td) {
     if (e.is_tensor()) {
       const at::Tensor& t = e.tensor();
       leaves.emplace_back(json::Array{json::Value(key), json::Value(json::Object{
-          {"kind", "tensor"}, {"dtype", dtype_name(t.scalar_type())}, {"shape", int_list(t.sizes())},
+          {"kind", "tensor"}, {"dtype", torch_dtype_name(t.scalar_type())}, {"shape", int_list(t.sizes())},
           {"values", flat_values(t)}})});
     } else if (e.is_tensordict()) {
       colls.emplace_back(json::Array{json::Value(key), canonical(e.tensordict())});

@@ -78,14 +78,18 @@ TEST_CASE("key encoding follows Python's robust key rules and decodes back", "[m
 }
 
 TEST_CASE("dtype names are canonical torch names - unloadable dtypes are refused", "[memmap][dtypes]") {
-  CHECK(dtype_name(at::kFloat) == "torch.float32");
-  CHECK(dtype_name(at::kLong) == "torch.int64");
-  CHECK(dtype_name(at::kBFloat16) == "torch.bfloat16");
-  CHECK(dtype_name(at::kComplexHalf) == "torch.complex32");
-  CHECK(dtype_from_name("torch.bool") == at::kBool);
-  CHECK_FALSE(dtype_from_name("torch.float").has_value());  // only canonical names are written
-  CHECK_FALSE(dtype_from_name("torch.float8_e5m2").has_value());
-  REQUIRE_THROWS_AS(dtype_name(at::kQInt8), NotImplementedError);
+  CHECK(torch_dtype_name(at::kFloat) == "torch.float32");
+  CHECK(torch_dtype_name(at::kLong) == "torch.int64");
+  CHECK(torch_dtype_name(at::kBFloat16) == "torch.bfloat16");
+  CHECK(torch_dtype_name(at::kComplexHalf) == "torch.complex32");
+  CHECK(short_dtype_name(at::kDouble) == "float64");
+  CHECK(dtype_from_torch_name("torch.bool") == at::kBool);
+  CHECK_FALSE(dtype_from_torch_name("torch.float").has_value());  // only canonical names are written
+  CHECK_FALSE(dtype_from_torch_name("float32").has_value());
+  CHECK_FALSE(dtype_from_torch_name("torch.float8_e5m2").has_value());
+  CHECK(is_storable_dtype(at::kComplexFloat));
+  CHECK_FALSE(is_storable_dtype(at::kQInt8));
+  CHECK(torch_dtype_name(at::kQInt8) == "torch.qint8");
   TempDir dir;
   TensorDict td({{"q", at::quantize_per_tensor(at::ones({2}), 0.1, 0, at::kQInt8)}}, {2});
   REQUIRE_THROWS_WITH(memmap(td, dir / "td"), Catch::Contains("cannot be stored") && Catch::Contains("'q'"));

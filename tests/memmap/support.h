@@ -11,29 +11,13 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/temp_dir.h"
+
 namespace memmap_test {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under /tmp, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "td_memmap_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing_support::TempDir;
 
 /// Runs a shell command; returns its exit status and standard output.
 inline std::pair<int, std::string> run(const std::string& command) {
@@ -69,7 +53,8 @@ inline const std::string& fixtures() {
     return true;
   }();
   (void)made;
-  return dir.path();
+  static const std::string path = dir.path();
+  return path;
 }
 
 /// What make_fixtures.py stores in a leaf: arange(numel) % 7 (bool: % 2), complex (v, -v).

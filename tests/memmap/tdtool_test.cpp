@@ -13,7 +13,7 @@ namespace {
 std::pair<int, std::string> tdtool(const std::string& args) {
   return run(quoted(TDTOOL_PATH) + " " + args + " 2>&1");
 }
-const std::string kExample = std::string(TENSORDICT_SHARED_DIR) + "/fixtures/python-tensordict/mmap_example";
+const std::string kExample = std::string(TENSORDICT_SOURCE_DIR) + "/tests/data/python-tensordict/mmap_example";
 }  // namespace
 
 TEST_CASE("tdtool info prints the stored tree in the repr layout", "[tdtool]") {

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include <tensordict/errors.h>
-#include <tensordict/memmap.h>
+#include <tensordict/backends/memmap.h>
 
 namespace tdtool {
 

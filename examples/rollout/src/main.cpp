@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <tensordict/memmap.h>
+#include <tensordict/backends/memmap.h>
 #include <tensordict/tensordict.h>
 
 #include "env.h"

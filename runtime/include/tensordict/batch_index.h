@@ -27,6 +27,7 @@ class BatchIndex {
     Kind kind = Kind::None;
     int64_t integer = 0;  // Integer (normalized to >= 0), Boolean (0/1)
     int64_t start = 0, stop = 0, step = 1;  // Slice, normalized against the dim size
+    bool full = false;    // Slice covering the whole dim
     at::Tensor tensor;    // Tensor: long indices or a bool mask
   };
 
@@ -50,7 +51,7 @@ class BatchIndex {
 
   /// `leaf[index]` applied to the leading batch dims of `leaf`.
   at::Tensor apply(const at::Tensor& leaf) const;
-  /// `leaf[index] = value` (value broadcast as at::Tensor::index_put_ does).
+  /// `leaf[index] = value`, `value` cast to the leaf's dtype and broadcast.
   void assign(const at::Tensor& leaf, const at::Tensor& value) const;
   void assign(const at::Tensor& leaf, const c10::Scalar& value) const;
 

@@ -16,7 +16,7 @@ namespace tensordict {
 
 class Entry {
  public:
-  enum class Kind : uint8_t { Undefined, Tensor, TensorDict, NonTensor };
+  using Kind = EntryKind;
 
   Entry() noexcept {}
   // const& and && rather than by value: the slot table builds entries in place from a borrowed

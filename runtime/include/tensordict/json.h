@@ -62,6 +62,10 @@ class Value {
   /// Compact JSON (orjson style: no spaces, raw UTF-8, NaN written as null unless
   /// `allow_nan`, which writes NaN/Infinity like Python's stdlib json).
   std::string dump(bool allow_nan = false) const;
+  /// JSON as Python's stdlib `json.dumps` writes it by default (", " and ": " separators,
+  /// \uXXXX escapes for non-ASCII, bare NaN/Infinity): the style of the meta.json files Python
+  /// tensordict writes without orjson. ValueError for a string that is not valid UTF-8.
+  std::string dump_stdlib() const;
   /// What Python's str() prints for the equivalent Python object: hello, 1, 0.5, True, None,
   /// ['a', 'b'], {'k': 1}.
   std::string python_str() const;

@@ -37,6 +37,8 @@ class NestedKey {
   NestedKey child(std::string_view part) const;
   /// Parts joined with `separator`, e.g. "a.b".
   std::string join(std::string_view separator) const;
+  /// The inverse of join: "a.b" split at every (non-empty) `separator` into {"a", "b"}.
+  static NestedKey split(std::string_view joined, std::string_view separator);
   /// Python spelling: 'a' for one part, ('a', 'b') for several.
   std::string repr() const;
 

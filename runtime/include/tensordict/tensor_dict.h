@@ -25,11 +25,13 @@
 #include <tensordict/op_options.h>
 #include <tensordict/tensor_dict_base.h>
 
-/// The pointwise unary operations of TensorDict, each with an in-place `_` form.
-#define TENSORDICT_FORALL_UNARY_OPS(_)                                                          \
+/// The pointwise unary operations of TensorDict, each with an in-place `_` form. The first list
+/// has `_foreach_*` kernels in every supported LibTorch (1.13 has no `_foreach_sign`).
+#define TENSORDICT_FORALL_UNARY_OPS_WITH_FOREACH(_)                                             \
   _(abs) _(acos) _(asin) _(atan) _(ceil) _(cos) _(cosh) _(erf) _(erfc) _(exp) _(expm1)         \
   _(floor) _(frac) _(lgamma) _(log) _(log10) _(log1p) _(log2) _(neg) _(reciprocal) _(round)    \
-  _(sigmoid) _(sign) _(sin) _(sinh) _(sqrt) _(tan) _(tanh) _(trunc)
+  _(sigmoid) _(sin) _(sinh) _(sqrt) _(tan) _(tanh) _(trunc)
+#define TENSORDICT_FORALL_UNARY_OPS(_) TENSORDICT_FORALL_UNARY_OPS_WITH_FOREACH(_) _(sign)
 
 namespace tensordict {
 
@@ -41,6 +43,8 @@ struct KeysOptions {
   bool include_nested = false;  ///< descend into nested tensordicts
   bool leaves_only = false;     ///< drop nested tensordicts and non-tensor entries
 };
+
+struct ValuesIndices;
 
 class TensorDict {
  public:
@@ -300,6 +304,8 @@ class TensorDict {
   TENSORDICT_DECLARE_REDUCTION(nanmean)
   TENSORDICT_DECLARE_REDUCTION(prod)
   TENSORDICT_DECLARE_REDUCTION(norm)
+  TENSORDICT_DECLARE_REDUCTION(amax)
+  TENSORDICT_DECLARE_REDUCTION(amin)
 #undef TENSORDICT_DECLARE_REDUCTION
   /// Standard deviation and variance (Bessel-corrected unless `unbiased` is false).
   TensorDict std(std::optional<int64_t> dim = std::nullopt, bool keepdim = false, bool unbiased = true) const;
@@ -310,6 +316,25 @@ class TensorDict {
   at::Tensor std(Reduce, FeatureDims, bool unbiased = true) const;
   TensorDict var(FeatureDims, bool unbiased = true) const;
   at::Tensor var(Reduce, FeatureDims, bool unbiased = true) const;
+  /// max / min: no dim reduces each leaf fully (batch []); a batch `dim` gives the values and
+  /// the indices (Python's named tuple of two tensordicts); with `reduce`, one tensor.
+  TensorDict max() const;
+  ValuesIndices max(int64_t dim, bool keepdim = false) const;
+  at::Tensor max(Reduce) const;
+  TensorDict min() const;
+  ValuesIndices min(int64_t dim, bool keepdim = false) const;
+  at::Tensor min(Reduce) const;
+  /// log(sum(exp)) over batch dims: `dim`, or every batch dim when none is given (Python's rule
+  /// for logsumexp, unlike the other reductions). ValueError for a dim outside the batch.
+  TensorDict logsumexp(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// The q-th quantile (q in [0, 1]); `interpolation` is linear, lower, higher, midpoint or
+  /// nearest, as at::quantile.
+  TensorDict quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                      std::string_view interpolation = "linear") const;
+  at::Tensor quantile(Reduce, double q, std::optional<int64_t> dim = std::nullopt,
+                      std::string_view interpolation = "linear") const;
+  TensorDict quantile(FeatureDims, double q, std::string_view interpolation = "linear") const;
+  at::Tensor quantile(Reduce, FeatureDims, double q, std::string_view interpolation = "linear") const;
   /// True when every (any) element of every leaf is true; with a batch dim, a tensordict.
   bool all() const;
   bool any() const;
@@ -360,7 +385,10 @@ class TensorDict {
   /// The update family and indexed reads and writes of one key.
   TensorDict& update(const TensorDict& source, bool clone = false, bool inplace = false,
                      const std::optional<std::vector<NestedKey>>& keys_to_update = std::nullopt);
+  /// Copies every leaf of `source` into the existing leaves (keys must exist; allowed when
+  /// locked): one batched write through the backend. `copy_` is Python's alias.
   TensorDict& update_(const TensorDict& source);
+  TensorDict& copy_(const TensorDict& source);
   TensorDict& update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index);
   TensorDict& update_at_(const TensorDict& source, std::initializer_list<at::indexing::TensorIndex> index);
   TensorDict& set_at_(KeyRef key, const at::Tensor& value, c10::ArrayRef<at::indexing::TensorIndex> index);
@@ -386,6 +414,13 @@ class TensorDict {
 };
 
 std::ostream& operator<<(std::ostream& os, const TensorDict& td);
+
+/// The result of `max(dim)` / `min(dim)`: the values and their indices along `dim`, each a
+/// tensordict of the reduced batch size (torch.return_types.max over tensordicts).
+struct ValuesIndices {
+  TensorDict values;
+  TensorDict indices;
+};
 
 /// Dense stack along a new batch dim `dim` (in [-batch_dims-1, batch_dims]). Keys and batch
 /// sizes must match; errors name the first differing key or shape.

@@ -1,11 +1,25 @@
 #pragma once
-// TensorDictBase: the interface every backend implements (in-memory, memory-mapped, HDF5,
-// lazy stack, Redis, ...). It plays the part TensorImpl plays for at::Tensor: users hold the
-// `TensorDict` handle, which implements the tensordict operations on top of the primitives
-// below. A backend implements the storage primitives (one nesting level, one key part at a
-// time); the structural hooks have generic defaults that build in-memory results, and a
-// backend overrides one only when it can do better (a lazy view, a partial read).
-// See docs/architecture.md.
+// TensorDictBase: the interface every backend implements (in memory, memory-mapped,
+// consolidated, HDF5, lazy stack, Redis, ...). It plays the part TensorImpl plays for
+// at::Tensor: users hold the `TensorDict` handle, which implements every tensordict operation on
+// top of the members below. See docs/architecture.md, "The backend contract".
+//
+// A backend implements:
+//   - the storage primitives, one nesting level and one key part at a time: type_name,
+//     num_entries, keys, has, get, for_each, insert_or_assign, erase, rename;
+//   - write_, unless its leaves alias its storage (StoragePolicy below).
+// It may override the hooks, whose defaults are correct for any backend: peek, kind,
+// for_each_key, snapshot, write_at_, write_many_, make_child, set_batch_size, set_locked,
+// index, map_batch, map_leaves, leaf_class_name, is_shared, is_memmap.
+//
+// Note [Reads, copies and writes]: a backend whose `get` hands out the stored tensor itself
+// (in memory, a file mapping, a view of a consolidated storage) declares
+// `leaves_alias_storage`; in-place operations then change the leaves directly. Every other
+// backend (HDF5, Redis, a lazy stack, whose `get` builds a new tensor) gets its data changed
+// only through write_, write_at_ and write_many_: the handle reads the leaves (snapshot), runs
+// the in-place kernel on those copies, and writes them back. No operation changes a copy and
+// drops it; one a backend cannot do raises NotImplementedError naming the backend and the
+// operation.
 
 #include <cstdint>
 #include <optional>
@@ -28,13 +42,30 @@ class BatchIndex;
 
 using BatchSize = c10::SmallVector<int64_t, 6>;
 
+/// What a key holds (Entry::Kind is this type).
+enum class EntryKind : uint8_t { Undefined, Tensor, TensorDict, NonTensor };
+
+/// What a backend promises about where its data live. The handle reads it (a field, not a
+/// virtual call) to choose its fast paths, as TensorImpl does with its sizes-strides policy.
+/// The defaults promise nothing, which is always correct.
+struct StoragePolicy {
+  /// get() and for_each() hand out the stored tensors themselves, so an in-place change of
+  /// one reaches the storage (Note [Reads, copies and writes]). False: reads are fresh copies
+  /// that no one else holds.
+  bool leaves_alias_storage = false;
+  /// Entries live in memory and peek() returns their addresses.
+  bool entries_in_memory = false;
+};
+
 class TensorDictBase : public c10::intrusive_ptr_target {
  public:
-  TensorDictBase(c10::IntArrayRef batch_size, std::optional<at::Device> device);
+  TensorDictBase(c10::IntArrayRef batch_size, std::optional<at::Device> device, StoragePolicy policy = {});
   ~TensorDictBase() override;
 
   /// Class name shown by repr and in errors: "TensorDict", "PersistentTensorDict", ...
   virtual const char* type_name() const = 0;
+  /// Class name repr shows for this level's tensor leaves: "Tensor", "MemoryMappedTensor".
+  virtual const char* leaf_class_name() const { return "Tensor"; }
 
   c10::IntArrayRef batch_size() const { return batch_size_; }
   int64_t batch_dims() const { return static_cast<int64_t>(batch_size_.size()); }
@@ -42,6 +73,9 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   bool is_locked() const { return locked_; }
   virtual bool is_shared() const { return false; }
   virtual bool is_memmap() const { return false; }
+  const StoragePolicy& policy() const { return policy_; }
+  bool leaves_alias_storage() const { return policy_.leaves_alias_storage; }
+  bool entries_in_memory() const { return policy_.entries_in_memory; }
 
   // ---- Storage primitives: entries of this level, addressed by one key part ----------------
 
@@ -49,32 +83,60 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// Keys of this level in insertion order.
   virtual std::vector<std::string> keys() const = 0;
   virtual bool has(std::string_view key) const = 0;
-  /// The entry stored under `key`, or an undefined Entry when there is none.
+  /// The entry stored under `key`, or an undefined Entry when there is none. A nested
+  /// collection comes back as a handle to it (no data read); a tensor is the stored tensor or a
+  /// fresh copy (StoragePolicy::leaves_alias_storage).
   virtual Entry get(std::string_view key) const = 0;
   /// Calls `fn(key, entry)` for every entry of this level, in order.
   virtual void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const = 0;
-  /// Inserts or replaces. The caller has validated the value (batch dims, device) already.
+  /// Inserts or replaces. The handle has validated the value (batch dims, device) already.
   virtual void insert_or_assign(std::string_view key, Entry value) = 0;
   virtual void erase(std::string_view key) = 0;
   /// Moves an entry to a new key (which is absent), keeping its position.
   virtual void rename(std::string_view from, std::string_view to) = 0;
 
+  // ---- Reads: hooks with defaults -----------------------------------------------------------
+
+  /// The address of the entry stored under `key`, valid until layout_version() changes, or
+  /// nullptr when there is none. Only backends with `entries_in_memory` return non-null.
+  virtual const Entry* peek(std::string_view key) const;
+  /// What `key` holds, Undefined when it is missing, without reading tensor data.
+  virtual EntryKind kind(std::string_view key) const;
+  /// Calls `fn(key, kind)` for every entry, in order, without reading tensor data.
+  virtual void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const;
+  /// This level and every level below it read at once into an in-memory tensordict of the
+  /// same structure (batch sizes, keys, non-tensor data). Its leaves are the values `get`
+  /// returns. A remote backend overrides it to serve the whole tree in one round trip; every
+  /// operation that reads all leaves (to, clone, apply, arithmetic, ...) goes through it.
+  virtual TensorDict snapshot() const;
+
+  // ---- Writes into existing leaves: hooks with defaults ------------------------------------
+
+  /// Copies `value` into the existing tensor leaf `key` (cast to its dtype, broadcast to its
+  /// shape: at::Tensor::copy_). The default copies into the tensor `get` returns when leaves
+  /// alias storage, and raises NotImplementedError otherwise.
+  virtual void write_(std::string_view key, const at::Tensor& value);
+  /// `leaf[index] = value` for the existing tensor leaf `key`, with `value` cast to the
+  /// leaf's dtype and broadcast. The default writes into `get(key)` when leaves alias storage,
+  /// and otherwise reads the leaf, changes it and writes it back with write_.
+  virtual void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value);
+  /// Copies every tensor leaf of `values` (some of this level's keys, nested levels included,
+  /// same shapes) into the existing leaves: one batched write where the backend can. The
+  /// default calls write_ per leaf.
+  virtual void write_many_(const TensorDict& values);
+
+  // ---- Structure: hooks with defaults ---------------------------------------------------------
+
   /// A new, empty collection of this backend's kind for a nested key created on the fly
   /// (`set({"a","b"}, x)` with no "a"). The default is an in-memory TensorDict.
   virtual TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const;
-  /// Copies `value` into the storage of the existing tensor leaf `key` (`set_`, `update_`).
-  /// The default copies into the tensor `get(key)` returns, which is the storage in memory.
-  virtual void write_(std::string_view key, const at::Tensor& value);
-  /// `leaf[index] = value` for the existing tensor leaf `key`.
-  virtual void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value);
   /// Changes the batch size; the caller has validated it against every entry.
   virtual void set_batch_size(c10::IntArrayRef batch_size);
   /// Locks or unlocks this level only (the handle recurses).
   virtual void set_locked(bool locked) { locked_ = locked; }
 
-  // ---- Structural hooks with generic defaults -----------------------------------------------
-
-  /// `td[index]`. The default indexes every leaf and builds an in-memory TensorDict.
+  /// `td[index]`. The default indexes every leaf (of the snapshot, when reads are copies) and
+  /// builds an in-memory TensorDict.
   virtual TensorDict index(const BatchIndex& index) const;
   /// A batch-shape operation (view, permute, unsqueeze, ...): `fn` maps a tensor whose leading
   /// dims are this batch to one whose leading dims are `new_batch_size`. The default applies it
@@ -87,7 +149,7 @@ class TensorDictBase : public c10::intrusive_ptr_target {
                                 std::optional<at::Device> device) const;
 
   /// Identity of the storage layout; bumped whenever entries are added, removed or renamed,
-  /// so typed accessors can cache an entry's position safely.
+  /// so typed accessors can cache the address peek() returned.
   uint64_t layout_version() const { return layout_version_; }
 
   /// Parents that locked this collection and are still alive keep it from being unlocked.
@@ -96,12 +158,20 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// True when a live, locked parent registered itself through add_lock_parent.
   bool has_locked_parent() const;
 
+  /// Called when the last handle goes (weak lock-parent references may keep the object
+  /// itself): drops the lock parents. Backends override it to drop their entries too, so
+  /// leaves and mapped files are released then, and call this.
+  void release_resources() override;
+
  protected:
   void bump_layout_version() { ++layout_version_; }
+  /// NotImplementedError "<type_name> cannot <what>: <why>".
+  [[noreturn]] void unsupported(const char* what, const char* why) const;
 
   BatchSize batch_size_;
   std::optional<at::Device> device_;
   bool locked_ = false;
+  StoragePolicy policy_;
   uint64_t layout_version_ = 0;
   std::vector<c10::weak_intrusive_ptr<TensorDictBase>> lock_parents_;
 };

@@ -1,17 +1,59 @@
-// Leaf-by-leaf machinery: collecting leaves, matching two tensordicts by key, rebuilding.
+// Leaf-by-leaf machinery: reading the tree, collecting leaves, matching two tensordicts by key,
+// rebuilding, and writing in-place changes back.
 
 #include "ops/leafwise.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/grad_mode.h>
 
-#include <tensordict/tensor_dict_impl.h>
-
-#include "detail/format.h"
+#include "backends/in_memory/level_builder.h"
+#include "core/format.h"
+#include "core/structure_walk.h"
 
 namespace tensordict {
 namespace ops {
+
+// ---- Reading the tree, writing changes back ---------------------------------------------------
+
+namespace {
+
+bool every_level_aliases(const TensorDictBase& level) {
+  if (!level.leaves_alias_storage()) return false;
+  bool all = true;
+  level.for_each([&](const std::string&, const Entry& e) {
+    if (all && e.is_tensordict()) all = every_level_aliases(*e.tensordict_unchecked().impl());
+  });
+  return all;
+}
+
+using WriteBacks = std::vector<std::pair<TensorDict, TensorDict>>;
+
+TensorDict substitute(const TensorDict& td, WriteBacks* write_backs) {
+  const TensorDictBase& level = *td.impl();
+  if (!level.leaves_alias_storage()) {
+    TensorDict snapshot = level.snapshot();
+    if (write_backs) write_backs->emplace_back(td, snapshot);
+    return snapshot;
+  }
+  if (every_level_aliases(level)) return td;
+  return detail::map_level(
+      level, level.batch_size(), level.device(), [](const std::string&, const at::Tensor& t) { return t; },
+      [&](const std::string&, const TensorDict& child) { return std::optional<TensorDict>(substitute(child, write_backs)); },
+      [](const std::string&, const NonTensorData& data) { return data; });
+}
+
+}  // namespace
+
+TensorDict readable(const TensorDict& td) { return substitute(td, nullptr); }
+
+InPlaceTarget::InPlaceTarget(const TensorDict& td) : tree_(substitute(td, &write_backs_)) {}
+
+void InPlaceTarget::commit() const {
+  for (const auto& [level, changed] : write_backs_) level.impl()->write_many_(changed);
+}
+
+// ---- Collecting and rebuilding ------------------------------------------------------------------
 
 void collect_leaves(const TensorDictBase& td, LeafList& out) {
   td.for_each([&](const std::string&, const Entry& e) {
@@ -23,62 +65,47 @@ void collect_leaves(const TensorDictBase& td, LeafList& out) {
   });
 }
 
+LeafList leaves_of(const TensorDict& td) {
+  LeafList leaves;
+  leaves.reserve(32);
+  collect_leaves(*td.impl(), leaves);
+  return leaves;
+}
+
 namespace {
 void collect_keys_into(const TensorDictBase& td, const NestedKey& prefix, std::vector<NestedKey>& out) {
   td.for_each([&](const std::string& key, const Entry& e) {
-    NestedKey full = prefix.empty() ? NestedKey(key) : prefix.child(key);
     if (e.is_tensor()) {
-      out.push_back(std::move(full));
+      out.push_back(prefix.child(key));
     } else if (e.is_tensordict()) {
-      collect_keys_into(*e.tensordict_unchecked().impl(), full, out);
+      collect_keys_into(*e.tensordict_unchecked().impl(), prefix.child(key), out);
     }
   });
 }
 
-BatchSize level_batch(const TensorDictBase& level, c10::IntArrayRef new_root, size_t old_root_dims) {
-  BatchSize batch(new_root.begin(), new_root.end());
-  c10::IntArrayRef own = level.batch_size();
-  if (own.size() > old_root_dims) batch.append(own.begin() + old_root_dims, own.end());
-  return batch;
-}
-
-TensorDict rebuild_level(const TensorDictBase& like, const LeafList& results, size_t& next,
-                         c10::IntArrayRef new_root, size_t old_root_dims) {
-  auto out = TensorDictImpl::make(level_batch(like, new_root, old_root_dims), like.device(),
-                                  like.num_entries());
-  like.for_each([&](const std::string& key, const Entry& e) {
-    switch (e.kind()) {
-      case Entry::Kind::Tensor: {
-        const at::Tensor& r = results[next++];
-        if (r.defined()) out->append_unchecked(key, r);
-        break;
-      }
-      case Entry::Kind::TensorDict:
-        out->append_unchecked(key, rebuild_level(*e.tensordict_unchecked().impl(), results, next,
-                                                 new_root, old_root_dims));
-        break;
-      case Entry::Kind::NonTensor:
-        out->append_unchecked(key, e);
-        break;
-      case Entry::Kind::Undefined:
-        break;
-    }
-  });
-  return TensorDict(std::move(out));
+TensorDict rebuild_level(const TensorDictBase& like, const LeafList& results, size_t& next, c10::IntArrayRef new_root,
+                         size_t old_root_dims, bool filter_empty) {
+  return detail::map_level(
+      like, detail::nested_batch(new_root, like.batch_size(), old_root_dims), like.device(),
+      [&](const std::string&, const at::Tensor&) { return results[next++]; },
+      [&](const std::string&, const TensorDict& child) {
+        const TensorDictBase& c = *child.impl();
+        TensorDict r = rebuild_level(c, results, next, new_root, old_root_dims, filter_empty);
+        if (filter_empty && r.num_keys() == 0) return std::optional<TensorDict>();
+        return std::optional<TensorDict>(std::move(r));
+      },
+      [](const std::string&, const NonTensorData& data) { return data; });
 }
 }  // namespace
 
-void collect_keys(const TensorDictBase& td, std::vector<NestedKey>& out) {
-  collect_keys_into(td, NestedKey(), out);
-}
+void collect_keys(const TensorDictBase& td, std::vector<NestedKey>& out) { collect_keys_into(td, NestedKey(), out); }
 
-TensorDict rebuild(const TensorDictBase& like, const LeafList& results,
-                   std::optional<c10::IntArrayRef> batch_size, bool nested_extra_dims) {
+TensorDict rebuild(const TensorDictBase& like, const LeafList& results, const RebuildOptions& options) {
   size_t next = 0;
-  c10::IntArrayRef root = batch_size ? *batch_size : like.batch_size();
+  c10::IntArrayRef root = options.batch_size ? *options.batch_size : like.batch_size();
   // An old root rank beyond any level's rank drops every extra dim.
-  const size_t old_dims = nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
-  return rebuild_level(like, results, next, root, old_dims);
+  const size_t old_dims = options.nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
+  return rebuild_level(like, results, next, root, old_dims, options.filter_empty);
 }
 
 // ---- Two tensordicts matched by key --------------------------------------------------------
@@ -105,42 +132,43 @@ struct PairWalker {
   c10::IntArrayRef new_root;
   size_t a_root_dims = 0;
   size_t b_root_dims = 0;
+  bool ignore_extra_rhs = false;
+  bool filter_empty = false;
 
-  [[noreturn]] void throw_mismatch(const TensorDictBase& first, const TensorDictBase& second,
-                                   bool first_has_extra, const NestedKey& prefix) {
+  [[noreturn]] void throw_mismatch(const TensorDictBase& first, const TensorDictBase& second, bool first_has_extra,
+                                   const NestedKey& prefix) {
     std::vector<std::string> extra;
     const TensorDictBase& has = first_has_extra ? first : second;
     const TensorDictBase& lacks = first_has_extra ? second : first;
-    has.for_each([&](const std::string& k, const Entry&) {
+    has.for_each_key([&](const std::string& k, EntryKind) {
       if (!lacks.has(k)) extra.push_back(k);
     });
-    TD_THROW(KeyError, "keys in tensordicts mismatch. The ", first_has_extra ? "first" : "second",
-             " TD has keys ", key_set_str(extra), " that the ", first_has_extra ? "second" : "first",
-             " does not have", prefix.empty() ? std::string() : " (in nested TensorDict " + prefix.repr() + ")",
-             ".");
+    TD_THROW(KeyError, "keys in tensordicts mismatch. The ", first_has_extra ? "first" : "second", " TD has keys ",
+             key_set_str(extra), " that the ", first_has_extra ? "second" : "first", " does not have",
+             prefix.empty() ? std::string() : " (in nested TensorDict " + prefix.repr() + ")", ".");
   }
 
-  void leaf(const std::string& key, TensorDictImpl* out, const at::Tensor* x, const at::Tensor* y,
+  void leaf(const std::string& key, LevelBuilder* out, const at::Tensor* x, const at::Tensor* y,
             const NestedKey& prefix) {
     if (collect) {
-      if (collect->keys) collect->keys->push_back(prefix.empty() ? NestedKey(key) : prefix.child(key));
+      if (collect->keys) collect->keys->push_back(prefix.child(key));
       collect->lhs.push_back(x ? *x : at::full_like(*y, def.value()));
       collect->rhs.push_back(y ? *y : at::full_like(*x, def.value()));
       return;
     }
     const at::Tensor& r = (*results)[next++];
-    if (r.defined()) out->append_unchecked(key, r);
+    if (r.defined()) out->append(key, r);
   }
 
-  // Returns the built level (build phase) or an undefined pointer (collect phase).
-  c10::intrusive_ptr<TensorDictImpl> walk(const TensorDictBase* a, const TensorDictBase* b,
-                                          const NestedKey& prefix) {
-    c10::intrusive_ptr<TensorDictImpl> out;
+  // Returns the built level (build phase) or nullopt (collect phase).
+  std::optional<TensorDict> walk(const TensorDictBase* a, const TensorDictBase* b, const NestedKey& prefix) {
+    std::optional<LevelBuilder> out;
     if (!collect) {
       const TensorDictBase& shape_of = a ? *a : *b;
-      out = TensorDictImpl::make(level_batch(shape_of, new_root, a ? a_root_dims : b_root_dims),
-                                 shape_of.device(), shape_of.num_entries());
+      out.emplace(detail::nested_batch(new_root, shape_of.batch_size(), a ? a_root_dims : b_root_dims),
+                  shape_of.device(), shape_of.num_entries());
     }
+    LevelBuilder* builder = out ? &*out : nullptr;
     size_t matched = 0;
     if (a != nullptr) {
       a->for_each([&](const std::string& key, const Entry& ea) {
@@ -155,29 +183,28 @@ struct PairWalker {
             return;
           }
         }
-        entry(key, out.get(), &ea, eb.defined() ? &eb : nullptr, prefix);
+        entry(key, builder, &ea, eb.defined() ? &eb : nullptr, prefix);
       });
     }
     if (b != nullptr && (a == nullptr || matched != b->num_entries())) {
-      if (a != nullptr && def.kind() == BinaryDefault::Kind::None) {
+      if (a != nullptr && def.kind() == BinaryDefault::Kind::None && !ignore_extra_rhs) {
         throw_mismatch(*a, *b, /*first_has_extra=*/false, prefix);
       }
       if (def.kind() == BinaryDefault::Kind::Value) {
         b->for_each([&](const std::string& key, const Entry& eb) {
           if (a != nullptr && a->has(key)) return;
-          entry(key, out.get(), nullptr, &eb, prefix);
+          entry(key, builder, nullptr, &eb, prefix);
         });
       }
     }
-    return out;
+    if (!out) return std::nullopt;
+    return out->finish();
   }
 
-  void entry(const std::string& key, TensorDictImpl* out, const Entry* ea, const Entry* eb,
-             const NestedKey& prefix) {
+  void entry(const std::string& key, LevelBuilder* out, const Entry* ea, const Entry* eb, const NestedKey& prefix) {
     const Entry& any = ea ? *ea : *eb;
     if (ea && eb && ea->kind() != eb->kind() && !(ea->is_non_tensor() || eb->is_non_tensor())) {
-      NestedKey full = prefix.empty() ? NestedKey(key) : prefix.child(key);
-      TD_THROW(TypeError, "cannot combine the entries at ", full.repr(), ": the first tensordict holds ",
+      TD_THROW(TypeError, "cannot combine the entries at ", prefix.child(key).repr(), ": the first tensordict holds ",
                kind_name(ea->kind()), " and the second ", kind_name(eb->kind()));
     }
     switch (any.kind()) {
@@ -185,14 +212,13 @@ struct PairWalker {
         leaf(key, out, ea ? &ea->tensor_unchecked() : nullptr, eb ? &eb->tensor_unchecked() : nullptr, prefix);
         break;
       case Entry::Kind::TensorDict: {
-        NestedKey full = prefix.empty() ? NestedKey(key) : prefix.child(key);
-        auto child = walk(ea ? ea->tensordict_unchecked().impl() : nullptr,
-                          eb ? eb->tensordict_unchecked().impl() : nullptr, full);
-        if (out) out->append_unchecked(key, TensorDict(std::move(child)));
+        std::optional<TensorDict> child = walk(ea ? ea->tensordict_unchecked().impl() : nullptr,
+                                               eb ? eb->tensordict_unchecked().impl() : nullptr, prefix.child(key));
+        if (out && !(filter_empty && child->num_keys() == 0)) out->append(key, std::move(*child));
         break;
       }
       case Entry::Kind::NonTensor:
-        if (out) out->append_unchecked(key, any);
+        if (out) out->append(key, any);
         break;
       case Entry::Kind::Undefined:
         break;
@@ -202,21 +228,22 @@ struct PairWalker {
 
 }  // namespace
 
-void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_,
-                  MatchedLeaves& out) {
+void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, MatchedLeaves& out) {
   PairWalker w(default_);
   w.collect = &out;
+  w.ignore_extra_rhs = out.ignore_extra_rhs;
   w.walk(a.impl(), b.impl(), NestedKey());
 }
 
-TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_,
-                        const LeafList& results, c10::IntArrayRef batch_size) {
+TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, const LeafList& results,
+                        c10::IntArrayRef batch_size, bool filter_empty) {
   PairWalker w(default_);
   w.results = &results;
   w.new_root = batch_size;
   w.a_root_dims = a.batch_size().size();
   w.b_root_dims = b.batch_size().size();
-  return TensorDict(w.walk(a.impl(), b.impl(), NestedKey()));
+  w.filter_empty = filter_empty;
+  return *w.walk(a.impl(), b.impl(), NestedKey());
 }
 
 std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, const char* op) {
@@ -290,24 +317,4 @@ TensorDict keep_lock(TensorDict out, const TensorDict& src) {
 }
 
 }  // namespace ops
-
-BinaryDefault::BinaryDefault(const char* mode) : kind_(Kind::Intersection) {
-  TD_CHECK(mode != nullptr && std::string(mode) == "intersection", ValueError,
-           "default must be a value or \"intersection\", got \"", mode ? mode : "", "\"");
-}
-
-const at::Tensor& StateDict::at(const std::string& key) const {
-  for (const auto& [k, v] : tensors) {
-    if (k == key) return v;
-  }
-  TD_THROW(KeyError, "key \"", key, "\" not found in the state dict");
-}
-
-bool StateDict::contains(const std::string& key) const {
-  for (const auto& kv : tensors) {
-    if (kv.first == key) return true;
-  }
-  return false;
-}
-
 }  // namespace tensordict

@@ -1,11 +1,13 @@
 #pragma once
-// The machinery every leaf-by-leaf operation shares: gather the tensor leaves of a tensordict
-// (or the matched leaves of two tensordicts) into flat lists, run one kernel over the lists
-// (a `_foreach_*` call or a loop), and rebuild a tensordict of the same structure around the
-// results. Collection and rebuilding visit entries in the same order, so the i-th result
-// belongs to the i-th collected leaf.
+// The machinery every leaf-by-leaf operation shares: read the tree (one batched read per level
+// whose reads are copies), gather its tensor leaves (or the matched leaves of two trees) into
+// flat lists, run one kernel over the lists (a `_foreach_*` call or a loop), and rebuild a
+// tensordict of the same structure around the results. In-place operations change the leaves
+// and then commit: changes made to copies are written back through the backend
+// (Note [Reads, copies and writes] in tensor_dict_base.h).
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -22,17 +24,45 @@ namespace ops {
 
 using LeafList = std::vector<at::Tensor>;
 
+/// The tree the leaf-by-leaf operations read: `td` itself when every level's leaves alias its
+/// storage, otherwise `td` with every level whose reads are copies replaced by its snapshot().
+TensorDict readable(const TensorDict& td);
+
+/// The target of an in-place operation: tree() holds the leaves to change in place (the
+/// stored tensors, or copies read in one snapshot per level), and commit() writes the changed
+/// copies back through the backend, one write_many_ per level read. Nothing is written back when
+/// the kernel throws before commit().
+class InPlaceTarget {
+ public:
+  explicit InPlaceTarget(const TensorDict& td);
+  const TensorDict& tree() const { return tree_; }
+  void commit() const;
+
+ private:
+  // Filled while tree_ is built: declared first.
+  std::vector<std::pair<TensorDict, TensorDict>> write_backs_;  // (level, its changed snapshot)
+  TensorDict tree_;
+};
+
 /// Appends the tensor leaves of `td` (nested ones included) in key order.
 void collect_leaves(const TensorDictBase& td, LeafList& out);
+LeafList leaves_of(const TensorDict& td);
 /// The tensor leaves of `td` with their full keys, in the same order.
 void collect_keys(const TensorDictBase& td, std::vector<NestedKey>& out);
 
+/// What rebuild() does with the structure around the results.
+struct RebuildOptions {
+  /// Batch size of the result's root; its nested levels keep their extra batch dims unless
+  /// `nested_extra_dims` is false. Default: the batch size of `like`.
+  std::optional<c10::IntArrayRef> batch_size;
+  bool nested_extra_dims = true;
+  /// Drop nested levels left without entries (Python's filter_empty=True of the math ops).
+  bool filter_empty = false;
+};
+
 /// A tensordict shaped like `like` (same keys, nested tensordicts, non-tensor entries) whose
-/// i-th tensor leaf is `results[i]`; undefined results drop the entry. `batch_size` overrides
-/// the batch size of the result and of its nested levels' leading dims; nested levels keep
-/// their extra batch dims unless `nested_extra_dims` is false.
-TensorDict rebuild(const TensorDictBase& like, const LeafList& results,
-                   std::optional<c10::IntArrayRef> batch_size = std::nullopt, bool nested_extra_dims = true);
+/// i-th tensor leaf is `results[i]`; undefined results drop the entry.
+TensorDict rebuild(const TensorDictBase& like, const LeafList& results, const RebuildOptions& options = {});
 
 /// Leaves of two tensordicts matched by key, following `default_` for keys on one side only.
 /// `lhs[i]` and `rhs[i]` are the operands of the i-th result; `rebuild_pair` rebuilds.
@@ -41,13 +71,15 @@ struct MatchedLeaves {
   LeafList rhs;
   /// When set, the full key of every pair is appended too (for error messages).
   std::vector<NestedKey>* keys = nullptr;
+  /// Keys only the second tensordict has are ignored instead of raising (the in-place ops: the
+  /// first one's structure cannot grow, as in Python).
+  bool ignore_extra_rhs = false;
 };
-void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_,
-                  MatchedLeaves& out);
+void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, MatchedLeaves& out);
 /// The result of a binary op over match_leaves' pairs: the structure of `a` (and, for a fill
 /// value default, the keys only `b` has, after a's), batch size `batch_size`.
-TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_,
-                        const LeafList& results, c10::IntArrayRef batch_size);
+TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, const LeafList& results,
+                        c10::IntArrayRef batch_size, bool filter_empty = false);
 
 /// Broadcast of two batch sizes; ShapeError naming both when they do not broadcast.
 std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, const char* op);

@@ -1,11 +1,11 @@
 // Reductions (semantics 1.13): per leaf (a tensordict), over a batch dim, over the feature dims,
-// or with `reduce` one tensor over all leaves.
+// or with `reduce` one tensor over all leaves; max/min with indices, logsumexp, quantile.
 
 #include <ATen/ATen.h>
 
-#include <tensordict/tensor_dict_impl.h>
-
-#include "detail/format.h"
+#include "core/batch_dim.h"
+#include "core/format.h"
+#include "ops/kernel.h"
 #include "ops/leafwise.h"
 
 namespace tensordict {
@@ -14,7 +14,15 @@ using namespace ops;
 
 namespace {
 
-enum class Red : uint8_t { Sum, Nansum, Mean, Nanmean, Prod, Norm, Std, Var };
+enum class Red : uint8_t { Sum, Nansum, Mean, Nanmean, Prod, Norm, Std, Var, Amax, Amin, Max, Min, Quantile };
+
+// The arguments some reductions take besides the dim.
+struct Extra {
+  bool unbiased = true;
+  double q = 0.5;
+  std::string_view interpolation = "linear";
+  c10::string_view interp() const { return c10::string_view(interpolation.data(), interpolation.size()); }
+};
 
 const char* red_name(Red r) {
   switch (r) {
@@ -26,11 +34,16 @@ const char* red_name(Red r) {
     case Red::Norm: return "norm";
     case Red::Std: return "std";
     case Red::Var: return "var";
+    case Red::Amax: return "amax";
+    case Red::Amin: return "amin";
+    case Red::Max: return "max";
+    case Red::Min: return "min";
+    case Red::Quantile: return "quantile";
   }
   return "?";
 }
 
-at::Tensor reduce_full(Red r, const at::Tensor& t, bool unbiased) {
+at::Tensor reduce_full(Red r, const at::Tensor& t, const Extra& x) {
   switch (r) {
     case Red::Sum: return at::sum(t);
     case Red::Nansum: return at::nansum(t);
@@ -38,13 +51,18 @@ at::Tensor reduce_full(Red r, const at::Tensor& t, bool unbiased) {
     case Red::Nanmean: return at::nanmean(t);
     case Red::Prod: return at::prod(t);
     case Red::Norm: return at::norm(t);
-    case Red::Std: return at::std(t, unbiased);
-    case Red::Var: return at::var(t, unbiased);
+    case Red::Std: return at::std(t, x.unbiased);
+    case Red::Var: return at::var(t, x.unbiased);
+    case Red::Amax: return at::amax(t, c10::IntArrayRef{});
+    case Red::Amin: return at::amin(t, c10::IntArrayRef{});
+    case Red::Max: return at::max(t);
+    case Red::Min: return at::min(t);
+    case Red::Quantile: return at::quantile(t, x.q, c10::nullopt, false, x.interp());
   }
   return at::Tensor();
 }
 
-at::Tensor reduce_dim(Red r, const at::Tensor& t, int64_t dim, bool keepdim, bool unbiased) {
+at::Tensor reduce_dim(Red r, const at::Tensor& t, int64_t dim, bool keepdim, const Extra& x) {
   switch (r) {
     case Red::Sum: return at::sum(t, {dim}, keepdim);
     case Red::Nansum: return at::nansum(t, {dim}, keepdim);
@@ -52,50 +70,56 @@ at::Tensor reduce_dim(Red r, const at::Tensor& t, int64_t dim, bool keepdim, boo
     case Red::Nanmean: return at::nanmean(t, {dim}, keepdim);
     case Red::Prod: return at::prod(t, dim, keepdim);
     case Red::Norm: return at::norm(t, 2, {dim}, keepdim);
-    case Red::Std: return at::std(t, {dim}, unbiased, keepdim);
-    case Red::Var: return at::var(t, {dim}, unbiased, keepdim);
+    case Red::Std: return at::std(t, {dim}, x.unbiased, keepdim);
+    case Red::Var: return at::var(t, {dim}, x.unbiased, keepdim);
+    case Red::Amax: return at::amax(t, {dim}, keepdim);
+    case Red::Amin: return at::amin(t, {dim}, keepdim);
+    case Red::Max: return std::get<0>(at::max(t, dim, keepdim));
+    case Red::Min: return std::get<0>(at::min(t, dim, keepdim));
+    case Red::Quantile: return at::quantile(t, x.q, c10::optional<int64_t>(dim), keepdim, x.interp());
   }
   return at::Tensor();
 }
 
-int64_t batch_dim(const TensorDict& td, int64_t dim) {
-  const int64_t n = td.batch_dims();
-  TD_CHECK(dim >= -n && dim < n, RuntimeError,
-           "dim must be greater than or equal to -tensordict.batch_dims and smaller than tensordict.batch_dims (got dim=",
-           dim, " for batch size ", detail::size_str(td.batch_size()), ")");
-  return dim < 0 ? dim + n : dim;
+// A batch dim of a reduction: Python raises IndexError outside the batch.
+int64_t reduction_dim(const TensorDict& td, int64_t dim, const char* op) {
+  return detail::wrap_batch_dim<IndexError>(dim, td.batch_dims(), op, td.batch_size());
 }
 
 // The batch size once `dim` is reduced.
-std::vector<int64_t> reduced_batch(const TensorDict& td, int64_t dim, bool keepdim) {
-  std::vector<int64_t> batch = td.batch_size().vec();
+std::vector<int64_t> reduced_batch(c10::IntArrayRef batch, int64_t dim, bool keepdim) {
+  std::vector<int64_t> out = batch.vec();
   if (keepdim) {
-    batch[dim] = 1;
+    out[dim] = 1;
   } else {
-    batch.erase(batch.begin() + dim);
+    out.erase(out.begin() + dim);
   }
-  return batch;
+  return out;
 }
 
-template <typename Fn>
-TensorDict per_leaf(const TensorDict& td, std::optional<int64_t> dim, bool keepdim, const char* name, Fn&& fn) {
-  LeafList leaves;
-  collect_leaves(*td.impl(), leaves);
-  LeafList results(leaves.size());
+// `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
+// dims unless `nested_extra_dims` is false).
+TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                         c10::IntArrayRef batch, bool nested_extra_dims = true) {
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
+      op);
+  RebuildOptions options;
+  options.batch_size = batch;
+  options.nested_extra_dims = nested_extra_dims;
+  return ops::rebuild(*src.impl(), results, options);
+}
+
+TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {
   if (!dim) {
-    for_each_index(*td.impl(), leaves.size(), name, [&](size_t i) { results[i] = fn(leaves[i], std::nullopt); });
-    return ops::rebuild(*td.impl(), results, c10::IntArrayRef(), /*nested_extra_dims=*/false);
+    return map_leaves_to(
+        td, red_name(r), [&](const at::Tensor& t) { return reduce_full(r, t, x); }, {}, /*nested_extra_dims=*/false);
   }
-  const int64_t d = batch_dim(td, *dim);
-  for_each_index(*td.impl(), leaves.size(), name, [&](size_t i) { results[i] = fn(leaves[i], d); });
-  std::vector<int64_t> batch = reduced_batch(td, d, keepdim);
-  return ops::rebuild(*td.impl(), results, c10::IntArrayRef(batch));
-}
-
-TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, bool unbiased) {
-  return per_leaf(td, dim, keepdim, red_name(r), [&](const at::Tensor& t, std::optional<int64_t> d) {
-    return d ? reduce_dim(r, t, *d, keepdim, unbiased) : reduce_full(r, t, unbiased);
-  });
+  const int64_t d = reduction_dim(td, *dim, red_name(r));
+  const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
+  return map_leaves_to(td, red_name(r), [&](const at::Tensor& t) { return reduce_dim(r, t, d, keepdim, x); }, batch);
 }
 
 // `leaf` with its feature dims (those past `batch_dims`) flattened into one last dim, or a new
@@ -117,52 +141,73 @@ void collect_with_level_dims(const TensorDictBase& td, LeafList& leaves, std::ve
 }
 
 // Python's dim="feature": every level reduces its own leaves' feature dims, so batch sizes stay.
-TensorDict reduce_features(const TensorDict& td, Red r, bool unbiased) {
+TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
+  const TensorDict src = readable(td);
   LeafList leaves;
   std::vector<int64_t> dims;
-  collect_with_level_dims(*td.impl(), leaves, dims);
-  LeafList results(leaves.size());
-  for_each_index(*td.impl(), leaves.size(), red_name(r), [&](size_t i) {
-    results[i] = reduce_dim(r, features_last(leaves[i], dims[i]), -1, false, unbiased);
-  });
-  return ops::rebuild(*td.impl(), results);
+  collect_with_level_dims(*src.impl(), leaves, dims);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); },
+      [&](size_t i) { return reduce_dim(r, features_last(leaves[i], dims[i]), -1, false, x); }, LeafKeys{*src.impl()},
+      red_name(r));
+  return ops::rebuild(*src.impl(), results);
 }
 
-// One tensor over all leaves. No dim: every leaf flattened, all concatenated, reduced fully.
-// A batch `dim`, or the feature dims (`feature`): every leaf's features past the root batch dims
-// joined along one last dim behind the batch dims, then reduced over `dim` or over that last dim.
-at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, bool unbiased) {
-  LeafList leaves;
-  collect_leaves(*td.impl(), leaves);
+// One tensor over all leaves (Python's reduce=True). No dim: every leaf flattened, all
+// concatenated, reduced fully. A batch `dim`: the leaves concatenated along it, then reduced
+// there. The feature dims: every leaf's features past the root batch dims joined along one
+// last dim, then reduced over it (a tensor of the batch size).
+at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, const Extra& x) {
+  LeafList leaves = leaves_of(readable(td));
   const char* form = feature ? "(reduce, feature)" : "(reduce)";
   TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
   std::optional<int64_t> d;
-  if (dim) d = batch_dim(td, *dim);
-  const bool keep_batch = d || feature;
+  if (dim) d = reduction_dim(td, *dim, red_name(r));
   LeafList parts;
   parts.reserve(leaves.size());
-  for (const auto& t : leaves) parts.push_back(keep_batch ? features_last(t, td.batch_dims()) : t.reshape({-1}));
+  for (const auto& t : leaves) {
+    parts.push_back(feature ? features_last(t, td.batch_dims()) : d ? t : t.reshape({-1}));
+  }
   try {
-    at::Tensor joined = at::cat(parts, keep_batch ? -1 : 0);
-    if (!keep_batch) return reduce_full(r, joined, unbiased);
-    return reduce_dim(r, joined, feature ? -1 : *d, false, unbiased);
+    const int64_t cat_dim = feature ? -1 : d ? *d : 0;
+    at::Tensor joined = at::cat(parts, cat_dim);
+    if (!feature && !d) return reduce_full(r, joined, x);
+    return reduce_dim(r, joined, cat_dim, false, x);
   } catch (const c10::Error& e) {
     TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
   }
 }
 
+ValuesIndices max_min(const TensorDict& td, bool max, int64_t dim, bool keepdim) {
+  const char* op = max ? "max" : "min";
+  const int64_t d = reduction_dim(td, dim, op);
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  LeafList values(leaves.size()), indices(leaves.size());
+  compute_(
+      leaves.size(), false, [] { return false; },
+      [&](size_t i) {
+        std::tie(values[i], indices[i]) = max ? at::max(leaves[i], d, keepdim) : at::min(leaves[i], d, keepdim);
+      },
+      LeafKeys{*src.impl()}, op);
+  const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
+  RebuildOptions options;
+  options.batch_size = c10::IntArrayRef(batch);
+  return ValuesIndices{ops::rebuild(*src.impl(), values, options), ops::rebuild(*src.impl(), indices, options)};
+}
+
 }  // namespace
 
-#define TENSORDICT_DEFINE_REDUCTION(name, R)                                                 \
-  TensorDict TensorDict::name(std::optional<int64_t> dim, bool keepdim) const {              \
-    return reduce_td(*this, Red::R, dim, keepdim, true);                                     \
-  }                                                                                          \
-  at::Tensor TensorDict::name(Reduce, std::optional<int64_t> dim) const {                    \
-    return reduce_all(*this, Red::R, dim, /*feature=*/false, true);                          \
-  }                                                                                          \
-  TensorDict TensorDict::name(FeatureDims) const { return reduce_features(*this, Red::R, true); } \
-  at::Tensor TensorDict::name(Reduce, FeatureDims) const {                                   \
-    return reduce_all(*this, Red::R, std::nullopt, /*feature=*/true, true);                  \
+#define TENSORDICT_DEFINE_REDUCTION(name, R)                                                                 \
+  TensorDict TensorDict::name(std::optional<int64_t> dim, bool keepdim) const {                              \
+    return reduce_td(*this, Red::R, dim, keepdim, Extra());                                                  \
+  }                                                                                                          \
+  at::Tensor TensorDict::name(Reduce, std::optional<int64_t> dim) const {                                    \
+    return reduce_all(*this, Red::R, dim, /*feature=*/false, Extra());                                       \
+  }                                                                                                          \
+  TensorDict TensorDict::name(FeatureDims) const { return reduce_features(*this, Red::R, Extra()); }         \
+  at::Tensor TensorDict::name(Reduce, FeatureDims) const {                                                   \
+    return reduce_all(*this, Red::R, std::nullopt, /*feature=*/true, Extra());                               \
   }
 TENSORDICT_DEFINE_REDUCTION(sum, Sum)
 TENSORDICT_DEFINE_REDUCTION(nansum, Nansum)
@@ -170,38 +215,97 @@ TENSORDICT_DEFINE_REDUCTION(mean, Mean)
 TENSORDICT_DEFINE_REDUCTION(nanmean, Nanmean)
 TENSORDICT_DEFINE_REDUCTION(prod, Prod)
 TENSORDICT_DEFINE_REDUCTION(norm, Norm)
+TENSORDICT_DEFINE_REDUCTION(amax, Amax)
+TENSORDICT_DEFINE_REDUCTION(amin, Amin)
 #undef TENSORDICT_DEFINE_REDUCTION
 
+namespace {
+Extra bessel(bool unbiased) {
+  Extra x;
+  x.unbiased = unbiased;
+  return x;
+}
+Extra quantile_args(double q, std::string_view interpolation) {
+  TD_CHECK(q >= 0 && q <= 1, ValueError, "quantile: q must be in [0, 1], got ", q);
+  Extra x;
+  x.q = q;
+  x.interpolation = interpolation;
+  return x;
+}
+}  // namespace
+
 TensorDict TensorDict::std(std::optional<int64_t> dim, bool keepdim, bool unbiased) const {
-  return reduce_td(*this, Red::Std, dim, keepdim, unbiased);
+  return reduce_td(*this, Red::Std, dim, keepdim, bessel(unbiased));
 }
 at::Tensor TensorDict::std(Reduce, std::optional<int64_t> dim, bool unbiased) const {
-  return reduce_all(*this, Red::Std, dim, /*feature=*/false, unbiased);
+  return reduce_all(*this, Red::Std, dim, /*feature=*/false, bessel(unbiased));
 }
 TensorDict TensorDict::var(std::optional<int64_t> dim, bool keepdim, bool unbiased) const {
-  return reduce_td(*this, Red::Var, dim, keepdim, unbiased);
+  return reduce_td(*this, Red::Var, dim, keepdim, bessel(unbiased));
 }
 at::Tensor TensorDict::var(Reduce, std::optional<int64_t> dim, bool unbiased) const {
-  return reduce_all(*this, Red::Var, dim, /*feature=*/false, unbiased);
+  return reduce_all(*this, Red::Var, dim, /*feature=*/false, bessel(unbiased));
+}
+TensorDict TensorDict::std(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Std, bessel(unbiased)); }
+at::Tensor TensorDict::std(Reduce, FeatureDims, bool unbiased) const {
+  return reduce_all(*this, Red::Std, std::nullopt, /*feature=*/true, bessel(unbiased));
+}
+TensorDict TensorDict::var(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Var, bessel(unbiased)); }
+at::Tensor TensorDict::var(Reduce, FeatureDims, bool unbiased) const {
+  return reduce_all(*this, Red::Var, std::nullopt, /*feature=*/true, bessel(unbiased));
 }
 
-TensorDict TensorDict::std(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Std, unbiased); }
-at::Tensor TensorDict::std(Reduce, FeatureDims, bool unbiased) const {
-  return reduce_all(*this, Red::Std, std::nullopt, /*feature=*/true, unbiased);
+TensorDict TensorDict::max() const { return reduce_td(*this, Red::Max, std::nullopt, false, Extra()); }
+ValuesIndices TensorDict::max(int64_t dim, bool keepdim) const { return max_min(*this, true, dim, keepdim); }
+at::Tensor TensorDict::max(Reduce) const { return reduce_all(*this, Red::Max, std::nullopt, false, Extra()); }
+TensorDict TensorDict::min() const { return reduce_td(*this, Red::Min, std::nullopt, false, Extra()); }
+ValuesIndices TensorDict::min(int64_t dim, bool keepdim) const { return max_min(*this, false, dim, keepdim); }
+at::Tensor TensorDict::min(Reduce) const { return reduce_all(*this, Red::Min, std::nullopt, false, Extra()); }
+
+TensorDict TensorDict::quantile(double q, std::optional<int64_t> dim, bool keepdim,
+                                std::string_view interpolation) const {
+  return reduce_td(*this, Red::Quantile, dim, keepdim, quantile_args(q, interpolation));
 }
-TensorDict TensorDict::var(FeatureDims, bool unbiased) const { return reduce_features(*this, Red::Var, unbiased); }
-at::Tensor TensorDict::var(Reduce, FeatureDims, bool unbiased) const {
-  return reduce_all(*this, Red::Var, std::nullopt, /*feature=*/true, unbiased);
+at::Tensor TensorDict::quantile(Reduce, double q, std::optional<int64_t> dim, std::string_view interpolation) const {
+  return reduce_all(*this, Red::Quantile, dim, /*feature=*/false, quantile_args(q, interpolation));
+}
+TensorDict TensorDict::quantile(FeatureDims, double q, std::string_view interpolation) const {
+  return reduce_features(*this, Red::Quantile, quantile_args(q, interpolation));
+}
+at::Tensor TensorDict::quantile(Reduce, FeatureDims, double q, std::string_view interpolation) const {
+  return reduce_all(*this, Red::Quantile, std::nullopt, /*feature=*/true, quantile_args(q, interpolation));
+}
+
+TensorDict TensorDict::logsumexp(std::optional<int64_t> dim, bool keepdim) const {
+  const int64_t n = batch_dims();
+  std::vector<int64_t> dims;
+  if (dim) {
+    TD_CHECK(*dim >= -n && *dim < n, ValueError, "The dimension ", *dim,
+             " is incompatible with a tensordict with batch_size ", detail::size_str(batch_size()), ".");
+    dims.push_back(*dim < 0 ? *dim + n : *dim);
+  } else {
+    for (int64_t d = 0; d < n; ++d) dims.push_back(d);
+  }
+  std::vector<int64_t> batch;
+  for (int64_t d = 0; d < n; ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) batch.push_back(batch_size()[d]);
+    else if (keepdim) batch.push_back(1);
+  }
+  return map_leaves_to(*this, "logsumexp", [&](const at::Tensor& t) { return at::logsumexp(t, dims, keepdim); },
+                       batch);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
-  return per_leaf(*this, dim, false, "all",
-                  [](const at::Tensor& t, std::optional<int64_t> d) { return at::all(t, *d); });
+  const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "all", batch_size());
+  return map_leaves_to(*this, "all", [&](const at::Tensor& t) { return at::all(t, d); },
+                       reduced_batch(batch_size(), d, false));
 }
 
 TensorDict TensorDict::any(int64_t dim) const {
-  return per_leaf(*this, dim, false, "any",
-                  [](const at::Tensor& t, std::optional<int64_t> d) { return at::any(t, *d); });
+  const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "any", batch_size());
+  return map_leaves_to(*this, "any", [&](const at::Tensor& t) { return at::any(t, d); },
+                       reduced_batch(batch_size(), d, false));
 }
 
 }  // namespace tensordict

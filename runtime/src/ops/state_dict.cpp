@@ -1,14 +1,15 @@
-// State dicts (semantics 1.16), autograd helpers, pinning and is_empty.
+// State dicts (semantics 1.16): flat, with the batch size of every level; loading in place or by
+// assignment.
 
 #include <algorithm>
 
 #include <ATen/ATen.h>
-#include <ATen/Context.h>
 
-#include <tensordict/tensor_dict_impl.h>
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
 
-#include "detail/format.h"
-#include "detail/validate.h"
+#include "core/format.h"
+#include "core/validate.h"
 #include "ops/leafwise.h"
 
 namespace tensordict {
@@ -28,20 +29,6 @@ void state_level(const TensorDictBase& td, const std::string& prefix, std::strin
       state_level(*e.tensordict_unchecked().impl(), name, sep, keep_vars, out);
     }
   });
-}
-
-std::vector<std::string> split_key(const std::string& key, const std::string& sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    size_t pos = sep.empty() ? std::string::npos : key.find(sep, start);
-    if (pos == std::string::npos) {
-      parts.push_back(key.substr(start));
-      return parts;
-    }
-    parts.push_back(key.substr(start, pos - start));
-    start = pos + sep.size();
-  }
 }
 
 std::string list_str(std::vector<std::string> keys) {
@@ -64,7 +51,7 @@ StateDict TensorDict::state_dict(std::string_view separator, bool keep_vars) con
   StateDict out;
   out.separator = std::string(separator);
   out.device = device();
-  state_level(*impl_, std::string(), separator, keep_vars, out);
+  state_level(*ops::readable(*this).impl(), std::string(), separator, keep_vars, out);
   return out;
 }
 
@@ -91,7 +78,7 @@ TensorDict& TensorDict::load_state_dict(const StateDict& sd, bool strict, bool a
     const std::vector<int64_t>* root_batch = batch_of(sd, "");
     TensorDict fresh = empty_with(root_batch ? c10::IntArrayRef(*root_batch) : batch_size(), device());
     for (const auto& [key, value] : sd.tensors) {
-      std::vector<std::string> parts = split_key(key, sd.separator);
+      const std::vector<std::string> parts = NestedKey::split(key, sd.separator).parts();
       TensorDict level = fresh;
       std::string path;
       for (size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -113,7 +100,7 @@ TensorDict& TensorDict::load_state_dict(const StateDict& sd, bool strict, bool a
     return *this;
   }
   for (const auto& [key, value] : sd.tensors) {
-    NestedKey path(split_key(key, sd.separator));
+    const NestedKey path = NestedKey::split(key, sd.separator);
     if (!contains(path)) {
       TD_CHECK(!strict, KeyError, "load_state_dict: key ", path.repr(), " not found in the tensordict");
       continue;
@@ -121,49 +108,6 @@ TensorDict& TensorDict::load_state_dict(const StateDict& sd, bool strict, bool a
     set_(path, value);
   }
   return *this;
-}
-
-TensorDict& TensorDict::requires_grad_(bool requires_grad) {
-  LeafList leaves;
-  collect_leaves(*impl_, leaves);
-  for_each_index(*impl_, leaves.size(), "requires_grad_", [&](size_t i) { leaves[i].requires_grad_(requires_grad); });
-  return *this;
-}
-
-TensorDict& TensorDict::zero_grad(bool set_to_none) {
-  LeafList leaves;
-  collect_leaves(*impl_, leaves);
-  for (auto& t : leaves) {
-    at::Tensor& grad = t.mutable_grad();
-    if (!grad.defined()) continue;
-    if (set_to_none) {
-      grad.reset();
-    } else {
-      grad.detach_();
-      grad.zero_();
-    }
-  }
-  return *this;
-}
-
-TensorDict TensorDict::pin_memory() const {
-  // Pinned (page-locked) memory only speeds up copies to CUDA devices, and LibTorch has no
-  // pinned allocator without CUDA: there the leaves are returned as they are.
-  if (!at::hasCUDA()) return clone(/*recurse=*/false);
-  return keep_lock(impl_->map_leaves([](const at::Tensor& t) { return t.is_cpu() ? t.pin_memory() : t; }, device()),
-                   *this);
-}
-
-bool TensorDict::is_empty() const {
-  bool empty = true;
-  std::function<void(const TensorDictBase&)> visit = [&](const TensorDictBase& td) {
-    td.for_each([&](const std::string&, const Entry& e) {
-      if (e.is_tensor()) empty = false;
-      else if (e.is_tensordict() && empty) visit(*e.tensordict_unchecked().impl());
-    });
-  };
-  visit(*impl_);
-  return empty;
 }
 
 }  // namespace tensordict

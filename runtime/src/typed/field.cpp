@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
-#include <typeinfo>
 
 #include <ATen/ATen.h>
 
+#include <tensordict/dtype.h>
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
-#include <tensordict/tensor_dict_impl.h>
 #include <tensordict/typed/accessors.h>
 #include <tensordict/typed/field_cache.h>
 #include <tensordict/typed/tensor_class.h>
@@ -167,24 +166,6 @@ const FieldDescriptor* Schema::find(const std::string& name) const {
   return nullptr;
 }
 
-const char* dtype_name(c10::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kChar: return "int8";
-    case at::kShort: return "int16";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    case at::kByte: return "uint8";
-    case at::kBool: return "bool";
-    case at::kComplexFloat: return "complex64";
-    case at::kComplexDouble: return "complex128";
-    default: return c10::toString(dtype);
-  }
-}
-
 std::string event_shape_string(const FieldDescriptor& field) {
   if (field.rank < 0) return "any";
   return dims_str(c10::IntArrayRef(field.shape, static_cast<size_t>(field.rank)));
@@ -205,7 +186,7 @@ void check_tensor(const char* class_name, const FieldDescriptor& field, c10::Int
            " (batch size ", dims_str(batch_size), ", event shape ", event_shape_string(field), "), got ",
            dims_str(sizes));
   TD_CHECK(field.any_dtype || value.scalar_type() == field.dtype, TypeError, class_name, ".", field.name,
-           ": expected dtype ", dtype_name(field.dtype), ", got ", dtype_name(value.scalar_type()));
+           ": expected dtype ", short_dtype_name(field.dtype), ", got ", short_dtype_name(value.scalar_type()));
 }
 
 void check_nested(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
@@ -281,13 +262,11 @@ void write_scalar(TensorDict& td, const FieldDescriptor& field, json::Value valu
 }
 
 const Entry* FieldCache::refresh(const TensorDictBase* base, std::string_view name) const {
-  // Only the exact in-memory backend: a subclass could store entries elsewhere.
-  if (typeid(*base) == typeid(TensorDictImpl)) {
-    const auto* impl = static_cast<const TensorDictImpl*>(base);
-    const int64_t slot = impl->find_slot(name);
+  // Backends whose entries live in memory hand out stable addresses (peek): cache them.
+  if (base->entries_in_memory()) {
     base_ = base;
     version_ = base->layout_version();
-    entry_ = slot < 0 ? nullptr : &impl->slots()[static_cast<size_t>(slot)].value;
+    entry_ = base->peek(name);
     return entry_;
   }
   base_ = nullptr;

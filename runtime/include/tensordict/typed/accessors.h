@@ -46,6 +46,14 @@ inline void write_tensor(TensorDict& td, const char* class_name, const FieldDesc
   td.set(field.name, std::move(value));
 }
 
+/// Checks `value` against `field` and copies it into the stored tensor through the backend
+/// (TensorDict::set_: allowed when locked).
+inline void write_tensor_(TensorDict& td, const char* class_name, const FieldDescriptor& field,
+                          const at::Tensor& value) {
+  check_tensor(class_name, field, td.batch_size(), value);
+  td.set_(field.name, value);
+}
+
 /// Checks the nested tensordict's batch dims and stores it (no copy: it stays shared).
 inline void write_nested(TensorDict& td, const char* class_name, const FieldDescriptor& field,
                          const TensorDict& value) {

@@ -68,8 +68,6 @@ constexpr Schema make_schema(const char* class_name, const std::array<FieldDescr
   return Schema{class_name, fields.data(), N};
 }
 
-/// Python's name of a dtype without the "torch." prefix: float32, int64, bool, ...
-const char* dtype_name(c10::ScalarType dtype);
 /// "[84, 84, 3]", "[-1]" or "any" (rank < 0).
 std::string event_shape_string(const FieldDescriptor& field);
 

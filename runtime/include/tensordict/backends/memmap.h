@@ -1,0 +1,77 @@
+#pragma once
+// Memory-mapped tensordicts in Python tensordict's (v0.14) directory format: one directory per
+// collection holding a meta.json, one raw `.memmap` file per tensor leaf, non-tensor data as
+// NonTensorData / NonTensorStack directories. See docs/memmap.md and docs/compatibility.md.
+//
+// A memmapped tensordict keeps its keys in memory and its leaves are file mappings: it is
+// locked, `set` of a new key raises LockedError, and `set_`, `update_`, `index_put_` and in-place
+// math write through to the files.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <tensordict/tensor_dict.h>
+
+namespace tensordict {
+
+/// Options of memmap / memmap_ / memmap_like (Python's keyword arguments).
+struct MemmapOptions {
+  /// With false, an existing leaf file is an error ("The file ... already exists.").
+  bool existsok = true;
+  /// Copy leaves that are already mapped from another file (otherwise an error, as Python).
+  bool copy_existing = false;
+  /// Leaf files written by this many threads; 0 or 1 writes on the calling thread.
+  int num_threads = 0;
+  /// Called after each leaf is written with (bytes written so far, total bytes).
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+/// Options of load_memmap.
+struct LoadMemmapOptions {
+  /// Moves the loaded leaves there afterwards (the result is then an in-memory tensordict).
+  std::optional<at::Device> device;
+  /// Path parts below the prefix to load instead of the root (each must hold a meta.json).
+  std::vector<std::string> subpath;
+  /// Map writable files shared (writes persist); false maps every file copy-on-write.
+  bool writable = true;
+  /// Fall back to raw (pre-0.13) file names when the encoded one is missing.
+  bool robust_key = true;
+};
+
+/// Writes `td` to the directory `prefix` and returns a memmapped, locked CPU copy whose leaves
+/// map the written files (Python `td.memmap(prefix)`; `save` is an alias).
+TensorDict memmap(const TensorDict& td, const std::string& prefix, const MemmapOptions& options = {});
+/// Like memmap, in place: the leaves of `td` (and of every handle sharing it) are replaced by
+/// the file mappings and `td` is locked; `td` is rebound to the memmapped backend, so
+/// `td.is_memmap()` is true. `td` must be on the CPU.
+TensorDict& memmap_(TensorDict& td, const std::string& prefix, const MemmapOptions& options = {});
+/// The same tree and meta.json with zero-filled leaf files of the same shapes and dtypes; no
+/// tensor data is copied (non-tensor data is). For preallocation.
+TensorDict memmap_like(const TensorDict& td, const std::string& prefix,
+                       const MemmapOptions& options = {});
+/// Maps a directory written by memmap or by Python tensordict. Lazy: files are mapped, not
+/// read. Leaves come first, then sub-collections (Python's load order). The result is
+/// memmapped and locked (Python leaves it unlocked; unlock_() to add in-memory keys).
+TensorDict load_memmap(const std::string& prefix, const LoadMemmapOptions& options = {});
+/// Aliases of memmap and load_memmap.
+TensorDict save(const TensorDict& td, const std::string& prefix, const MemmapOptions& options = {});
+TensorDict load(const std::string& prefix, const LoadMemmapOptions& options = {});
+/// Reloads a memmapped tensordict from its directory, picking up entries other writers added.
+/// The tensordict is only changed when the whole directory loads.
+TensorDict& memmap_refresh_(TensorDict& td);
+/// The directory of a memmapped tensordict (ValueError when it is not memmapped).
+std::string memmap_path(const TensorDict& td);
+
+/// Python's `_encode_key_for_filesystem`: "" -> "%", "." -> "%2E", ".." -> "%2E%2E", and
+/// / < > : " | ? * \ space % and control bytes -> %XX (uppercase hex). Other bytes are kept.
+std::string encode_key_for_filesystem(const std::string& key);
+/// The inverse: "%" -> "", %XX -> byte; an invalid % sequence is kept literally.
+std::string decode_key_from_filesystem(const std::string& name);
+
+}  // namespace tensordict

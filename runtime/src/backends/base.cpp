@@ -1,0 +1,158 @@
+// TensorDictBase: the defaults of the backend hooks (tensor_dict_base.h). Each is correct for
+// any backend; one whose reads are copies (StoragePolicy::leaves_alias_storage false) reads
+// through snapshot() and writes through write_().
+
+#include <tensordict/tensor_dict_base.h>
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/tensor_dict.h>
+
+#include "backends/in_memory/in_memory.h"
+#include "core/structure_walk.h"
+
+namespace tensordict {
+
+TensorDictBase::TensorDictBase(c10::IntArrayRef batch_size, std::optional<at::Device> device, StoragePolicy policy)
+    : batch_size_(batch_size.begin(), batch_size.end()), device_(device), policy_(policy) {}
+
+TensorDictBase::~TensorDictBase() = default;
+
+void TensorDictBase::release_resources() { lock_parents_.clear(); }
+
+void TensorDictBase::unsupported(const char* what, const char* why) const {
+  TD_THROW(NotImplementedError, type_name(), " cannot ", what, ": ", why);
+}
+
+// ---- Reads ----------------------------------------------------------------------------------
+
+const Entry* TensorDictBase::peek(std::string_view) const { return nullptr; }
+
+EntryKind TensorDictBase::kind(std::string_view key) const { return get(key).kind(); }
+
+void TensorDictBase::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  for_each([&](const std::string& key, const Entry& entry) { fn(key, entry.kind()); });
+}
+
+TensorDict TensorDictBase::snapshot() const {
+  return detail::map_level(
+      *this, batch_size_, device_, [](const std::string&, const at::Tensor& t) { return t; },
+      [](const std::string&, const TensorDict& child) { return std::optional<TensorDict>(child.impl()->snapshot()); },
+      [](const std::string&, const NonTensorData& data) { return data; });
+}
+
+// ---- Writes ---------------------------------------------------------------------------------
+
+void TensorDictBase::write_(std::string_view key, const at::Tensor& value) {
+  if (!leaves_alias_storage()) {
+    unsupported("write a leaf in place", "the backend does not implement write_()");
+  }
+  Entry dest = get(key);
+  dest.mutable_tensor().copy_(value);
+}
+
+void TensorDictBase::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  Entry dest = get(key);
+  index.assign(dest.tensor(), value);
+  // A copy was changed: it goes back whole.
+  if (!leaves_alias_storage()) write_(key, dest.tensor_unchecked());
+}
+
+void TensorDictBase::write_many_(const TensorDict& values) {
+  values.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    if (entry.is_tensor()) {
+      write_(key, entry.tensor_unchecked());
+    } else if (entry.is_tensordict()) {
+      const TensorDict& values_below = entry.tensordict_unchecked();
+      if (values_below.is_empty()) return;  // nothing to write there
+      Entry child = get(key);
+      TD_CHECK(child.is_tensordict(), KeyError, type_name(), ": no nested tensordict at ", NestedKey(key).repr(),
+               " to write into");
+      child.tensordict_unchecked().impl()->write_many_(values_below);
+    }
+  });
+}
+
+// ---- Structure --------------------------------------------------------------------------------
+
+TensorDict TensorDictBase::make_child(std::string_view /*key*/, c10::IntArrayRef batch_size) const {
+  return TensorDict(in_memory::make_level(batch_size, device_));
+}
+
+void TensorDictBase::set_batch_size(c10::IntArrayRef batch_size) {
+  batch_size_.assign(batch_size.begin(), batch_size.end());
+}
+
+TensorDict TensorDictBase::index(const BatchIndex& index) const {
+  if (!leaves_alias_storage()) return snapshot().impl()->index(index);
+  // A nested level may have more batch dims than the indexed root: those follow unchanged.
+  const BatchSize out_batch =
+      detail::nested_batch(index.result_batch_size(), batch_size_, static_cast<size_t>(index.source_batch_dims()));
+  return detail::map_level(
+      *this, out_batch, device_, [&](const std::string&, const at::Tensor& t) { return index.apply(t); },
+      [&](const std::string&, const TensorDict& child) { return std::optional<TensorDict>(child.impl()->index(index)); },
+      [&](const std::string&, const NonTensorData& data) {
+        return data.is_stack() ? data.with_ids(index.apply(data.ids())) : data;
+      });
+}
+
+TensorDict TensorDictBase::map_batch(c10::IntArrayRef new_batch_size,
+                                     FunctionRef<at::Tensor(const at::Tensor&)> fn) const {
+  if (!leaves_alias_storage()) {
+    TensorDict out = snapshot().impl()->map_batch(new_batch_size, fn);
+    if (locked_) out.lock_();
+    return out;
+  }
+  const size_t old_dims = batch_size_.size();
+  TensorDict out = detail::map_level(
+      *this, new_batch_size, device_, [&](const std::string&, const at::Tensor& t) { return fn(t); },
+      [&](const std::string&, const TensorDict& child) {
+        // A nested tensordict may have more batch dims than its parent: it keeps the extra ones.
+        const TensorDictBase* c = child.impl();
+        return std::optional<TensorDict>(c->map_batch(detail::nested_batch(new_batch_size, c->batch_size(), old_dims), fn));
+      },
+      [&](const std::string&, const NonTensorData& data) { return data.is_stack() ? data.with_ids(fn(data.ids())) : data; });
+  out.impl()->set_locked(locked_);
+  return out;
+}
+
+TensorDict TensorDictBase::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                      std::optional<at::Device> device) const {
+  if (!leaves_alias_storage()) return snapshot().impl()->map_leaves(fn, device);
+  return detail::map_level(
+      *this, batch_size_, device, [&](const std::string&, const at::Tensor& t) { return fn(t); },
+      [&](const std::string&, const TensorDict& child) {
+        return std::optional<TensorDict>(child.impl()->map_leaves(fn, device));
+      },
+      [](const std::string&, const NonTensorData& data) { return data; });
+}
+
+// ---- Lock parents -----------------------------------------------------------------------------
+
+void TensorDictBase::add_lock_parent(const c10::intrusive_ptr<TensorDictBase>& parent) {
+  lock_parents_.emplace_back(parent);
+}
+
+void TensorDictBase::remove_lock_parent(TensorDictBase* parent) {
+  lock_parents_.erase(std::remove_if(lock_parents_.begin(), lock_parents_.end(),
+                                     [&](const c10::weak_intrusive_ptr<TensorDictBase>& w) {
+                                       auto p = w.lock();
+                                       return !p || p.get() == parent;
+                                     }),
+                      lock_parents_.end());
+}
+
+bool TensorDictBase::has_locked_parent() const {
+  for (const auto& w : lock_parents_) {
+    auto p = w.lock();
+    if (p && p->is_locked()) return true;
+  }
+  return false;
+}
+
+}  // namespace tensordict

@@ -1,0 +1,308 @@
+// consolidate, to_bytes / from_bytes (docs/compatibility.md, "Consolidated").
+
+#include <tensordict/backends/consolidated.h>
+
+#include <cstring>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/dtype.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+
+#include "backends/in_memory/level_builder.h"
+#include "backends/table_backend.h"
+#include "core/file_io.h"
+#include "core/format.h"
+
+namespace tensordict {
+
+using namespace detail;
+
+namespace {
+
+// The root of a consolidated tensordict: an in-memory key table whose leaves (and whose nested
+// levels' leaves) view one uint8 storage, plus the metadata that rebuilds the views.
+class ConsolidatedRoot final : public TableBackend {
+ public:
+  ConsolidatedRoot(c10::IntArrayRef batch_size, std::optional<at::Device> device, at::Tensor storage,
+                   json::Value metadata)
+      : TableBackend(batch_size, device), storage_(std::move(storage)), metadata_(std::move(metadata)) {}
+
+  const char* type_name() const override { return "TensorDict"; }
+  const at::Tensor& storage() const { return storage_; }
+  const json::Value& metadata() const { return metadata_; }
+
+  void release_resources() override {
+    storage_ = at::Tensor();
+    TableBackend::release_resources();
+  }
+
+  /// A move to another device copies the storage once and rebuilds the views on it.
+  TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn, std::optional<at::Device> device) const override;
+
+ private:
+  at::Tensor storage_;
+  json::Value metadata_;
+};
+
+bool is_metadata_field(const std::string& key) {
+  return key == "cls" || key == "leaves" || key == "non_tensors" || key == "cls_metadata" || key == "size";
+}
+
+json::Value int_list(c10::IntArrayRef values) {
+  json::Array out;
+  for (int64_t v : values) out.emplace_back(v);
+  return json::Value(std::move(out));
+}
+
+json::Value device_json(const std::optional<at::Device>& device) {
+  return device ? json::Value(device->str()) : json::Value();
+}
+
+struct Packed {
+  at::Tensor leaf;
+  int64_t start;
+  int64_t nbytes;
+};
+
+// Builds the metadata of one level and lists its leaves with their offsets.
+json::Value describe(const TensorDict& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves) {
+  json::Object non_tensors;
+  json::Object leaf_meta;
+  json::Object children;
+  td.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const NestedKey full = where.child(key);
+    switch (entry.kind()) {
+      case Entry::Kind::Tensor: {
+        const at::Tensor& t = entry.tensor_unchecked();
+        TD_CHECK(is_storable_dtype(t.scalar_type()), NotImplementedError, "consolidate: the dtype ",
+                 torch_dtype_name(t.scalar_type()), " of ", full.repr(), " cannot be stored in the consolidated format");
+        const int64_t n = t.numel() * static_cast<int64_t>(t.element_size());
+        const int64_t pad = (8 - n % 8) % 8;
+        leaf_meta.emplace_back(key, json::Value(json::Array{json::Value(torch_dtype_name(t.scalar_type())),
+                                                             int_list(t.sizes()), offset, offset + n + pad, pad}));
+        leaves.push_back(Packed{t, offset, n});
+        offset += n + pad;
+        break;
+      }
+      case Entry::Kind::NonTensor: {
+        const NonTensorData& data = entry.non_tensor();
+        TD_CHECK(!data.is_stack(), NotImplementedError, "consolidate: the non-tensor stack at ", full.repr(),
+                 " is not supported yet; store it as a uniform value or a tensor");
+        non_tensors.emplace_back(
+            key, json::Value(json::Array{data.value(), int_list(td.batch_size()), device_json(td.device())}));
+        break;
+      }
+      case Entry::Kind::TensorDict:
+        TD_CHECK(!is_metadata_field(key), ValueError, "consolidate: the sub-tensordict key ", full.repr(),
+                 " collides with a metadata field of the consolidated format "
+                 "(cls, leaves, non_tensors, cls_metadata, size)");
+        children.emplace_back(key, describe(entry.tensordict_unchecked(), full, offset, leaves));
+        break;
+      case Entry::Kind::Undefined:
+        break;
+    }
+  });
+  json::Array names(td.batch_dims(), json::Value());
+  json::Object meta{{"cls", "TensorDict"},
+                    {"non_tensors", json::Value(std::move(non_tensors))},
+                    {"leaves", json::Value(std::move(leaf_meta))},
+                    {"cls_metadata", json::Value(json::Object{{"device", device_json(td.device())},
+                                                              {"names", json::Value(std::move(names))},
+                                                              {"batch_size", int_list(td.batch_size())},
+                                                              {"is_locked", td.is_locked()}})}};
+  for (auto& child : children) meta.push_back(std::move(child));
+  return json::Value(std::move(meta));
+}
+
+[[noreturn]] void bad_metadata(const std::string& source, const std::string& what) {
+  TD_THROW(StorageError, source, ": malformed consolidated metadata: ", what);
+}
+
+std::vector<int64_t> read_ints(const json::Value& v, const std::string& source, const std::string& what) {
+  if (!v.is_array()) bad_metadata(source, what + " is not a list of integers");
+  std::vector<int64_t> out;
+  for (const auto& x : v.as_array()) {
+    if (!x.is_int()) bad_metadata(source, what + " is not a list of integers");
+    out.push_back(x.as_int());
+  }
+  return out;
+}
+
+// The batch size of one level of the metadata.
+std::vector<int64_t> level_batch(const json::Value& meta, const std::string& source) {
+  if (!meta.is_object()) bad_metadata(source, "a level is not an object");
+  const json::Value* cls = meta.find("cls");
+  if (!cls || !cls->is_string()) bad_metadata(source, "a level has no \"cls\"");
+  TD_CHECK(cls->as_string() == "TensorDict", StorageError, source, ": consolidated class ", cls->as_string(),
+           " is not supported by the C++ loader");
+  const json::Value* cm = meta.find("cls_metadata");
+  if (!cm || !cm->is_object() || !cm->find("batch_size")) bad_metadata(source, "no cls_metadata.batch_size");
+  return read_ints(*cm->find("batch_size"), source, "batch_size");
+}
+
+// Adds one level's entries, whose leaves view `storage`, to `out` (the root or a nested level).
+template <typename Out>
+void fill_level(Out& out, const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
+                const std::string& source) {
+  const int64_t total = storage.numel();
+  if (const json::Value* leaves = meta.find("leaves")) {
+    if (!leaves->is_object()) bad_metadata(source, "\"leaves\" is not an object");
+    for (const auto& [key, spec] : leaves->as_object()) {
+      const std::string what = "leaf " + NestedKey(key).repr();
+      if (!spec.is_array() || spec.as_array().size() < 5) bad_metadata(source, what + " is not [dtype, shape, start, stop, pad]");
+      const auto& a = spec.as_array();
+      if (!a[0].is_string() || !a[2].is_int() || !a[3].is_int()) bad_metadata(source, what + " has a bad entry");
+      auto dtype = dtype_from_torch_name(a[0].as_string());
+      TD_CHECK(dtype.has_value(), StorageError, source, ": unknown dtype ", a[0].as_string(), " for ", what);
+      std::vector<int64_t> shape = read_ints(a[1], source, what + " shape");
+      int64_t numel = 1;
+      for (int64_t s : shape) {
+        if (s < 0) bad_metadata(source, what + " has a negative size (jagged tensors are not supported)");
+        numel *= s;
+      }
+      const int64_t start = a[2].as_int();
+      const int64_t stop = a[3].as_int();
+      const int64_t n = numel * static_cast<int64_t>(c10::elementSize(*dtype));
+      TD_CHECK(start >= 0 && start % 8 == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
+               " spans bytes [", start, ", ", stop, ") which do not hold ", n, " aligned bytes inside the ", total,
+               "-byte storage");
+      out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
+    }
+  }
+  if (const json::Value* nts = meta.find("non_tensors")) {
+    if (!nts->is_object()) bad_metadata(source, "\"non_tensors\" is not an object");
+    for (const auto& [key, spec] : nts->as_object()) {
+      if (!spec.is_array() || spec.as_array().empty()) bad_metadata(source, "non-tensor " + key + " is not [data, batch_size, device]");
+      out.append(key, NonTensorData(spec.as_array()[0]));
+    }
+  }
+  for (const auto& [key, value] : meta.as_object()) {
+    if (is_metadata_field(key)) continue;
+    // Nested levels are plain in-memory levels whose leaves view the root's storage.
+    LevelBuilder child(level_batch(value, source), device);
+    fill_level(child, storage, value, device, source);
+    out.append(key, child.finish());
+  }
+}
+
+// Adapts the root (a backend of its own) to fill_level's `append`.
+struct RootAppender {
+  ConsolidatedRoot& root;
+  template <typename V>
+  void append(const std::string& key, V&& value) {
+    root.insert_or_assign(key, Entry(std::forward<V>(value)));
+  }
+};
+
+TensorDict rebuild(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
+                   const std::string& source) {
+  auto root = c10::make_intrusive<ConsolidatedRoot>(level_batch(meta, source), device, storage, meta);
+  RootAppender appender{*root};
+  fill_level(appender, storage, meta, device, source);
+  TensorDict td(std::move(root));
+  td.lock_();
+  return td;
+}
+
+// [storage bytes][metadata JSON][M = its length, int64 little-endian]: Python's file layout.
+std::string pack(const at::Tensor& storage, const json::Value& meta) {
+  const at::Tensor bytes = storage.to(at::kCPU).contiguous();
+  const std::string text = meta.dump();
+  const int64_t n = bytes.numel();
+  const int64_t m = static_cast<int64_t>(text.size());
+  std::string out(static_cast<size_t>(n + m + 8), '\0');
+  if (n > 0) std::memcpy(out.data(), bytes.data_ptr(), static_cast<size_t>(n));
+  std::memcpy(out.data() + n, text.data(), text.size());
+  std::memcpy(out.data() + n + m, &m, 8);  // little-endian hosts only, as Python's layout
+  return out;
+}
+
+TensorDict parse_trailer(const at::Tensor& bytes, const std::string& source) {
+  const int64_t size = bytes.numel();
+  TD_CHECK(size >= 8, StorageError, source, ": too short (", size, " bytes) for a consolidated tensordict");
+  const auto* data = static_cast<const char*>(bytes.data_ptr());
+  int64_t m = 0;
+  std::memcpy(&m, data + size - 8, 8);
+  TD_CHECK(m > 0 && m <= size - 8, StorageError, source, ": metadata length ", m, " in the last 8 bytes does not fit the ",
+           size, "-byte buffer");
+  json::Value meta;
+  try {
+    meta = json::parse(std::string_view(data + size - 8 - m, static_cast<size_t>(m)), source);
+  } catch (const ValueError& e) {
+    TD_THROW(StorageError, "malformed consolidated metadata: ", e.message());
+  }
+  at::Tensor storage = bytes.narrow(0, 0, size - 8 - m);
+  std::optional<at::Device> device;
+  if (const json::Value* cm = meta.find("cls_metadata")) {
+    if (const json::Value* d = cm->find("device"); d && d->is_string()) device = at::Device(at::kCPU);
+  }
+  return rebuild(storage, meta, device, source);
+}
+
+const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
+  auto* root = dynamic_cast<const ConsolidatedRoot*>(td.impl());
+  TD_CHECK(root, ValueError, "this tensordict is not consolidated; call consolidate() first");
+  return *root;
+}
+
+TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                        std::optional<at::Device> device) const {
+  if (device.has_value() && storage_.device() != *device) {
+    at::Tensor moved = fn(storage_);
+    // Only a pure move keeps the bytes meaningful; a cast falls back to per-leaf conversion.
+    if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && moved.device() == *device) {
+      return rebuild(moved, metadata_, device, "consolidated tensordict");
+    }
+  }
+  return TableBackend::map_leaves(fn, device);
+}
+
+}  // namespace
+
+TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) {
+  int64_t total = 0;
+  std::vector<Packed> leaves;
+  json::Value meta = describe(td, NestedKey(), total, leaves);
+  std::optional<at::Device> device = options.device ? options.device : td.device();
+  const at::Device storage_device = device.value_or(at::Device(at::kCPU));
+  TD_CHECK(options.filename.empty() || storage_device.is_cpu(), ValueError, "consolidate to a file needs the CPU, got device ",
+           storage_device.str());
+  at::Tensor storage = at::zeros({total}, at::TensorOptions().dtype(at::kByte).device(storage_device));
+  for (const auto& p : leaves) {
+    if (p.nbytes == 0) continue;
+    storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
+  }
+  if (options.filename.empty()) return rebuild(storage, meta, device, "consolidate");
+  const std::string blob = pack(storage, meta);
+  write_file(absolute_path(options.filename), blob.data(), blob.size(), /*existsok=*/true);
+  return from_consolidated(options.filename);
+}
+
+bool is_consolidated(const TensorDict& td) { return dynamic_cast<const ConsolidatedRoot*>(td.impl()) != nullptr; }
+
+at::Tensor consolidated_storage(const TensorDict& td) { return consolidated_root(td).storage(); }
+
+const json::Value& consolidated_metadata(const TensorDict& td) { return consolidated_root(td).metadata(); }
+
+std::string to_bytes(const TensorDict& td) {
+  TensorDict packed = is_consolidated(td) ? td : consolidate(td, ConsolidateOptions{at::Device(at::kCPU), {}});
+  const ConsolidatedRoot& root = consolidated_root(packed);
+  return pack(root.storage(), root.metadata());
+}
+
+TensorDict from_bytes(std::string_view bytes) {
+  at::Tensor copy = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(copy.data_ptr(), bytes.data(), bytes.size());
+  return parse_trailer(copy, "<bytes>");
+}
+
+TensorDict from_consolidated(const std::string& filename) {
+  const std::string path = absolute_path(filename);
+  const int64_t size = file_size(path);
+  at::Tensor bytes = map_file(path, at::kByte, {size}, /*writable=*/false);
+  return parse_trailer(bytes, path);
+}
+
+}  // namespace tensordict

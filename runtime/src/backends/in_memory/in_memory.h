@@ -1,0 +1,25 @@
+#pragma once
+// Entry points of the in-memory backend for the rest of the runtime: new levels, and the
+// constructors' fast path.
+
+#include <optional>
+
+#include <c10/core/Device.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <tensordict/tensor_dict.h>
+
+namespace tensordict {
+namespace in_memory {
+
+/// An empty in-memory level with room for `capacity` entries.
+c10::intrusive_ptr<TensorDictBase> make_level(c10::IntArrayRef batch_size, std::optional<at::Device> device,
+                                              size_t capacity = 0);
+/// The level of a TensorDict constructor: every value checked against the batch size and moved
+/// to the device, nested braced lists built as nested levels, duplicate keys refused.
+c10::intrusive_ptr<TensorDictBase> make_from_items(c10::ArrayRef<TensorDict::Item> items,
+                                                   c10::IntArrayRef batch_size, std::optional<at::Device> device);
+
+}  // namespace in_memory
+}  // namespace tensordict

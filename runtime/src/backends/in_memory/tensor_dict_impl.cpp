@@ -1,0 +1,223 @@
+#include "backends/in_memory/tensor_dict_impl.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include <tensordict/errors.h>
+
+namespace tensordict {
+
+static_assert(sizeof(TensorDictImpl) % alignof(TensorDictImpl::Slot) == 0,
+              "inline slots start right after the object and must be aligned");
+
+c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make(c10::IntArrayRef batch_size, std::optional<at::Device> device,
+                                                        size_t capacity) {
+  if (capacity == 0) return c10::make_intrusive<TensorDictImpl>(batch_size, device);
+  void* block = ::operator new(sizeof(TensorDictImpl) + capacity * sizeof(Slot));
+  TensorDictImpl* impl;
+  try {
+    impl = ::new (block) TensorDictImpl(batch_size, device, InlineSlots{capacity});
+  } catch (...) {
+    ::operator delete(block);
+    throw;
+  }
+  // The unique_ptr form sets the counts of a new object as make_intrusive does; its delete
+  // goes through the class operator delete, which frees the whole block.
+  return c10::intrusive_ptr<TensorDictImpl>(std::unique_ptr<TensorDictImpl>(impl));
+}
+
+TensorDictImpl::~TensorDictImpl() {
+  clear_slots();
+  if (slots_on_heap_) ::operator delete(slots_);
+}
+
+void TensorDictImpl::release_resources() {
+  clear_slots();
+  index_.clear();
+  TensorDictBase::release_resources();
+}
+
+void TensorDictImpl::clear_slots() noexcept {
+  for (uint32_t i = size_; i > 0; --i) slots_[i - 1].~Slot();
+  size_ = 0;
+  live_ = 0;
+}
+
+void TensorDictImpl::grow(size_t min_capacity) {
+  size_t capacity = std::max<size_t>({min_capacity, size_t{capacity_} * 2, 4});
+  TD_CHECK(capacity <= UINT32_MAX, ValueError, "a TensorDict level holds at most ", UINT32_MAX, " entries");
+  auto* fresh = static_cast<Slot*>(::operator new(capacity * sizeof(Slot)));
+  // Slot moves cannot throw (string and Entry moves are noexcept).
+  for (uint32_t i = 0; i < size_; ++i) {
+    new (fresh + i) Slot(std::move(slots_[i]));
+    slots_[i].~Slot();
+  }
+  if (slots_on_heap_) ::operator delete(slots_);
+  slots_ = fresh;
+  capacity_ = static_cast<uint32_t>(capacity);
+  slots_on_heap_ = true;
+}
+
+int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
+  if (index_.empty()) {
+    // No tombstones without an index.
+    const Slot* slots = slots_;
+    for (size_t i = 0, n = size_; i < n; ++i) {
+      if (slots[i].hash == hash && slots[i].key == key) return static_cast<int64_t>(i);
+    }
+    return -1;
+  }
+  const size_t mask = index_.size() - 1;
+  for (size_t b = bucket_of(hash);; b = (b + 1) & mask) {
+    const uint32_t v = index_[b];
+    if (v == 0) return -1;
+    const Slot& s = slots_[v - 1];
+    if (s.hash == hash && s.key == key) return v - 1;
+  }
+}
+
+size_t TensorDictImpl::bucket_holding(uint32_t slot) const {
+  const size_t mask = index_.size() - 1;
+  size_t b = bucket_of(slots_[slot].hash);
+  while (index_[b] != slot + 1) b = (b + 1) & mask;
+  return b;
+}
+
+void TensorDictImpl::unindex(size_t hole) {
+  // Backward-shift deletion: every entry after the hole in the same probe run moves back into
+  // it unless its home bucket lies (cyclically) after the hole, so no tombstones are needed.
+  const size_t mask = index_.size() - 1;
+  for (size_t j = (hole + 1) & mask; index_[j] != 0; j = (j + 1) & mask) {
+    const size_t home = bucket_of(slots_[index_[j] - 1].hash);
+    if (((j - home) & mask) >= ((j - hole) & mask)) {
+      index_[hole] = index_[j];
+      hole = j;
+    }
+  }
+  index_[hole] = 0;
+}
+
+void TensorDictImpl::index_insert(uint32_t slot) {
+  const size_t mask = index_.size() - 1;
+  size_t b = bucket_of(slots_[slot].hash);
+  while (index_[b] != 0) b = (b + 1) & mask;
+  index_[b] = slot + 1;
+}
+
+void TensorDictImpl::rebuild_index() {
+  if (size_ <= kLinearScanLimit && size_ == live_) {
+    index_.clear();
+    return;
+  }
+  size_t cap = 64;
+  int bits = 6;
+  while (cap < size_t{live_} * 2) {
+    cap <<= 1;
+    ++bits;
+  }
+  index_.assign(cap, 0);
+  index_shift_ = static_cast<uint8_t>(32 - bits);
+  for (uint32_t i = 0; i < size_; ++i) {
+    if (slots_[i].live) index_insert(i);
+  }
+}
+
+void TensorDictImpl::index_append() {
+  // Keep the table at most half full; a full rebuild only re-reads the stored hashes.
+  if (index_.empty() || size_t{live_} * 2 > index_.size()) {
+    rebuild_index();
+    return;
+  }
+  index_insert(size_ - 1);
+}
+
+void TensorDictImpl::compact() {
+  uint32_t out = 0;
+  for (uint32_t i = 0; i < size_; ++i) {
+    if (!slots_[i].live) continue;
+    if (out != i) slots_[out] = std::move(slots_[i]);
+    ++out;
+  }
+  for (uint32_t i = size_; i > out; --i) slots_[i - 1].~Slot();
+  size_ = out;
+  rebuild_index();
+}
+
+std::vector<std::string> TensorDictImpl::keys() const {
+  std::vector<std::string> out;
+  out.reserve(live_);
+  for (uint32_t i = 0; i < size_; ++i) {
+    if (slots_[i].live) out.push_back(slots_[i].key);
+  }
+  return out;
+}
+
+Entry TensorDictImpl::get(std::string_view key) const {
+  const int64_t i = find_slot(key);
+  return i < 0 ? Entry() : slots_[i].value;
+}
+
+EntryKind TensorDictImpl::kind(std::string_view key) const {
+  const int64_t i = find_slot(key);
+  return i < 0 ? EntryKind::Undefined : slots_[i].value.kind();
+}
+
+void TensorDictImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  for (uint32_t i = 0; i < size_; ++i) {
+    const Slot& s = slots_[i];
+    if (s.live) fn(s.key, s.value);
+  }
+}
+
+void TensorDictImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  for (uint32_t i = 0; i < size_; ++i) {
+    const Slot& s = slots_[i];
+    if (s.live) fn(s.key, s.value.kind());
+  }
+}
+
+void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
+  const uint32_t hash = in_memory::key_hash(key);
+  const int64_t i = find_slot(key, hash);
+  if (i >= 0) {
+    slots_[i].value = std::move(value);
+    return;
+  }
+  append_unchecked(key, hash, std::move(value));
+}
+
+void TensorDictImpl::erase(std::string_view key) {
+  const int64_t found = find_slot(key);
+  if (found < 0) return;
+  const auto i = static_cast<uint32_t>(found);
+  bump_layout_version();
+  if (index_.empty()) {
+    // At most 16 slots: shift the ones after it.
+    std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
+    slots_[--size_].~Slot();
+    --live_;
+    return;
+  }
+  unindex(bucket_holding(i));
+  Slot& s = slots_[i];
+  std::string().swap(s.key);
+  s.value = Entry();
+  s.live = false;
+  --live_;
+  // Compacting once tombstones outnumber live entries keeps erase O(1) amortized.
+  if (size_ - live_ > live_) compact();
+}
+
+void TensorDictImpl::rename(std::string_view from, std::string_view to) {
+  const int64_t found = find_slot(from);
+  if (found < 0) return;
+  const auto i = static_cast<uint32_t>(found);
+  bump_layout_version();
+  if (!index_.empty()) unindex(bucket_holding(i));
+  slots_[i].key = std::string(to);
+  slots_[i].hash = in_memory::key_hash(to);
+  if (!index_.empty()) index_insert(i);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,149 @@
+#pragma once
+// TensorDictImpl: the in-memory backend. Entries live in an array of slots in insertion order;
+// every slot keeps a 32-bit hash of its key. A lookup hashes the key once, then either scans
+// the slots' hashes (a level of up to 16 keys: cheaper than probing, and no index to build) or
+// probes an open-addressing index built from the stored hashes, so keys are never hashed twice.
+// A level made with `make(..., capacity)` carries its first slots in the same allocation.
+//
+// Note [Erasing in O(1)]: above 16 keys an erased slot becomes a tombstone (skipped by every
+// walk) and leaves the index by backward-shift deletion; the slots are compacted, in order,
+// once tombstones outnumber live entries. Erase, pop and rename therefore cost O(1) amortized
+// whatever the level's size, and insertion order is kept. Up to 16 keys there is no index and
+// an erase shifts the few slots after it.
+//
+// Only this folder names this class: the rest of the runtime builds in-memory levels through
+// in_memory.h and level_builder.h and reads them through TensorDictBase.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <c10/util/ArrayRef.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict_base.h>
+
+#include "backends/in_memory/key_hash.h"
+
+namespace tensordict {
+
+class TensorDictImpl final : public TensorDictBase {
+ public:
+  struct Slot {
+    // Builds the entry in place from whatever Entry accepts (no temporary Entry to move).
+    template <typename K, typename V>
+    Slot(K&& k, V&& v, uint32_t h) : key(std::forward<K>(k)), value(std::forward<V>(v)), hash(h) {}
+    std::string key;
+    Entry value;
+    uint32_t hash;     // key_hash(key)
+    bool live = true;  // false: a tombstone (Note [Erasing in O(1)])
+  };
+
+  static constexpr StoragePolicy kPolicy{/*leaves_alias_storage=*/true, /*entries_in_memory=*/true};
+
+  /// A level with no slots allocated yet; they grow on the heap.
+  TensorDictImpl(c10::IntArrayRef batch_size, std::optional<at::Device> device)
+      : TensorDictBase(batch_size, device, kPolicy) {}
+  /// A level with room for `capacity` entries in its own allocation: building a level of known
+  /// size then costs one allocation, not two.
+  static c10::intrusive_ptr<TensorDictImpl> make(c10::IntArrayRef batch_size, std::optional<at::Device> device,
+                                                 size_t capacity);
+  ~TensorDictImpl() override;
+  TensorDictImpl(const TensorDictImpl&) = delete;
+  TensorDictImpl& operator=(const TensorDictImpl&) = delete;
+
+  // make() allocates the object and its inline slots as one block from the global operator
+  // new; deleting through these class forms frees that block, whatever its size.
+  static void* operator new(size_t size) { return ::operator new(size); }
+  static void operator delete(void* p) { ::operator delete(p); }
+
+  const char* type_name() const override { return "TensorDict"; }
+
+  size_t num_entries() const override { return live_; }
+  std::vector<std::string> keys() const override;
+  bool has(std::string_view key) const override { return find_slot(key) >= 0; }
+  Entry get(std::string_view key) const override;
+  const Entry* peek(std::string_view key) const override {
+    const int64_t i = find_slot(key);
+    return i < 0 ? nullptr : &slots_[i].value;
+  }
+  EntryKind kind(std::string_view key) const override;
+  void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
+  void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
+  void insert_or_assign(std::string_view key, Entry value) override;
+  void erase(std::string_view key) override;
+  void rename(std::string_view from, std::string_view to) override;
+
+  /// Position of `key` among the slots, or -1.
+  int64_t find_slot(std::string_view key) const { return find_slot(key, in_memory::key_hash(key)); }
+  /// The same, with `hash == key_hash(key)` already computed.
+  int64_t find_slot(std::string_view key, uint32_t hash) const;
+  /// Appends without checking for an existing key (the caller knows it is new).
+  /// `key` is a std::string (moved in) or a std::string_view; `value` anything Entry accepts.
+  template <typename K, typename V>
+  void append_unchecked(K&& key, V&& value) {
+    const uint32_t hash = in_memory::key_hash(key);
+    append_unchecked(std::forward<K>(key), hash, std::forward<V>(value));
+  }
+  template <typename K, typename V>
+  void append_unchecked(K&& key, uint32_t hash, V&& value) {
+    if (size_ == capacity_) grow(size_ + 1);
+    new (slots_ + size_) Slot(std::forward<K>(key), std::forward<V>(value), hash);
+    ++size_;
+    ++live_;
+    after_append();
+  }
+  /// Room for `n` entries (a level not made with make() starts with none).
+  void reserve(size_t n) {
+    if (n > capacity_) grow(n);
+  }
+
+  /// Drops the entries when the last handle goes: children hold weak references to their lock
+  /// parents, and intrusive_ptr only deletes an object once those are gone too; without this, a
+  /// locked tensordict would keep its leaves (and mapped files) alive.
+  void release_resources() override;
+
+ private:
+  /// The index bucket of a hash: its top bits after a multiply, which depend on all 32 bits.
+  size_t bucket_of(uint32_t hash) const { return (hash * 0x9E3779B9u) >> index_shift_; }
+  /// The index bucket holding slot `slot` (which must be indexed).
+  size_t bucket_holding(uint32_t slot) const;
+  /// Removes the bucket from the index, shifting the probe chain after it back.
+  void unindex(size_t bucket);
+  void index_insert(uint32_t slot);
+
+  struct InlineSlots {
+    size_t capacity;
+  };
+  TensorDictImpl(c10::IntArrayRef batch_size, std::optional<at::Device> device, InlineSlots slots)
+      : TensorDictBase(batch_size, device, kPolicy),
+        slots_(reinterpret_cast<Slot*>(this + 1)),
+        capacity_(static_cast<uint32_t>(slots.capacity)) {}
+
+  void grow(size_t min_capacity);
+  void clear_slots() noexcept;
+  /// Drops the tombstones, keeping the order, and rebuilds the index.
+  void compact();
+  void rebuild_index();
+  void after_append() {
+    bump_layout_version();
+    if (size_ > kLinearScanLimit) index_append();
+  }
+  void index_append();
+
+  static constexpr size_t kLinearScanLimit = 16;
+  // slots_[0, size_) are live or tombstones (tombstones only while indexed); the array is
+  // either inline (right after this object, from make()) or on the heap (slots_on_heap_).
+  Slot* slots_ = nullptr;
+  uint32_t size_ = 0;
+  uint32_t live_ = 0;
+  uint32_t capacity_ = 0;
+  bool slots_on_heap_ = false;
+  // Open-addressing table of slot positions + 1 (0 = empty); empty while small. Its size is
+  // 2^(32 - index_shift_).
+  std::vector<uint32_t> index_;
+  uint8_t index_shift_ = 26;
+};
+
+}  // namespace tensordict

@@ -1,0 +1,253 @@
+// memmap / memmap_ / memmap_like: writes a tensordict in Python tensordict's directory format.
+
+#include <tensordict/backends/memmap.h>
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/backends/memory_mapped_tensor.h>
+#include <tensordict/dtype.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+
+#include "backends/memmap/format.h"
+#include "backends/memmap/memmap_level.h"
+#include "core/file_io.h"
+#include "core/format.h"
+
+namespace tensordict {
+
+using namespace detail;
+using namespace memmap_detail;
+
+namespace {
+
+json::Value shape_json(c10::IntArrayRef shape) {
+  json::Array out;
+  out.reserve(shape.size());
+  for (int64_t s : shape) out.emplace_back(s);
+  return json::Value(std::move(out));
+}
+
+// The file (leaf) or directory (collection) an entry is stored under, with the robust key encoding.
+std::string entry_file_name(const std::string& key, const Entry& entry) {
+  const std::string enc = encode_key_for_filesystem(key);
+  return entry.is_tensor() ? enc + ".memmap" : enc;
+}
+
+// One leaf file to write; the mapped result goes into `dest` (and `in_place`, for memmap_).
+struct LeafJob {
+  std::string path;
+  at::Tensor source;
+  std::string key;
+  c10::intrusive_ptr<TensorDictBase> dest;
+  c10::intrusive_ptr<TensorDictBase> in_place;
+  at::Tensor result;
+};
+
+struct TextFile {
+  std::string path;
+  std::string text;
+};
+
+class Writer {
+ public:
+  Writer(const MemmapOptions& options, bool zeros, bool in_place)
+      : options_(options), zeros_(zeros), in_place_(in_place) {}
+
+  TensorDict run(const TensorDict& td, const std::string& prefix) {
+    const std::string root = absolute_path(prefix);
+    validate(*td.impl(), NestedKey());  // refuse bad keys and dtypes before writing anything
+    auto out = write_level(td.impl_ptr(), root, NestedKey());
+    run_jobs();
+    // meta.json files go last and children first, as Python writes them.
+    for (auto it = texts_.rbegin(); it != texts_.rend(); ++it) write_text_file(it->path, it->text);
+    for (auto& job : jobs_) {
+      job.dest->insert_or_assign(job.key, job.result);
+      if (job.in_place) job.in_place->insert_or_assign(job.key, job.result);
+    }
+    TensorDict result(out);
+    result.lock_();
+    return result;
+  }
+
+ private:
+  c10::intrusive_ptr<MemmapLevel> write_level(const c10::intrusive_ptr<TensorDictBase>& src,
+                                                      const std::string& dir, const NestedKey& where) {
+    ensure_directory(dir);
+    auto out = c10::make_intrusive<MemmapLevel>(src->batch_size(), at::Device(at::kCPU), dir, src->num_entries());
+    json::Object meta;
+    src->for_each([&](const std::string& key, const Entry& entry) {
+      // Keys and file names were checked by validate() before anything was written.
+      const NestedKey full = where.empty() ? NestedKey(key) : where.child(key);
+      const std::string name = entry_file_name(key, entry);
+      switch (entry.kind()) {
+        case Entry::Kind::Tensor: {
+          const at::Tensor& t = entry.tensor_unchecked();
+          json::Object leaf;
+          leaf.emplace_back("device", t.device().str());
+          leaf.emplace_back("shape", shape_json(t.sizes()));
+          leaf.emplace_back("dtype", torch_dtype_name(t.scalar_type()));
+          leaf.emplace_back("is_nested", false);
+          meta.emplace_back(key, json::Value(std::move(leaf)));
+          if (t.numel() == 0) {
+            // Python writes no file for an empty leaf; the loader rebuilds it from meta.json.
+            out->insert_or_assign(key, at::empty(t.sizes(), t.options().device(at::kCPU)));
+            break;
+          }
+          out->insert_or_assign(key, t);  // placeholder until the file is mapped
+          total_bytes_ += t.numel() * static_cast<int64_t>(t.element_size());
+          jobs_.push_back(LeafJob{join_path(dir, name), t, key, out, in_place_ ? src : c10::intrusive_ptr<TensorDictBase>(), {}});
+          break;
+        }
+        case Entry::Kind::TensorDict: {
+          meta.emplace_back(key, json::Value(json::Object{{"type", "TensorDict"}}));
+          auto child = write_level(entry.tensordict_unchecked().impl_ptr(), join_path(dir, name), full);
+          out->insert_or_assign(key, TensorDict(child));
+          break;
+        }
+        case Entry::Kind::NonTensor: {
+          const NonTensorData& data = entry.non_tensor();
+          const std::string child_dir = join_path(dir, name);
+          ensure_directory(child_dir);
+          if (data.is_stack()) {
+            meta.emplace_back(key, json::Value(json::Object{{"type", "NonTensorStack"}}));
+            json::Object stack{{"_type", kNonTensorStackType},
+                               {"stack_dim", 0},
+                               {"device", nullptr},
+                               {"data", data.tolist()}};
+            remove_stale(join_path(child_dir, "pickle.pkl"));
+            texts_.push_back({join_path(child_dir, "meta.json"), json::Value(std::move(stack)).dump()});
+          } else {
+            meta.emplace_back(key, json::Value(json::Object{{"type", "NonTensorData"}}));
+            json::Object single{{"_type", kNonTensorDataType}, {"data", data.value()}, {"_metadata", nullptr}};
+            remove_stale(join_path(child_dir, "other.pickle"));
+            texts_.push_back({join_path(child_dir, "meta.json"), json::Value(std::move(single)).dump_stdlib()});
+          }
+          out->insert_or_assign(key, data);
+          break;
+        }
+        case Entry::Kind::Undefined:
+          break;
+      }
+    });
+    meta.emplace_back("shape", shape_json(src->batch_size()));
+    meta.emplace_back("device", "cpu");
+    meta.emplace_back("_type", kTensorDictType);
+    texts_.push_back({join_path(dir, "meta.json"), json::Value(std::move(meta)).dump_stdlib()});
+    return out;
+  }
+
+  static void validate(const TensorDictBase& src, const NestedKey& where) {
+    std::set<std::string> names{"meta.json"};
+    src.for_each([&](const std::string& key, const Entry& entry) {
+      const NestedKey full = where.empty() ? NestedKey(key) : where.child(key);
+      TD_CHECK(!is_reserved_meta_key(key), ValueError, "key ", full.repr(),
+               " cannot be stored in a memmap directory: Python tensordict's meta.json uses '",
+               key, "' for its own field and would lose the entry (reserved: 'shape', 'device', '_type')");
+      const std::string name = entry_file_name(key, entry);
+      TD_CHECK(names.insert(name).second, ValueError, "key ", full.repr(), " would be stored as '",
+               name, "', which another entry of the same level already uses");
+      if (entry.is_tensor()) {
+        const at::Tensor& t = entry.tensor_unchecked();
+        TD_CHECK(t.layout() == at::kStrided, NotImplementedError, "key ", full.repr(),
+                 ": only strided tensors can be memory-mapped");
+        TD_CHECK(is_storable_dtype(t.scalar_type()), NotImplementedError, "key ", full.repr(), ": dtype ",
+                 torch_dtype_name(t.scalar_type()),
+                 " cannot be stored in a memmap directory: Python tensordict could not load it back");
+      } else if (entry.is_tensordict()) {
+        validate(*entry.tensordict_unchecked().impl(), full);
+      }
+    });
+  }
+
+  // A pickle sidecar of an earlier save would be stale once the data is written as JSON.
+  static void remove_stale(const std::string& path) {
+    if (path_exists(path)) ::remove(path.c_str());
+  }
+
+  void run_one(LeafJob& job) {
+    if (zeros_) {
+      job.result = MemoryMappedTensor::zeros(job.source.sizes(), job.source.scalar_type(), job.path,
+                                             options_.existsok).tensor();
+    } else {
+      job.result = MemoryMappedTensor::from_tensor(job.source, job.path, options_.existsok,
+                                                   options_.copy_existing).tensor();
+    }
+    if (options_.progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex_);
+      done_bytes_ += job.source.numel() * static_cast<int64_t>(job.source.element_size());
+      options_.progress(done_bytes_, total_bytes_);
+    }
+  }
+
+  void run_jobs() {
+    const size_t n_threads = std::min<size_t>(std::max(options_.num_threads, 1), jobs_.size());
+    if (n_threads <= 1) {
+      for (auto& job : jobs_) run_one(job);
+      return;
+    }
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto worker = [&] {
+      for (size_t i = next++; i < jobs_.size(); i = next++) {
+        try {
+          run_one(jobs_[i]);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+          next = jobs_.size();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < n_threads; ++i) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+
+  const MemmapOptions& options_;
+  bool zeros_;
+  bool in_place_;
+  std::vector<LeafJob> jobs_;
+  std::vector<TextFile> texts_;
+  int64_t total_bytes_ = 0;
+  int64_t done_bytes_ = 0;
+  std::mutex progress_mutex_;
+};
+
+}  // namespace
+
+TensorDict memmap(const TensorDict& td, const std::string& prefix, const MemmapOptions& options) {
+  return Writer(options, /*zeros=*/false, /*in_place=*/false).run(td, prefix);
+}
+
+TensorDict& memmap_(TensorDict& td, const std::string& prefix, const MemmapOptions& options) {
+  TD_CHECK(!td.device().has_value() || td.device()->is_cpu(), ValueError,
+           "memmap_ works in place and needs a CPU tensordict, this one is on ",
+           td.device()->str(), "; use memmap() to write a CPU copy");
+  for (const auto& entry : td.values(/*include_nested=*/true, /*leaves_only=*/true)) {
+    TD_CHECK(entry.tensor().device().is_cpu(), ValueError,
+             "memmap_ works in place and needs CPU leaves; use memmap() to write a CPU copy");
+  }
+  TensorDict result = Writer(options, /*zeros=*/false, /*in_place=*/true).run(td, prefix);
+  if (!td.is_locked()) td.lock_();
+  td = result;
+  return td;
+}
+
+TensorDict memmap_like(const TensorDict& td, const std::string& prefix, const MemmapOptions& options) {
+  return Writer(options, /*zeros=*/true, /*in_place=*/false).run(td, prefix);
+}
+
+TensorDict save(const TensorDict& td, const std::string& prefix, const MemmapOptions& options) {
+  return memmap(td, prefix, options);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,43 @@
+#pragma once
+// File primitives of the file-backed backends (memmap, consolidated): checked writes, lazy
+// mappings and the registry that remembers which file a mapped tensor comes from. Every error
+// is a StorageError naming the file.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+namespace tensordict {
+namespace detail {
+
+/// An absolute, lexically normalised path (symlinks are not resolved).
+std::string absolute_path(const std::string& path);
+/// True when something (file, dir or dangling symlink) exists at `path`, without following it.
+bool path_exists(const std::string& path);
+/// Creates `dir` (and missing parents) when absent. Refuses a symlink or a non-directory.
+void ensure_directory(const std::string& dir);
+/// Writes `n` bytes to `path`: created when missing (StorageError when it exists and
+/// !existsok), left exactly `n` bytes long unless a live mapping of the file is longer (then
+/// the tail stays, as Python tensordict leaves it). Refuses symlinks.
+void write_file(const std::string& path, const void* data, size_t n, bool existsok);
+/// A file of `n` zero bytes (sparse), same rules as write_file.
+void create_zero_file(const std::string& path, size_t n, bool existsok);
+/// Replaces a small text file (meta.json) by its new contents; refuses symlinks.
+void write_text_file(const std::string& path, const std::string& text);
+/// The size of the regular file `path`; StorageError naming it when it is missing.
+int64_t file_size(const std::string& path);
+/// Reads a small text file; StorageError naming it when it cannot be read.
+std::string read_text_file(const std::string& path);
+/// Maps the first numel*itemsize bytes of `path` as a tensor. `shared` tells whether the
+/// mapping is MAP_SHARED (writable file) or MAP_PRIVATE.
+at::Tensor map_file(const std::string& path, at::ScalarType dtype, c10::IntArrayRef shape,
+                    bool writable, bool* shared = nullptr);
+/// The file `tensor` maps when it covers a whole registered mapping.
+std::optional<std::string> mapped_filename(const at::Tensor& tensor);
+/// True when `tensor`'s storage lies inside any mapping of `path`.
+bool storage_maps(const at::Tensor& tensor, const std::string& path);
+
+}  // namespace detail
+}  // namespace tensordict

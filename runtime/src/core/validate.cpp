@@ -1,0 +1,84 @@
+// Checks of values about to be stored, and the errors every lookup shares.
+
+#include "core/validate.h"
+
+#include <ATen/ATen.h>
+
+#include <tensordict/errors.h>
+#include <tensordict/tensor_dict.h>
+
+#include "core/format.h"
+
+namespace tensordict {
+namespace detail {
+
+at::Tensor prepare_tensor(const TensorDictBase& dest, KeyRef key, at::Tensor value) {
+  if (storable_as_is(dest, value)) return value;
+  // The slow path: say what is wrong, or move the tensor to the tensordict's device.
+  TD_CHECK(value.defined(), ValueError, "cannot store an undefined tensor at key ", key.repr());
+  c10::IntArrayRef batch = dest.batch_size();
+  c10::IntArrayRef shape = value.sizes();
+  if (C10_UNLIKELY(shape.size() < batch.size() || shape.slice(0, batch.size()) != batch)) {
+    TD_THROW(ShapeError, "batch dimension mismatch, got self.batch_size=", size_str(batch),
+             " and value.shape=", size_str(shape), " for key ", key.repr(), ".");
+  }
+  const auto& device = dest.device();
+  if (device.has_value() && value.device() != *device) value = value.to(*device);
+  return value;
+}
+
+TensorDict prepare_tensordict(const TensorDictBase& dest, KeyRef key, TensorDict value) {
+  c10::IntArrayRef batch = dest.batch_size();
+  c10::IntArrayRef child = value.batch_size();
+  if (child.size() < batch.size() || child.slice(0, batch.size()) != batch) {
+    // Python re-batches a nested tensordict to its parent's batch when its leaves allow it.
+    TensorDict rebatched = value.clone(/*recurse=*/false);
+    try {
+      rebatched.set_batch_size(batch);
+    } catch (const ShapeError&) {
+      TD_THROW(ShapeError, "batch dimension mismatch, got self.batch_size=", size_str(batch),
+               " and the batch size of the TensorDict at key ", key.repr(), " is ", size_str(child),
+               ", which cannot be re-batched to it.");
+    }
+    value = rebatched;
+  }
+  const auto& device = dest.device();
+  if (device.has_value() && value.device() != device) value = value.to(*device);
+  return value;
+}
+
+NonTensorData prepare_non_tensor(const TensorDictBase& dest, KeyRef key, NonTensorData value) {
+  if (value.is_stack()) {
+    TD_CHECK(value.ids().sizes() == dest.batch_size(), ShapeError, "batch dimension mismatch, got self.batch_size=",
+             size_str(dest.batch_size()), " and a non-tensor stack of shape ", size_str(value.ids().sizes()),
+             " for key ", key.repr(), ".");
+  }
+  return value;
+}
+
+Entry prepare_entry(const TensorDictBase& dest, KeyRef key, Entry value) {
+  switch (value.kind()) {
+    case Entry::Kind::Tensor: return prepare_tensor(dest, key, value.tensor_unchecked());
+    case Entry::Kind::TensorDict: return prepare_tensordict(dest, key, value.tensordict_unchecked());
+    case Entry::Kind::NonTensor: return prepare_non_tensor(dest, key, value.non_tensor());
+    case Entry::Kind::Undefined: break;
+  }
+  TD_THROW(ValueError, "cannot store an undefined entry at key ", key.repr());
+}
+
+void throw_missing(const TensorDictBase& level, KeyRef key, size_t depth) {
+  std::string where = depth == 0 ? "" : " at " + key.prefix(depth).repr();
+  TD_THROW(KeyError, "key \"", printable(key[depth]), "\" not found in ", level.type_name(), where, " with keys ",
+           keys_str(level.keys()), key.size() > 1 ? " (looking up " + key.repr() + ")" : std::string());
+}
+
+void check_unlocked(const TensorDictBase& td) {
+  TD_CHECK(!td.is_locked(), LockedError,
+           "Cannot modify locked TensorDict. For in-place modification, consider using the "
+           "`set_()` method and make sure the key is present.");
+}
+
+void check_key(KeyRef key) { TD_CHECK(!key.empty(), KeyError, "Only NestedKeys are supported. Got key ()."); }
+
+}  // namespace detail
+}  // namespace tensordict

@@ -1,0 +1,109 @@
+// Copies, device and dtype conversions (semantics 1.14), in-place fills and pinning.
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+
+#include "backends/in_memory/level_builder.h"
+#include "core/validate.h"
+#include "handle/key_path.h"
+#include "ops/kernel.h"
+#include "ops/leafwise.h"
+
+namespace tensordict {
+
+using ops::keep_lock;
+
+TensorDict TensorDict::to(at::Device device, bool non_blocking) const {
+  if (this->device() == device) return *this;
+  return keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(device, non_blocking); }, device), *this);
+}
+
+TensorDict TensorDict::to(at::ScalarType dtype) const {
+  return keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this);
+}
+
+TensorDict TensorDict::to(at::Device device, at::ScalarType dtype, bool non_blocking) const {
+  return keep_lock(
+      impl_->map_leaves([&](const at::Tensor& t) { return t.to(device, dtype, non_blocking); }, device), *this);
+}
+
+TensorDict TensorDict::cpu() const { return to(at::Device(at::kCPU)); }
+
+TensorDict TensorDict::clone(bool recurse) const {
+  if (recurse) return impl_->map_leaves([](const at::Tensor& t) { return t.clone(); }, device());
+  return impl_->map_leaves([](const at::Tensor& t) { return t; }, device());
+}
+
+TensorDict TensorDict::detach() const {
+  return keep_lock(impl_->map_leaves([](const at::Tensor& t) { return t.detach(); }, device()), *this);
+}
+
+TensorDict TensorDict::contiguous() const {
+  return impl_->map_leaves([](const at::Tensor& t) { return t.contiguous(); }, device());
+}
+
+TensorDict TensorDict::pin_memory() const {
+  // Pinned (page-locked) memory only speeds up copies to CUDA devices, and LibTorch has no
+  // pinned allocator without CUDA: there the leaves are returned as they are.
+  if (!at::hasCUDA()) return clone(/*recurse=*/false);
+  return keep_lock(impl_->map_leaves([](const at::Tensor& t) { return t.is_cpu() ? t.pin_memory() : t; }, device()),
+                   *this);
+}
+
+namespace {
+TensorDict empty_structure(const TensorDictBase& td, bool recurse) {
+  LevelBuilder out(td.batch_size(), td.device());
+  if (recurse) {
+    td.for_each_key([&](const std::string& key, EntryKind kind) {
+      if (kind == EntryKind::TensorDict) {
+        out.append(key, empty_structure(*td.get(key).tensordict_unchecked().impl(), true));
+      }
+    });
+  }
+  return out.finish();
+}
+
+// An in-place change of every leaf, written back through the backend where leaves are copies.
+void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> fn) {
+  ops::InPlaceTarget target(td);
+  ops::LeafList leaves = ops::leaves_of(target.tree());
+  ops::compute_(
+      leaves.size(), false, [] { return false; }, [&](size_t i) { fn(leaves[i]); },
+      ops::LeafKeys{*target.tree().impl()}, op);
+  target.commit();
+}
+}  // namespace
+
+TensorDict TensorDict::empty(bool recurse) const { return empty_structure(*impl_, recurse); }
+
+TensorDict TensorDict::empty_like() const {
+  return impl_->map_leaves([](const at::Tensor& t) { return at::empty_like(t); }, device());
+}
+
+TensorDict& TensorDict::zero_() {
+  update_every_leaf(*this, "zero_", [](const at::Tensor& t) { t.zero_(); });
+  return *this;
+}
+
+TensorDict& TensorDict::fill_(const c10::Scalar& value) {
+  update_every_leaf(*this, "fill_", [&](const at::Tensor& t) { t.fill_(value); });
+  return *this;
+}
+
+TensorDict& TensorDict::fill_(KeyRef key, const c10::Scalar& value) {
+  detail::check_key(key);
+  Entry holder;
+  TensorDictBase* level = detail::level_of(impl_.get(), key, holder);
+  Entry leaf = level->get(key.back());
+  if (!leaf.defined()) detail::throw_missing(*level, key, key.size() - 1);
+  TD_CHECK(leaf.is_tensor(), TypeError, "fill_ of ", key.repr(), " which holds ", kind_name(leaf.kind()));
+  leaf.tensor_unchecked().fill_(value);
+  // A copy was filled: it goes back through the backend.
+  if (!level->leaves_alias_storage()) level->write_(key.back(), leaf.tensor_unchecked());
+  return *this;
+}
+
+}  // namespace tensordict

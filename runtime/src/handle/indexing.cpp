@@ -1,0 +1,176 @@
+// Indexing of the TensorDict handle (semantics 1.8): td[index] through the backend's index hook,
+// and index_put_, whose every write goes through the backend's write_at_.
+
+#include <ATen/ATen.h>
+#include <ATen/TensorIndexing.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+
+#include "core/format.h"
+#include "core/validate.h"
+
+namespace tensordict {
+
+using detail::size_str;
+
+// ---- Indexing ------------------------------------------------------------------------------
+
+TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) const {
+  BatchIndex index(indices, batch_size());
+  if (index.is_identity()) return *this;
+  return impl_->index(index);
+}
+
+TensorDict TensorDict::index(std::initializer_list<at::indexing::TensorIndex> indices) const {
+  return index(c10::ArrayRef<at::indexing::TensorIndex>(indices));
+}
+
+namespace {
+
+// Writes `value` (already sized to the indexed batch) into `dest[index]`, key by key.
+void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorDict& value,
+                    const NestedKey& prefix) {
+  value.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const NestedKey full = prefix.child(key);
+    Entry existing = dest.get(key);
+    if (entry.is_tensordict()) {
+      if (!existing.defined()) {
+        detail::check_unlocked(dest);
+        BatchSize child_batch(dest.batch_size().begin(), dest.batch_size().end());
+        c10::IntArrayRef vb = entry.tensordict_unchecked().batch_size();
+        child_batch.append(vb.begin() + index.result_batch_size().size(), vb.end());
+        dest.insert_or_assign(key, dest.make_child(key, child_batch));
+        existing = dest.get(key);  // what the backend stored
+      }
+      TD_CHECK(existing.is_tensordict(), TypeError, "cannot write a TensorDict into ", full.repr(),
+               " which holds ", kind_name(existing.kind()));
+      put_tensordict(*existing.tensordict_unchecked().impl(), index, entry.tensordict_unchecked(),
+                     full);
+      return;
+    }
+    if (entry.is_non_tensor()) {
+      // Non-tensor values: the same value everywhere stays uniform; otherwise write per element.
+      const NonTensorData& src = entry.non_tensor();
+      if (!existing.defined()) {
+        detail::check_unlocked(dest);
+        dest.insert_or_assign(key, src.is_stack() ? src.as_stack(dest.batch_size()) : src);
+        if (!src.is_stack()) return;
+        existing = dest.get(key);
+      }
+      TD_CHECK(existing.is_non_tensor(), TypeError, "cannot write non-tensor data into ",
+               full.repr(), " which holds ", kind_name(existing.kind()));
+      const NonTensorData& cur = existing.non_tensor();
+      if (!cur.is_stack() && !src.is_stack() && cur.value() == src.value()) return;
+      NonTensorData stacked = cur.as_stack(dest.batch_size());
+      std::vector<json::Value> pool = stacked.pool();
+      NonTensorData incoming = src.as_stack(index.result_batch_size());
+      at::Tensor ids = stacked.ids().clone();
+      index.assign(ids, incoming.ids() + static_cast<int64_t>(pool.size()));
+      pool.insert(pool.end(), incoming.pool().begin(), incoming.pool().end());
+      dest.insert_or_assign(key, NonTensorData::from_ids(std::move(pool), ids));
+      return;
+    }
+    const at::Tensor& src = entry.tensor_unchecked();
+    if (!existing.defined()) {
+      // Python pre-allocates a missing key as zeros of the full batch size.
+      detail::check_unlocked(dest);
+      BatchSize shape(dest.batch_size().begin(), dest.batch_size().end());
+      c10::IntArrayRef event = src.sizes().slice(index.result_batch_size().size());
+      shape.append(event.begin(), event.end());
+      at::Tensor zeros = at::zeros(shape, src.options().device(dest.device().value_or(src.device())));
+      dest.insert_or_assign(key, zeros);
+    } else {
+      TD_CHECK(existing.is_tensor(), TypeError, "cannot write a tensor into ", full.repr(),
+               " which holds ", kind_name(existing.kind()));
+    }
+    try {
+      dest.write_at_(key, index, src);
+    } catch (const c10::Error& e) {
+      TD_THROW(ShapeError, "cannot write a value of shape ", size_str(src.sizes()), " into ",
+               full.repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
+    }
+  });
+}
+
+}  // namespace
+
+TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
+                                   const TensorDict& value) {
+  BatchIndex index(indices, batch_size());
+  c10::IntArrayRef target = index.result_batch_size();
+  TensorDict src = value;
+  c10::IntArrayRef vb = value.batch_size();
+  if (vb.size() < target.size() || vb.slice(0, target.size()) != target) {
+    // A source whose batch is a suffix of the indexed batch broadcasts (td[:1] = td[0]).
+    const bool is_suffix = vb.size() <= target.size() &&
+                           target.slice(target.size() - vb.size()) == vb;
+    TD_CHECK(is_suffix, ShapeError, "indexed destination TensorDict batch size is ",
+             size_str(target), " (batch_size = ", size_str(batch_size()), ", index=",
+             index.repr(), "), which differs from the source batch size ", size_str(vb));
+    src = value.expand(target);
+  }
+  put_tensordict(*impl_, index, src, NestedKey());
+  return *this;
+}
+
+TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                                   const TensorDict& value) {
+  return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+}
+
+namespace {
+
+// `leaf[index] = value` for every tensor leaf, through each level's write_at_.
+void put_every_leaf(TensorDictBase& td, const BatchIndex& index, const at::Tensor& value, const NestedKey& prefix) {
+  td.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (kind == EntryKind::Tensor) {
+      try {
+        td.write_at_(key, index, value);
+      } catch (const c10::Error& e) {
+        TD_THROW(ShapeError, "cannot write into ", prefix.child(key).repr(), "[", index.repr(), "]: ",
+                 e.what_without_backtrace());
+      }
+    } else if (kind == EntryKind::TensorDict) {
+      const Entry child = td.get(key);
+      put_every_leaf(*child.tensordict_unchecked().impl(), index, value, prefix.child(key));
+    }
+  });
+}
+
+// A scalar as a 0-dim tensor that loses nothing (write_at_ casts it to each leaf's dtype).
+at::Tensor scalar_operand(const c10::Scalar& value) {
+  if (value.isBoolean()) return at::scalar_tensor(value, at::kBool);
+  if (value.isIntegral(/*includeBool=*/false)) return at::scalar_tensor(value, at::kLong);
+  if (value.isComplex()) return at::scalar_tensor(value, at::kComplexDouble);
+  return at::scalar_tensor(value, at::kDouble);
+}
+
+}  // namespace
+
+TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
+                                   const at::Tensor& value) {
+  BatchIndex index(indices, batch_size());
+  put_every_leaf(*impl_, index, value, NestedKey());
+  return *this;
+}
+
+TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                                   const at::Tensor& value) {
+  return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+}
+
+TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
+                                   const c10::Scalar& value) {
+  BatchIndex index(indices, batch_size());
+  put_every_leaf(*impl_, index, scalar_operand(value), NestedKey());
+  return *this;
+}
+
+TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
+                                   const c10::Scalar& value) {
+  return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+}
+
+}  // namespace tensordict

@@ -1,0 +1,24 @@
+#pragma once
+// Following a nested key down to the level that holds its last part. Levels whose entries live
+// in memory are walked through peek() (no entry copied, no reference count touched); other
+// backends hand out nested levels by value, which `holder` keeps alive.
+
+#include <tensordict/entry.h>
+#include <tensordict/key.h>
+#include <tensordict/tensor_dict_base.h>
+
+namespace tensordict {
+namespace detail {
+
+/// The level that holds `key.back()`, or nullptr when a level on the way is missing
+/// (`*missing_depth`, when given, is the index of the missing part). ValueError when a part on
+/// the way holds something other than a tensordict.
+TensorDictBase* find_level(TensorDictBase* root, KeyRef key, Entry& holder, size_t* missing_depth = nullptr);
+/// Like find_level, but a missing level is a KeyError naming the level where the path broke off.
+TensorDictBase* level_of(TensorDictBase* root, KeyRef key, Entry& holder);
+/// Like find_level, creating missing levels (of the parent's backend kind, make_child); a part
+/// holding a leaf is a KeyError, a locked level a LockedError.
+TensorDictBase* level_of_or_create(TensorDictBase* root, KeyRef key, Entry& holder);
+
+}  // namespace detail
+}  // namespace tensordict

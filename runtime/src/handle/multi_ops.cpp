@@ -1,0 +1,298 @@
+// Operations producing or consuming several tensordicts: split, chunk, unbind, stack, cat.
+
+#include <ATen/ATen.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+
+#include "backends/in_memory/level_builder.h"
+#include "core/batch_dim.h"
+#include "core/format.h"
+#include "core/validate.h"
+#include "ops/leafwise.h"
+
+namespace tensordict {
+
+using detail::size_str;
+
+namespace {
+
+int64_t wrap_batch_dim(int64_t dim, const TensorDict& td, const char* op) {
+  return detail::wrap_batch_dim<IndexError>(dim, td.batch_dims(), op, td.batch_size());
+}
+
+// Splits every leaf with `fn` (which returns one piece per output) into `batches.size()`
+// tensordicts; nested tensordicts and non-tensor stacks follow.
+std::vector<TensorDict> split_with(const TensorDictBase& td,
+                                   const std::vector<BatchSize>& batches,
+                                   const std::function<std::vector<at::Tensor>(const at::Tensor&)>& fn) {
+  std::vector<LevelBuilder> outs;
+  outs.reserve(batches.size());
+  for (const auto& b : batches) outs.emplace_back(b, td.device(), td.num_entries());
+  const size_t old_dims = td.batch_size().size();
+  td.for_each([&](const std::string& key, const Entry& entry) {
+    switch (entry.kind()) {
+      case Entry::Kind::Tensor: {
+        std::vector<at::Tensor> pieces = fn(entry.tensor_unchecked());
+        for (size_t i = 0; i < outs.size(); ++i) outs[i].append(key, std::move(pieces[i]));
+        break;
+      }
+      case Entry::Kind::TensorDict: {
+        const TensorDictBase* child = entry.tensordict_unchecked().impl();
+        std::vector<BatchSize> child_batches;
+        c10::IntArrayRef extra = child->batch_size().slice(old_dims);
+        for (const auto& b : batches) {
+          BatchSize cb = b;
+          cb.append(extra.begin(), extra.end());
+          child_batches.push_back(cb);
+        }
+        std::vector<TensorDict> pieces = split_with(*child, child_batches, fn);
+        for (size_t i = 0; i < outs.size(); ++i) outs[i].append(key, std::move(pieces[i]));
+        break;
+      }
+      case Entry::Kind::NonTensor: {
+        const NonTensorData& data = entry.non_tensor();
+        if (!data.is_stack()) {
+          for (auto& out : outs) out.append(key, data);
+          break;
+        }
+        std::vector<at::Tensor> pieces = fn(data.ids());
+        for (size_t i = 0; i < outs.size(); ++i) outs[i].append(key, data.with_ids(pieces[i]));
+        break;
+      }
+      case Entry::Kind::Undefined:
+        break;
+    }
+  });
+  std::vector<TensorDict> result;
+  result.reserve(outs.size());
+  for (auto& out : outs) {
+    out.set_locked(td.is_locked());
+    result.push_back(out.finish());
+  }
+  return result;
+}
+
+// split_with locks the pieces of a locked level; pieces of a snapshot (read from a backend whose
+// reads are copies) get the lock of the tensordict they came from.
+std::vector<TensorDict> keep_locks(std::vector<TensorDict> pieces, const TensorDict& from, const TensorDict& read) {
+  if (!read.is_same(from) && from.is_locked()) {
+    for (auto& piece : pieces) piece.lock_();
+  }
+  return pieces;
+}
+
+}  // namespace
+
+std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const {
+  TD_CHECK(split_size > 0, ValueError, "TensorDict.split: split_size must be positive, got ",
+           split_size, ".");
+  dim = wrap_batch_dim(dim, *this, "split");
+  const int64_t total = batch_size()[dim];
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < total; start += split_size) sizes.push_back(std::min(split_size, total - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(sizes, dim);
+}
+
+std::vector<TensorDict> TensorDict::split(c10::IntArrayRef split_sizes, int64_t dim) const {
+  dim = wrap_batch_dim(dim, *this, "split");
+  int64_t sum = 0;
+  for (int64_t s : split_sizes) {
+    TD_CHECK(s >= 0, ValueError, "TensorDict.split: split sizes must be non-negative, got ", split_sizes);
+    sum += s;
+  }
+  TD_CHECK(sum == batch_size()[dim], RuntimeError, "TensorDict.split: split sizes ", split_sizes,
+           " sum to ", sum, " but batch dim ", dim, " has size ", batch_size()[dim]);
+  std::vector<BatchSize> batches;
+  for (int64_t s : split_sizes) {
+    BatchSize b(batch_size().begin(), batch_size().end());
+    b[dim] = s;
+    batches.push_back(b);
+  }
+  std::vector<int64_t> sizes(split_sizes.begin(), split_sizes.end());
+  const TensorDict src = ops::readable(*this);
+  return keep_locks(split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.split_with_sizes(sizes, dim); }),
+                    *this, src);
+}
+
+std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
+  TD_CHECK(chunks >= 1, ValueError, "TensorDict.chunk: chunks must be a strictly positive integer, got ",
+           chunks, ".");
+  dim = wrap_batch_dim(dim, *this, "chunk");
+  const int64_t total = batch_size()[dim];
+  const int64_t size = std::max<int64_t>((total + chunks - 1) / chunks, 1);
+  return split(size, dim);
+}
+
+std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
+  dim = wrap_batch_dim(dim, *this, "unbind");
+  BatchSize b(batch_size().begin(), batch_size().end());
+  b.erase(b.begin() + dim);
+  std::vector<BatchSize> batches(batch_size()[dim], b);
+  const TensorDict src = ops::readable(*this);
+  return keep_locks(split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.unbind(dim); }), *this, src);
+}
+
+// ---- stack / cat -------------------------------------------------------------------------------
+
+namespace {
+
+enum class Join { Stack, Cat };
+
+TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const NestedKey& prefix);
+
+void check_same_keys(const std::vector<TensorDict>& tds, const NestedKey& prefix, Join mode) {
+  const auto& first = *tds.front().impl();
+  for (size_t i = 1; i < tds.size(); ++i) {
+    const auto& other = *tds[i].impl();
+    bool same = other.num_entries() == first.num_entries();
+    std::string missing;
+    first.for_each([&](const std::string& key, const Entry&) {
+      if (same && !other.has(key)) {
+        same = false;
+        missing = key;
+      }
+    });
+    if (same) continue;
+    std::string where = prefix.empty() ? "" : " in nested TensorDict " + prefix.repr();
+    if (mode == Join::Stack) {
+      TD_THROW(RuntimeError, "The sets of keys in the tensordicts to stack are exclusive",
+               where, ": td[0] has keys ", detail::keys_str(first.keys()), " and td[", i,
+               "] has keys ", detail::keys_str(other.keys()),
+               missing.empty() ? "" : " (first differing key " + NestedKey(missing).repr() + ").");
+    }
+    TD_THROW(KeyError, "got keys ", detail::keys_str(first.keys()), " and ",
+             detail::keys_str(other.keys()), " which are incompatible", where, ".");
+  }
+}
+
+TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const NestedKey& prefix) {
+  const TensorDict& first = tds.front();
+  const int64_t n = first.batch_dims();
+  BatchSize out_batch(first.batch_size().begin(), first.batch_size().end());
+  std::optional<at::Device> device = first.device();
+  for (size_t i = 1; i < tds.size(); ++i) {
+    if (tds[i].device() != device) device.reset();
+  }
+  if (mode == Join::Stack) {
+    for (size_t i = 1; i < tds.size(); ++i) {
+      TD_CHECK(tds[i].batch_size() == first.batch_size(), ShapeError,
+               "stacking tensordicts requires them to have congruent batch sizes, got td[", i,
+               "].batch_size=", size_str(tds[i].batch_size()), " and td[0].batch_size=",
+               size_str(first.batch_size()),
+               prefix.empty() ? std::string() : " in nested TensorDict " + prefix.repr());
+    }
+    out_batch.insert(out_batch.begin() + dim, static_cast<int64_t>(tds.size()));
+  } else {
+    int64_t total = 0;
+    for (size_t i = 0; i < tds.size(); ++i) {
+      c10::IntArrayRef b = tds[i].batch_size();
+      bool ok = static_cast<int64_t>(b.size()) == n;
+      for (int64_t d = 0; ok && d < n; ++d) ok = d == dim || b[d] == first.batch_size()[d];
+      TD_CHECK(ok, ShapeError, "cat: td[", i, "].batch_size=", size_str(b),
+               " does not match td[0].batch_size=", size_str(first.batch_size()),
+               " outside dim ", dim);
+      total += b[dim];
+    }
+    out_batch[dim] = total;
+  }
+  check_same_keys(tds, prefix, mode);
+
+  LevelBuilder out(out_batch, device, first.impl()->num_entries());
+  std::vector<Entry> column(tds.size());
+  first.impl()->for_each([&](const std::string& key, const Entry& head) {
+    const NestedKey full = prefix.child(key);
+    for (size_t i = 0; i < tds.size(); ++i) {
+      column[i] = i == 0 ? head : tds[i].impl()->get(key);
+      TD_CHECK(column[i].kind() == head.kind(), TypeError, "cannot ",
+               mode == Join::Stack ? "stack" : "cat", " key ", full.repr(), ": td[0] holds ",
+               kind_name(head.kind()), " but td[", i, "] holds ", kind_name(column[i].kind()));
+    }
+    switch (head.kind()) {
+      case Entry::Kind::Tensor: {
+        std::vector<at::Tensor> leaves;
+        leaves.reserve(tds.size());
+        for (size_t i = 0; i < tds.size(); ++i) {
+          const at::Tensor& t = column[i].tensor_unchecked();
+          if (i > 0) {
+            c10::IntArrayRef a = head.tensor_unchecked().sizes(), b = t.sizes();
+            bool ok = a.size() == b.size();
+            for (size_t d = 0; ok && d < a.size(); ++d) {
+              ok = a[d] == b[d] || (mode == Join::Cat && static_cast<int64_t>(d) == dim);
+            }
+            TD_CHECK(ok, ShapeError, "The shapes of the tensors to ",
+                     mode == Join::Stack ? "stack" : "cat", " is incompatible: ", size_str(b),
+                     " vs ", size_str(a), " for key ", full.repr(), ".");
+          }
+          leaves.push_back(t);
+        }
+        out.append(key, mode == Join::Stack ? at::stack(leaves, dim) : at::cat(leaves, dim));
+        break;
+      }
+      case Entry::Kind::TensorDict: {
+        std::vector<TensorDict> children;
+        children.reserve(tds.size());
+        for (const auto& e : column) children.push_back(e.tensordict_unchecked());
+        out.append(key, join(children, dim, mode, full));
+        break;
+      }
+      case Entry::Kind::NonTensor: {
+        std::vector<NonTensorData> items;
+        for (const auto& e : column) items.push_back(e.non_tensor());
+        if (mode == Join::Stack) {
+          out.append(key, NonTensorData::stack(items, dim, first.batch_size()));
+        } else {
+          bool same = true;
+          for (const auto& it : items) same = same && !it.is_stack() && it.value() == items[0].value();
+          if (same) {
+            out.append(key, items[0]);
+          } else {
+            std::vector<json::Value> pool;
+            std::vector<at::Tensor> ids;
+            for (size_t i = 0; i < items.size(); ++i) {
+              NonTensorData s = items[i].as_stack(tds[i].batch_size());
+              ids.push_back(s.ids() + static_cast<int64_t>(pool.size()));
+              pool.insert(pool.end(), s.pool().begin(), s.pool().end());
+            }
+            out.append(key, NonTensorData::from_ids(std::move(pool), at::cat(ids, dim)));
+          }
+        }
+        break;
+      }
+      case Entry::Kind::Undefined:
+        break;
+    }
+  });
+  return out.finish();
+}
+
+std::vector<TensorDict> readable_all(const std::vector<TensorDict>& tds) {
+  std::vector<TensorDict> out;
+  out.reserve(tds.size());
+  for (const auto& td : tds) out.push_back(ops::readable(td));
+  return out;
+}
+
+}  // namespace
+
+TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
+  TD_CHECK(!tds.empty(), RuntimeError, "list_of_tensordicts cannot be empty");
+  const int64_t n = tds.front().batch_dims();
+  TD_CHECK(dim >= -n - 1 && dim <= n, IndexError, "stack: dim ", dim,
+           " is out of range for tensordicts with batch size ", size_str(tds.front().batch_size()),
+           " (allowed: ", -n - 1, " to ", n, ")");
+  if (dim < 0) dim += n + 1;
+  return join(readable_all(tds), dim, Join::Stack, NestedKey());
+}
+
+TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
+  TD_CHECK(!tds.empty(), RuntimeError, "list_of_tensordicts cannot be empty");
+  const int64_t n = tds.front().batch_dims();
+  TD_CHECK(dim >= -n && dim < n, RuntimeError, "dim must be in the range 0 <= dim < len(batch_size), got dim=",
+           dim, " and batch_size=", size_str(tds.front().batch_size()));
+  if (dim < 0) dim += n;
+  return join(readable_all(tds), dim, Join::Cat, NestedKey());
+}
+
+}  // namespace tensordict

@@ -1,0 +1,275 @@
+// TensorDict handle: construction, batch size, lookup and the writes of one key.
+
+#include <tensordict/tensor_dict.h>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/entry.h>
+
+#include "backends/in_memory/in_memory.h"
+#include "core/batch_dim.h"
+#include "core/format.h"
+#include "core/validate.h"
+#include "handle/key_path.h"
+
+namespace tensordict {
+
+using namespace detail;
+
+// ---- Construction -------------------------------------------------------------------------
+
+TensorDict::TensorDict() : impl_(in_memory::make_level({}, std::nullopt)) {}
+
+TensorDict::TensorDict(std::initializer_list<Item> items, c10::IntArrayRef batch_size,
+                       std::optional<at::Device> device)
+    : impl_(in_memory::make_from_items(c10::ArrayRef<Item>(items.begin(), items.size()), batch_size, device)) {}
+
+TensorDict::TensorDict(const std::vector<Item>& items, c10::IntArrayRef batch_size, std::optional<at::Device> device)
+    : impl_(in_memory::make_from_items(items, batch_size, device)) {}
+
+TensorDict::TensorDict(c10::intrusive_ptr<TensorDictBase> impl) : impl_(std::move(impl)) {
+  TD_CHECK(impl_, ValueError, "TensorDict needs a backend, got a null pointer");
+}
+
+TensorDict TensorDict::empty_with(c10::IntArrayRef batch_size, std::optional<at::Device> device) {
+  for (int64_t s : batch_size) TD_CHECK(s >= 0, ValueError, "batch size ", batch_size, " has a negative size");
+  return TensorDict(in_memory::make_level(batch_size, device));
+}
+
+// ---- Batch size -----------------------------------------------------------------------------
+
+int64_t TensorDict::size(int64_t dim) const {
+  return batch_size()[wrap_batch_dim<IndexError>(dim, batch_dims(), "size", batch_size())];
+}
+
+int64_t TensorDict::numel() const {
+  int64_t n = 1;
+  for (int64_t s : batch_size()) n *= s;
+  return n;
+}
+
+namespace {
+void validate_batch_size(const TensorDictBase& td, c10::IntArrayRef batch) {
+  td.for_each([&](const std::string& key, const Entry& entry) {
+    if (entry.is_tensor()) {
+      c10::IntArrayRef shape = entry.tensor_unchecked().sizes();
+      TD_CHECK(shape.size() >= batch.size() && shape.slice(0, batch.size()) == batch, ShapeError, "the Tensor ", key,
+               " has shape ", size_str(shape), " which is incompatible with the batch-size ", size_str(batch), ".");
+    } else if (entry.is_non_tensor() && entry.non_tensor().is_stack()) {
+      TD_CHECK(entry.non_tensor().ids().sizes() == batch, ShapeError, "the non-tensor stack ", key, " has shape ",
+               size_str(entry.non_tensor().ids().sizes()), " which is incompatible with the batch-size ",
+               size_str(batch), ".");
+    }
+  });
+}
+}  // namespace
+
+TensorDict& TensorDict::set_batch_size(c10::IntArrayRef batch_size) {
+  validate_batch_size(*impl_, batch_size);
+  // Nested tensordicts must keep the new batch as a prefix: those that do not are re-batched.
+  impl_->for_each([&](const std::string& key, const Entry& entry) {
+    if (!entry.is_tensordict()) return;
+    TensorDict child = entry.tensordict_unchecked();
+    c10::IntArrayRef cb = child.batch_size();
+    if (cb.size() >= batch_size.size() && cb.slice(0, batch_size.size()) == batch_size) return;
+    try {
+      child.set_batch_size(batch_size);
+    } catch (ShapeError& e) {
+      e.add_context("in nested TensorDict " + NestedKey(key).repr());
+      throw;
+    }
+  });
+  impl_->set_batch_size(batch_size);
+  return *this;
+}
+
+// ---- Lookup ---------------------------------------------------------------------------------
+
+bool TensorDict::contains(KeyRef key) const {
+  check_key(key);
+  // Python: ("a", "b") in td is False when "a" holds a tensor (no error, unlike get).
+  const TensorDictBase* level = impl_.get();
+  Entry holder;
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    if (level->kind(key[i]) != EntryKind::TensorDict) return false;
+    holder = level->get(key[i]);
+    level = holder.tensordict_unchecked().impl();
+  }
+  return level->has(key.back());
+}
+
+Entry TensorDict::find(KeyRef key) const {
+  check_key(key);
+  Entry holder;
+  TensorDictBase* level = find_level(impl_.get(), key, holder);
+  return level ? level->get(key.back()) : Entry();
+}
+
+Entry TensorDict::get_entry(KeyRef key) const {
+  check_key(key);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), key, holder);
+  Entry e = level->get(key.back());
+  if (!e.defined()) throw_missing(*level, key, key.size() - 1);
+  return e;
+}
+
+namespace {
+[[noreturn]] void throw_not_tensor(KeyRef key, EntryKind kind) {
+  TD_THROW(TypeError, "the entry at ", key.repr(), " holds ", kind_name(kind), ", not a tensor; use ",
+           kind == EntryKind::TensorDict ? "get_tensordict()" : "get_non_tensor()", " or get_entry()");
+}
+}  // namespace
+
+at::Tensor TensorDict::get(KeyRef key) const {
+  check_key(key);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), key, holder);
+  if (level->entries_in_memory()) {
+    // The stored tensor itself, without copying the entry.
+    const Entry* e = level->peek(key.back());
+    if (C10_LIKELY(e != nullptr && e->is_tensor())) return e->tensor_unchecked();
+    if (e == nullptr) throw_missing(*level, key, key.size() - 1);
+    throw_not_tensor(key, e->kind());
+  }
+  Entry e = level->get(key.back());
+  if (!e.defined()) throw_missing(*level, key, key.size() - 1);
+  if (!e.is_tensor()) throw_not_tensor(key, e.kind());
+  return std::move(e.mutable_tensor());
+}
+
+at::Tensor TensorDict::get(KeyRef key, const at::Tensor& default_value) const {
+  Entry e = find(key);
+  if (!e.defined()) return default_value;
+  TD_CHECK(e.is_tensor(), TypeError, "the entry at ", key.repr(), " holds ", kind_name(e.kind()), ", not a tensor");
+  return std::move(e.mutable_tensor());
+}
+
+TensorDict TensorDict::get_tensordict(KeyRef key) const {
+  Entry e = get_entry(key);
+  TD_CHECK(e.is_tensordict(), TypeError, "the entry at ", key.repr(), " holds ", kind_name(e.kind()),
+           ", not a TensorDict");
+  return e.tensordict_unchecked();
+}
+
+NonTensorData TensorDict::get_non_tensor(KeyRef key) const {
+  Entry e = get_entry(key);
+  TD_CHECK(e.is_non_tensor(), TypeError, "the entry at ", key.repr(), " holds ", kind_name(e.kind()),
+           ", not non-tensor data");
+  return e.non_tensor();
+}
+
+// ---- Writes ---------------------------------------------------------------------------------
+
+TensorDict& TensorDict::set(KeyRef key, at::Tensor value) {
+  check_key(key);
+  check_unlocked(*impl_);
+  Entry holder;
+  TensorDictBase* level = level_of_or_create(impl_.get(), key, holder);
+  check_unlocked(*level);
+  level->insert_or_assign(key.back(), prepare_tensor(*level, key, std::move(value)));
+  return *this;
+}
+
+TensorDict& TensorDict::set(KeyRef key, EntryInit value) {
+  check_key(key);
+  check_unlocked(*impl_);
+  Entry holder;
+  TensorDictBase* level = level_of_or_create(impl_.get(), key, holder);
+  check_unlocked(*level);
+  if (value.is_nested_list()) {
+    TensorDict child = TensorDict::empty_with(level->batch_size(), level->device());
+    for (const auto& item : value.nested()) child.set(item.first, item.second);
+    level->insert_or_assign(key.back(), std::move(child));
+    return *this;
+  }
+  level->insert_or_assign(key.back(), prepare_entry(*level, key, std::move(value.entry())));
+  return *this;
+}
+
+TensorDict& TensorDict::set_non_tensor(KeyRef key, json::Value value) {
+  return set(key, EntryInit(NonTensorData(std::move(value))));
+}
+
+TensorDict& TensorDict::set_(KeyRef key, const at::Tensor& value) {
+  check_key(key);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), key, holder);
+  const EntryKind kind = level->kind(key.back());
+  if (kind == EntryKind::Undefined) throw_missing(*level, key, key.size() - 1);
+  TD_CHECK(kind == EntryKind::Tensor, TypeError, "set_ of a tensor at ", key.repr(), " which holds ", kind_name(kind));
+  c10::IntArrayRef batch = level->batch_size();
+  TD_CHECK(value.dim() >= static_cast<int64_t>(batch.size()) && value.sizes().slice(0, batch.size()) == batch,
+           ShapeError, "batch dimension mismatch, got self.batch_size=", size_str(batch),
+           " and value.shape=", size_str(value.sizes()), " for key ", key.repr(), ".");
+  try {
+    level->write_(key.back(), value);
+  } catch (const c10::Error& e) {
+    // Only on failure is the destination read, to name its shape.
+    TD_THROW(ValueError, "Failed to update ", key.repr(), " in tensordict: destination shape ",
+             size_str(level->get(key.back()).tensor().sizes()), ", value shape ", size_str(value.sizes()), ": ",
+             e.what_without_backtrace());
+  }
+  return *this;
+}
+
+TensorDict& TensorDict::set_(KeyRef key, const TensorDict& value) {
+  check_key(key);
+  TensorDict dest = get_tensordict(key);
+  for (auto& [k, entry] : value.items(/*include_nested=*/true, /*leaves_only=*/true)) dest.set_(k, entry.tensor());
+  return *this;
+}
+
+TensorDict& TensorDict::erase(KeyRef key) {
+  check_key(key);
+  check_unlocked(*impl_);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), key, holder);
+  check_unlocked(*level);
+  if (!level->has(key.back())) throw_missing(*level, key, key.size() - 1);
+  level->erase(key.back());
+  return *this;
+}
+
+Entry TensorDict::pop(KeyRef key) {
+  check_key(key);
+  check_unlocked(*impl_);
+  Entry e = find(key);
+  TD_CHECK(e.defined(), KeyError, "You are trying to pop key ", key.repr(),
+           " which is not in dict without providing default value. Keys=", keys_str(impl_->keys()));
+  erase(key);
+  return e;
+}
+
+Entry TensorDict::pop(KeyRef key, Entry default_value) {
+  check_key(key);
+  check_unlocked(*impl_);
+  Entry e = find(key);
+  if (!e.defined()) return default_value;
+  erase(key);
+  return e;
+}
+
+TensorDict& TensorDict::rename_key_(KeyRef old_key, KeyRef new_key, bool safe) {
+  check_key(old_key);
+  check_key(new_key);
+  check_unlocked(*impl_);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), old_key, holder);
+  if (!level->has(old_key.back())) throw_missing(*level, old_key, old_key.size() - 1);
+  if (safe && contains(new_key)) TD_THROW(KeyError, "key ", new_key.repr(), " already present in TensorDict.");
+  bool same_level = old_key.size() == new_key.size();
+  for (size_t i = 0; same_level && i + 1 < old_key.size(); ++i) same_level = old_key[i] == new_key[i];
+  if (same_level) {
+    check_unlocked(*level);
+    if (old_key.back() == new_key.back()) return *this;
+    if (level->has(new_key.back())) level->erase(new_key.back());
+    level->rename(old_key.back(), new_key.back());
+    return *this;
+  }
+  set(new_key, EntryInit(level->get(old_key.back())));
+  erase(old_key);
+  return *this;
+}
+
+}  // namespace tensordict

@@ -1,0 +1,188 @@
+// Comparisons of TensorDict (semantics 1.12): tensordicts of bools against a tensordict, a tensor
+// or a scalar, all()/any(), and the elementwise tests (isnan, ...). Results are never locked.
+
+#include <ATen/ATen.h>
+
+#include <tensordict/ops.h>
+
+#include "ops/kernel.h"
+#include "ops/leafwise.h"
+
+namespace tensordict {
+
+using namespace ops;
+
+namespace {
+
+TensorDict elementwise_test(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> test) {
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return test(leaves[i]); }, LeafKeys{*src.impl()}, op);
+  return ops::rebuild(*src.impl(), results);
+}
+
+using CmpOp = TensorDictComparison::Op;
+
+const char* cmp_name(CmpOp op) {
+  switch (op) {
+    case CmpOp::Eq: return "eq";
+    case CmpOp::Ne: return "ne";
+    case CmpOp::Lt: return "lt";
+    case CmpOp::Le: return "le";
+    case CmpOp::Gt: return "gt";
+    case CmpOp::Ge: return "ge";
+  }
+  return "?";
+}
+
+template <typename Other>
+at::Tensor compare(CmpOp op, const at::Tensor& a, const Other& b) {
+  switch (op) {
+    case CmpOp::Eq: return at::eq(a, b);
+    case CmpOp::Ne: return at::ne(a, b);
+    case CmpOp::Lt: return at::lt(a, b);
+    case CmpOp::Le: return at::le(a, b);
+    case CmpOp::Gt: return at::gt(a, b);
+    case CmpOp::Ge: return at::ge(a, b);
+  }
+  return at::Tensor();
+}
+
+TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) {
+  std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), cmp_name(op));
+  const TensorDict a = readable(a_in), b = readable(b_in);
+  MatchedLeaves m;
+  match_leaves(a, b, BinaryDefault(), m);
+  const BinaryDefault def;
+  LeafList results = compute(
+      m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
+      [&](size_t i) {
+        std::vector<NestedKey> keys;
+        MatchedLeaves again;
+        again.keys = &keys;
+        match_leaves(a, b, def, again);
+        return keys[i];
+      },
+      cmp_name(op));
+  return rebuild_pair(a, b, def, results, batch);
+}
+
+TensorDict compare_tensor(const TensorDict& td, const at::Tensor& other, CmpOp op) {
+  AlignedTensor aligned(td, other, cmp_name(op));
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); },
+      [&](size_t i) { return compare(op, leaves[i], aligned.operand(leaves[i])); }, LeafKeys{*src.impl()}, cmp_name(op));
+  RebuildOptions options;
+  options.batch_size = c10::IntArrayRef(aligned.batch_size());
+  return ops::rebuild(*src.impl(), results, options);
+}
+
+TensorDict compare_scalar(const TensorDict& td, const c10::Scalar& other, CmpOp op) {
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  ScalarOperand scalar(other);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); },
+      [&](size_t i) {
+        const at::Tensor& z = scalar.for_leaf(leaves[i]);
+        return z.defined() ? compare(op, leaves[i], z) : compare(op, leaves[i], other);
+      },
+      LeafKeys{*src.impl()}, cmp_name(op));
+  return ops::rebuild(*src.impl(), results);
+}
+
+bool leaf_all(const at::Tensor& t) { return t.numel() == 0 || t.all().item<bool>(); }
+bool leaf_any(const at::Tensor& t) { return t.numel() > 0 && t.any().item<bool>(); }
+
+// at::equal gives the answer of (x == y).all() without the bool tensor when shapes, dtypes and
+// devices match and the two are not the same memory (at::equal may short-cut aliases to true,
+// which (x == y).all() is not for NaNs).
+bool leaves_equal(const at::Tensor& x, const at::Tensor& y) {
+  const bool fast = x.sizes() == y.sizes() && x.scalar_type() == y.scalar_type() && x.device() == y.device() &&
+                    !(x.data_ptr() == y.data_ptr() && x.strides() == y.strides());
+  if (fast) return at::equal(x, y);
+  return leaf_all(at::eq(x, y));
+}
+
+}  // namespace
+
+#define TENSORDICT_DEFINE_COMPARISON(name, Op)                                                   \
+  TensorDict TensorDict::name(const TensorDict& other) const { return compare_td(*this, other, CmpOp::Op); } \
+  TensorDict TensorDict::name(const at::Tensor& other) const { return compare_tensor(*this, other, CmpOp::Op); } \
+  TensorDict TensorDict::name(const c10::Scalar& other) const { return compare_scalar(*this, other, CmpOp::Op); }
+TENSORDICT_DEFINE_COMPARISON(eq, Eq)
+TENSORDICT_DEFINE_COMPARISON(ne, Ne)
+TENSORDICT_DEFINE_COMPARISON(lt, Lt)
+TENSORDICT_DEFINE_COMPARISON(le, Le)
+TENSORDICT_DEFINE_COMPARISON(gt, Gt)
+TENSORDICT_DEFINE_COMPARISON(ge, Ge)
+#undef TENSORDICT_DEFINE_COMPARISON
+
+TensorDict TensorDictComparison::to_tensordict() const {
+  if (rhs_td_) return compare_td(lhs_, *rhs_td_, op_);
+  if (rhs_scalar_) return compare_scalar(lhs_, *rhs_scalar_, op_);
+  return compare_tensor(lhs_, rhs_tensor_, op_);
+}
+
+bool TensorDictComparison::all() const {
+  if (op_ == Op::Eq && rhs_td_) {
+    broadcast_batch(lhs_.batch_size(), rhs_td_->batch_size(), "eq");
+    MatchedLeaves m;
+    m.lhs.reserve(32);
+    m.rhs.reserve(32);
+    match_leaves(readable(lhs_), readable(*rhs_td_), BinaryDefault(), m);
+    for (size_t i = 0; i < m.lhs.size(); ++i) {
+      bool equal;
+      try {
+        equal = leaves_equal(m.lhs[i], m.rhs[i]);
+      } catch (const c10::Error&) {
+        return to_tensordict().all();  // names the failing key
+      }
+      if (!equal) return false;
+    }
+    return true;
+  }
+  return to_tensordict().all();
+}
+
+bool TensorDictComparison::any() const {
+  if (op_ == Op::Ne && rhs_td_) return !TensorDictComparison(Op::Eq, lhs_, *rhs_td_).all();
+  return to_tensordict().any();
+}
+
+bool TensorDict::all() const {
+  LeafList leaves = leaves_of(readable(*this));
+  for (const auto& t : leaves) {
+    if (!leaf_all(t)) return false;
+  }
+  return true;
+}
+
+bool TensorDict::any() const {
+  LeafList leaves = leaves_of(readable(*this));
+  for (const auto& t : leaves) {
+    if (leaf_any(t)) return true;
+  }
+  return false;
+}
+
+TensorDict TensorDict::isnan() const {
+  return elementwise_test(*this, "isnan", [](const at::Tensor& t) { return at::isnan(t); });
+}
+TensorDict TensorDict::isfinite() const {
+  return elementwise_test(*this, "isfinite", [](const at::Tensor& t) { return at::isfinite(t); });
+}
+TensorDict TensorDict::isposinf() const {
+  return elementwise_test(*this, "isposinf", [](const at::Tensor& t) { return at::isposinf(t); });
+}
+TensorDict TensorDict::isneginf() const {
+  return elementwise_test(*this, "isneginf", [](const at::Tensor& t) { return at::isneginf(t); });
+}
+TensorDict TensorDict::isreal() const {
+  return elementwise_test(*this, "isreal", [](const at::Tensor& t) { return at::isreal(t); });
+}
+
+}  // namespace tensordict

@@ -1,0 +1,40 @@
+#include "ops/kernel.h"
+
+namespace tensordict {
+namespace ops {
+
+LeafList compute(size_t n, bool try_foreach, FunctionRef<LeafList()> foreach, FunctionRef<at::Tensor(size_t)> loop,
+                 FunctionRef<NestedKey(size_t)> key_of, const char* op) {
+  LeafList results;
+  if (n > 0 && try_foreach) {
+    try {
+      results = foreach();
+    } catch (const c10::Error&) {
+      results.clear();  // the loop names the failing leaf
+    }
+  }
+  if (results.size() != n) {
+    results.assign(n, at::Tensor());
+    size_t i = 0;
+    try {
+      for (; i < n; ++i) results[i] = loop(i);
+    } catch (const c10::Error& e) {
+      rethrow_leaf_error(op, key_of(i), e);
+    }
+  }
+  return results;
+}
+
+void compute_(size_t n, bool try_foreach, FunctionRef<bool()> foreach, FunctionRef<void(size_t)> loop,
+              FunctionRef<NestedKey(size_t)> key_of, const char* op) {
+  if (n == 0 || (try_foreach && foreach())) return;
+  size_t i = 0;
+  try {
+    for (; i < n; ++i) loop(i);
+  } catch (const c10::Error& e) {
+    rethrow_leaf_error(op, key_of(i), e);
+  }
+}
+
+}  // namespace ops
+}  // namespace tensordict

@@ -1,0 +1,259 @@
+// Key selection and key transforms (semantics 1.5): select(_), exclude(_), split_keys,
+// flatten_keys, unflatten_keys. Results share the leaves.
+
+#include <cstring>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict.h>
+
+#include "backends/in_memory/level_builder.h"
+#include "core/format.h"
+#include "core/validate.h"
+
+namespace tensordict {
+
+namespace {
+
+// Keys grouped by their first part, in first-appearance order: `whole` when the entry itself is
+// named, `rest` the remaining parts of the nested keys under it.
+struct KeyGroup {
+  std::string head;
+  bool whole = false;
+  std::vector<NestedKey> rest;
+};
+
+std::vector<KeyGroup> group_keys(const std::vector<NestedKey>& keys) {
+  std::vector<KeyGroup> groups;
+  for (const auto& key : keys) {
+    detail::check_key(key);
+    KeyGroup* g = nullptr;
+    for (auto& existing : groups) {
+      if (existing.head == key[0]) g = &existing;
+    }
+    if (g == nullptr) {
+      groups.push_back(KeyGroup{key[0], false, {}});
+      g = &groups.back();
+    }
+    if (key.size() == 1) {
+      g->whole = true;
+    } else {
+      g->rest.emplace_back(std::vector<std::string>(key.parts().begin() + 1, key.parts().end()));
+    }
+  }
+  return groups;
+}
+
+// Python narrows a nested level to the nested keys named under it, even when the level is also
+// named whole (select("n", ("n", "c")) keeps n with c only).
+TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& keys, bool strict,
+                        const NestedKey& prefix) {
+  std::vector<KeyGroup> groups = group_keys(keys);
+  LevelBuilder out(td.batch_size(), td.device(), groups.size());
+  for (const KeyGroup& g : groups) {
+    Entry e = td.get(g.head);
+    const NestedKey full = prefix.child(g.head);
+    if (!e.defined()) {
+      if (!strict) continue;
+      TD_THROW(KeyError, "key \"", detail::printable(g.head), "\" not found in ", td.type_name(),
+               prefix.empty() ? std::string() : " at " + prefix.repr(), " with keys ", detail::keys_str(td.keys()),
+               " (select of ", full.repr(), ")");
+    }
+    if (g.rest.empty()) {
+      out.append(g.head, std::move(e));
+    } else if (e.is_tensordict()) {
+      out.append(g.head, select_level(*e.tensordict_unchecked().impl(), g.rest, strict, full));
+    } else {
+      TD_CHECK(!strict, KeyError, "select: ", full.repr(), " holds ", kind_name(e.kind()), ", so the nested key ",
+               full.child(g.rest.front()[0]).repr(), " does not exist");
+      if (g.whole) out.append(g.head, std::move(e));
+    }
+  }
+  return out.finish();
+}
+
+TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>& keys) {
+  std::vector<KeyGroup> groups = group_keys(keys);
+  LevelBuilder out(td.batch_size(), td.device(), td.num_entries());
+  td.for_each([&](const std::string& key, const Entry& e) {
+    const KeyGroup* g = nullptr;
+    for (const auto& cand : groups) {
+      if (cand.head == key) g = &cand;
+    }
+    if (g == nullptr) {
+      out.append(key, e);
+    } else if (!g->whole) {
+      // A nested key under a leaf does not exist: like any missing key, nothing to drop.
+      if (e.is_tensordict()) {
+        out.append(key, exclude_level(*e.tensordict_unchecked().impl(), g->rest));
+      } else {
+        out.append(key, e);
+      }
+    }
+  });
+  return out.finish();
+}
+
+// select_: `td` keeps only the selected entries, in selection order. A nested tensordict named
+// through nested keys is narrowed in place, so other handles to it see the change. Missing keys
+// were rejected (strict) or are skipped, so every key used here exists.
+void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
+  detail::check_unlocked(td);
+  std::vector<std::pair<std::string, Entry>> kept;
+  for (const KeyGroup& g : group_keys(keys)) {
+    Entry e = td.get(g.head);
+    if (!e.defined()) continue;
+    if (!g.rest.empty()) {
+      if (!e.is_tensordict()) {
+        if (!g.whole) continue;
+      } else {
+        select_in_place(*e.tensordict_unchecked().impl(), g.rest);
+      }
+    }
+    kept.emplace_back(g.head, std::move(e));
+  }
+  for (const std::string& key : td.keys()) td.erase(key);
+  for (auto& [key, e] : kept) td.insert_or_assign(key, std::move(e));
+}
+
+void exclude_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
+  detail::check_unlocked(td);
+  for (const KeyGroup& g : group_keys(keys)) {
+    if (g.whole) {
+      if (td.has(g.head)) td.erase(g.head);
+    } else if (td.kind(g.head) == EntryKind::TensorDict) {
+      exclude_in_place(*td.get(g.head).tensordict_unchecked().impl(), g.rest);
+    }
+  }
+}
+
+// True when some key below `td` contains `sep`: only then can flattened keys collide.
+bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& leaves) {
+  bool found = false;
+  td.for_each([&](const std::string& key, const Entry& e) {
+    if (!found && std::string_view(key).find(sep) != std::string_view::npos) found = true;
+    if (e.is_tensordict()) {
+      found = any_key_contains(*e.tensordict_unchecked().impl(), sep, leaves) || found;
+    } else {
+      ++leaves;
+    }
+  });
+  return found;
+}
+
+// `prefix + sep + key`, built on the stack when it fits (flattened keys are short) so that the
+// only string made per leaf is the one the new entry owns.
+class JoinedKey {
+ public:
+  // `prefix` is null at the top level (an empty prefix string is a real, empty key).
+  JoinedKey(const std::string_view* prefix, std::string_view sep, std::string_view key) {
+    if (prefix == nullptr) {
+      view_ = key;
+      return;
+    }
+    const size_t n = prefix->size() + sep.size() + key.size();
+    if (n > sizeof(inline_)) heap_.resize(n);
+    char* p = n > sizeof(inline_) ? heap_.data() : inline_;
+    std::memcpy(p, prefix->data(), prefix->size());
+    std::memcpy(p + prefix->size(), sep.data(), sep.size());
+    std::memcpy(p + prefix->size() + sep.size(), key.data(), key.size());
+    view_ = std::string_view(p, n);
+  }
+  JoinedKey(const JoinedKey&) = delete;
+  JoinedKey& operator=(const JoinedKey&) = delete;
+  std::string_view view() const { return view_; }
+
+ private:
+  char inline_[96];
+  std::string heap_;
+  std::string_view view_;
+};
+
+// Python lists leaves only (tensors and non-tensor data): an empty nested level disappears.
+void flatten_into(LevelBuilder& out, const TensorDictBase& td, const std::string_view* prefix, std::string_view sep,
+                  bool check, std::vector<std::string>& collisions) {
+  td.for_each([&](const std::string& key, const Entry& e) {
+    const JoinedKey name(prefix, sep, key);
+    if (e.is_tensordict()) {
+      const std::string_view joined = name.view();
+      flatten_into(out, *e.tensordict_unchecked().impl(), &joined, sep, check, collisions);
+      return;
+    }
+    if (!check) {
+      out.append(name.view(), e);
+    } else if (!out.try_append(name.view(), e)) {
+      collisions.emplace_back(name.view());
+    }
+  });
+}
+
+}  // namespace
+
+TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
+  return select_level(*impl_, keys, strict, NestedKey());
+}
+
+TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const { return exclude_level(*impl_, keys); }
+
+TensorDict& TensorDict::select_(const std::vector<NestedKey>& keys, bool strict) {
+  detail::check_unlocked(*impl_);
+  // The out-of-place select raises every missing-key error before anything is modified.
+  if (strict) select(keys, strict);
+  select_in_place(*impl_, keys);
+  return *this;
+}
+
+TensorDict& TensorDict::exclude_(const std::vector<NestedKey>& keys) {
+  exclude_in_place(*impl_, keys);
+  return *this;
+}
+
+std::vector<TensorDict> TensorDict::split_keys(const std::vector<std::vector<NestedKey>>& key_sets, bool strict) const {
+  std::vector<TensorDict> out;
+  std::vector<NestedKey> all;
+  for (const auto& set : key_sets) {
+    out.push_back(select(set, strict));
+    all.insert(all.end(), set.begin(), set.end());
+  }
+  out.push_back(exclude(all));
+  return out;
+}
+
+TensorDict TensorDict::flatten_keys(std::string_view separator) const {
+  // Keys without the separator cannot collide once joined: the check is skipped then.
+  size_t leaves = 0;
+  const bool check = any_key_contains(*impl_, separator, leaves);
+  LevelBuilder out(batch_size(), device(), leaves);
+  std::vector<std::string> collisions;
+  flatten_into(out, *impl_, nullptr, separator, check, collisions);
+  if (!collisions.empty()) {
+    TD_THROW(KeyError, "Flattening keys in tensordict causes keys ", detail::keys_str(collisions), " to collide.");
+  }
+  return out.finish();
+}
+
+TensorDict TensorDict::unflatten_keys(std::string_view separator) const {
+  TD_CHECK(!separator.empty(), ValueError, "unflatten_keys: the separator must not be empty");
+  // As Python: a shallow copy whose keys holding the separator are moved, in order, to their
+  // nested place; plain keys keep their positions, new groups come after them.
+  TensorDict out = clone(/*recurse=*/false);
+  for (const std::string& key : impl_->keys()) {
+    if (key.find(separator) == std::string::npos) continue;
+    const NestedKey target = NestedKey::split(key, separator);
+    Entry value = out.impl()->get(key);
+    out.impl()->erase(key);
+    bool conflict = false;
+    try {
+      conflict = out.contains(target);
+      if (!conflict) out.set(target, EntryInit(std::move(value)));
+    } catch (const KeyError&) {
+      conflict = true;  // a level on the way is a leaf
+    } catch (const ValueError&) {
+      conflict = true;
+    }
+    TD_CHECK(!conflict, KeyError, "Unflattening key(s) in tensordict will override an existing for unflattened key ",
+             target.repr(), " (from ", NestedKey(key).repr(), ").");
+  }
+  return out;
+}
+
+}  // namespace tensordict

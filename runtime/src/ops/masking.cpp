@@ -1,0 +1,152 @@
+// The masking family (semantics 1.10): where, masked_fill(_), masked_select, gather. Masks and
+// conditions cover leading batch dims and are expanded to the right over each leaf.
+
+#include <ATen/ATen.h>
+
+#include <tensordict/ops.h>
+
+#include "core/format.h"
+#include "ops/kernel.h"
+#include "ops/leafwise.h"
+
+namespace tensordict {
+
+using namespace ops;
+using detail::size_str;
+
+namespace {
+
+// `mask` viewed with trailing singleton dims so it covers the leading dims of `leaf`.
+at::Tensor right_expand(const at::Tensor& mask, const at::Tensor& leaf) {
+  const int64_t extra = leaf.dim() - mask.dim();
+  if (extra <= 0) return mask;
+  c10::SmallVector<int64_t, 8> shape(mask.sizes().begin(), mask.sizes().end());
+  shape.append(static_cast<size_t>(extra), 1);
+  return mask.view(shape);
+}
+
+void check_batch_prefix(const TensorDict& td, const at::Tensor& mask, const char* op) {
+  TD_CHECK(mask.defined(), ValueError, op, ": the mask is undefined");
+  TD_CHECK(mask.dim() <= td.batch_dims() && mask.sizes() == td.batch_size().slice(0, mask.dim()), ShapeError, op,
+           ": the mask of shape ", size_str(mask.sizes()), " must match the leading batch dims of batch size ",
+           size_str(td.batch_size()), ".");
+}
+
+void check_bool(const at::Tensor& mask, const char* op) {
+  TD_CHECK(mask.scalar_type() == at::kBool, TypeError, op, ": expected a bool mask, got ", mask.scalar_type());
+}
+
+// `fn(leaf)` for every leaf, rebuilt in the structure of `td` (batch size `batch`, default its own).
+TensorDict per_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                    std::optional<c10::IntArrayRef> batch = std::nullopt) {
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
+      op);
+  RebuildOptions options;
+  options.batch_size = batch;
+  return ops::rebuild(*src.impl(), results, options);
+}
+
+}  // namespace
+
+TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& other,
+                             const std::optional<c10::Scalar>& pad) const {
+  check_batch_prefix(*this, condition, "where");
+  const BinaryDefault def = pad ? BinaryDefault(*pad) : BinaryDefault();
+  const TensorDict a = readable(*this), b = readable(other);
+  MatchedLeaves m;
+  try {
+    match_leaves(a, b, def, m);
+  } catch (const KeyError& e) {
+    TD_THROW(KeyError, e.message(), " where() needs the same keys on both sides unless a pad value is given.");
+  }
+  std::vector<int64_t> batch = broadcast_batch(batch_size(), other.batch_size(), "where");
+  LeafList results = compute(
+      m.lhs.size(), false, [] { return LeafList(); },
+      [&](size_t i) { return at::where(right_expand(condition, m.lhs[i]), m.lhs[i], m.rhs[i]); },
+      [&](size_t i) {
+        std::vector<NestedKey> keys;
+        MatchedLeaves again;
+        again.keys = &keys;
+        match_leaves(a, b, def, again);
+        return keys[i];
+      },
+      "where");
+  return rebuild_pair(a, b, def, results, batch);
+}
+
+TensorDict TensorDict::where(const at::Tensor& condition, const at::Tensor& other) const {
+  check_batch_prefix(*this, condition, "where");
+  TD_CHECK(other.defined(), ValueError, "where: the tensor operand is undefined");
+  // As torch.where (and Python): `other` broadcasts against each leaf from the right.
+  return ops::keep_lock(
+      per_leaf(*this, "where",
+               [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); }),
+      *this);
+}
+
+TensorDict TensorDict::where(const at::Tensor& condition, const c10::Scalar& other) const {
+  check_batch_prefix(*this, condition, "where");
+  return ops::keep_lock(
+      per_leaf(*this, "where",
+               [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); }),
+      *this);
+}
+
+TensorDict where(const at::Tensor& condition, const TensorDict& input, const TensorDict& other,
+                 const std::optional<c10::Scalar>& pad) {
+  return input.where(condition, other, pad);
+}
+
+TensorDict where(const at::Tensor& condition, const TensorDict& input, const c10::Scalar& other) {
+  return input.where(condition, other);
+}
+
+TensorDict TensorDict::masked_fill(const at::Tensor& mask, const c10::Scalar& value) const {
+  check_batch_prefix(*this, mask, "masked_fill");
+  check_bool(mask, "masked_fill");
+  return per_leaf(*this, "masked_fill",
+                  [&](const at::Tensor& leaf) { return leaf.masked_fill(right_expand(mask, leaf), value); });
+}
+
+TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
+  check_batch_prefix(*this, mask, "masked_fill_");
+  check_bool(mask, "masked_fill_");
+  InPlaceTarget target(*this);
+  LeafList leaves = leaves_of(target.tree());
+  compute_(
+      leaves.size(), false, [] { return false; },
+      [&](size_t i) { leaves[i].masked_fill_(right_expand(mask, leaves[i]), value); }, LeafKeys{*target.tree().impl()},
+      "masked_fill_");
+  target.commit();
+  return *this;
+}
+
+TensorDict TensorDict::masked_select(const at::Tensor& mask) const {
+  check_batch_prefix(*this, mask, "masked_select");
+  check_bool(mask, "masked_select");
+  return index({mask});
+}
+
+TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
+  const int64_t n = batch_dims();
+  TD_CHECK(n > 0, RuntimeError, "gather: the tensordict has no batch dims");
+  TD_CHECK(dim >= -n && dim < n, IndexError, "gather: dim ", dim, " is not a batch dim of batch size ",
+           size_str(batch_size()));
+  if (dim < 0) dim += n;
+  TD_CHECK(index.dim() == n, ShapeError, "gather: the index must have as many dims as the batch (", n,
+           "), got shape ", size_str(index.sizes()));
+  TD_CHECK(index.scalar_type() == at::kLong, TypeError, "gather: expected an int64 index, got ", index.scalar_type());
+  return per_leaf(
+      *this, "gather",
+      [&](const at::Tensor& x) {
+        std::vector<int64_t> shape(index.sizes().begin(), index.sizes().end());
+        shape.insert(shape.end(), x.sizes().begin() + n, x.sizes().end());
+        return at::gather(x, dim, right_expand(index, x).expand(shape));
+      },
+      index.sizes());
+}
+
+}  // namespace tensordict

@@ -1,0 +1,222 @@
+// Unit tests of the in-memory backend's key table, through the TensorDict handle: per-slot key
+// hashes, the linear scan below 16 keys, the hash index above, O(1) erase with tombstones and
+// compaction (insertion order kept), the constructor's duplicate check (which only scans when a
+// key's bit in its filter was seen before), and slots allocated with the level.
+#include "support/catch_torch.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <tensordict/tensordict.h>
+
+#include "backends/in_memory/key_hash.h"
+
+using namespace tensordict;
+using in_memory::key_hash;
+
+namespace {
+
+// Keys that stress the hash's length classes: empty, 1-3 bytes, 4-8 (overlapping words),
+// exactly 8 and 9 (one full word plus a tail), and long keys with shared prefixes and suffixes.
+// All distinct (checked by the first test).
+std::vector<std::string> awkward_keys() {
+  std::vector<std::string> keys = {"", "a", "b", "ab", "ba", "abc", "acb", "abcd", "abdc",
+                                   "abcdefgh", "abcdefgi", "abcdefghi", "bbcdefghi"};
+  for (int i = 1; i <= 40; ++i) {
+    keys.push_back("observation/pixels/" + std::to_string(i) + "/left");
+    keys.push_back(std::string(static_cast<size_t>(i), 'x'));
+  }
+  keys.push_back(std::string("nul\0in", 6));
+  keys.push_back(std::string("nul\0im", 6));
+  return keys;
+}
+
+// Position of `key` in the listing order, or -1.
+int64_t position(const TensorDict& td, const std::string& key) {
+  const std::vector<NestedKey> keys = td.keys();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == NestedKey(key)) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("the awkward keys are distinct", "[unit][slots]") {
+  const std::vector<std::string> keys = awkward_keys();
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
+}
+
+TEST_CASE("key_hash is stable and separates keys that differ in one byte", "[unit][slots]") {
+  CHECK(key_hash("abcd") == key_hash(std::string("abcd")));
+  CHECK(key_hash("abcdefgh") != key_hash("abcdefgi"));
+  CHECK(key_hash("abcdefghi") != key_hash("bbcdefghi"));
+  CHECK(key_hash("") != key_hash(std::string(1, '\0')));
+}
+
+TEST_CASE("key_hash separates every one-byte change, at any position and key length",
+          "[unit][slots]") {
+  // Keys of up to 8 bytes are read exactly, and one multiply keeps a change in any byte visible
+  // in the 32-bit result; longer keys go through a multiply per word.
+  size_t collisions = 0;
+  for (size_t length = 1; length <= 24; ++length) {
+    std::string base(length, 'k');
+    for (size_t i = 0; i < length; ++i) base[i] = static_cast<char>('a' + i);
+    const uint32_t base_hash = key_hash(base);
+    for (size_t pos = 0; pos < length; ++pos) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string changed = base;
+        if (static_cast<unsigned char>(changed[pos]) == byte) continue;
+        changed[pos] = static_cast<char>(byte);
+        if (key_hash(changed) == base_hash) ++collisions;
+      }
+    }
+  }
+  CHECK(collisions == 0);
+  // The length is part of the hash: a key and its zero-padded extension differ.
+  CHECK(key_hash("ab") != key_hash(std::string("ab\0", 3)));
+  CHECK(key_hash("abcd") != key_hash(std::string("abcd\0\0\0\0", 8)));
+}
+
+TEST_CASE("every key is found at its position, below and above the index threshold", "[unit][slots]") {
+  const std::vector<std::string> keys = awkward_keys();
+  for (size_t count : {size_t{5}, size_t{16}, size_t{17}, keys.size()}) {
+    TensorDict td({}, {2});
+    for (size_t i = 0; i < count; ++i) td.set(keys[i], at::full({2}, static_cast<double>(i)));
+    REQUIRE(td.num_keys() == count);
+    for (size_t i = 0; i < count; ++i) {
+      INFO("count " << count << ", key #" << i << " '" << keys[i] << "'");
+      CHECK(position(td, keys[i]) == static_cast<int64_t>(i));
+      CHECK(td.get(keys[i])[0].item<double>() == static_cast<double>(i));
+    }
+    for (size_t i = count; i < keys.size(); ++i) CHECK_FALSE(td.contains(keys[i]));
+    CHECK_FALSE(td.contains("not there"));
+  }
+}
+
+TEST_CASE("erase and rename keep lookups right on both sides of the threshold", "[unit][slots]") {
+  const std::vector<std::string> keys = awkward_keys();
+  TensorDict td;
+  for (size_t i = 0; i < 20; ++i) td.set(keys[i], at::full({}, static_cast<double>(i)));
+  td.rename_key_(keys[19], "renamed");
+  CHECK_FALSE(td.contains(keys[19]));
+  CHECK(position(td, "renamed") == 19);
+  // Erasing down to 16 keys leaves tombstones in the indexed table; lookups skip them.
+  for (size_t i = 0; i < 4; ++i) td.erase(keys[i]);
+  CHECK(td.num_keys() == 16);
+  CHECK(position(td, "renamed") == 15);
+  td.rename_key_("renamed", keys[0]);
+  CHECK(position(td, keys[0]) == 15);
+  CHECK(td.get(keys[0]).item<double>() == 19.0);
+  for (size_t i = 4; i < 19; ++i) CHECK(position(td, keys[i]) == static_cast<int64_t>(i - 4));
+}
+
+TEST_CASE("erasing most of a large level keeps the order and every lookup (tombstones compacted)",
+          "[unit][slots]") {
+  // Note [Erasing in O(1)]: tombstones pile up, then the slots are compacted in order.
+  TensorDict td;
+  const int n = 1000;
+  for (int i = 0; i < n; ++i) td.set("k" + std::to_string(i), at::full({}, static_cast<double>(i)));
+  // Every other key from the front, then most of the rest from the back.
+  for (int i = 0; i < n; i += 2) td.erase("k" + std::to_string(i));
+  CHECK(td.num_keys() == static_cast<size_t>(n / 2));
+  for (int i = n - 1; i >= 40; i -= 2) td.erase("k" + std::to_string(i));
+  REQUIRE(td.num_keys() == 20);
+  std::vector<NestedKey> keys = td.keys();
+  for (int j = 0; j < 20; ++j) {
+    const std::string key = "k" + std::to_string(2 * j + 1);
+    CHECK(keys[static_cast<size_t>(j)] == NestedKey(key));
+    CHECK(td.get(key).item<double>() == 2 * j + 1);
+  }
+  for (int i = 0; i < n; i += 2) CHECK_FALSE(td.contains("k" + std::to_string(i)));
+  // The table keeps working: re-adding an erased key appends it at the end.
+  td.set("k0", at::zeros({}));
+  CHECK(td.keys().back() == NestedKey("k0"));
+  CHECK(td.num_keys() == 21);
+  // Down to a handful: back to the linear scan, still in order.
+  for (int j = 0; j < 18; ++j) td.erase("k" + std::to_string(2 * j + 1));
+  std::vector<std::string> left;
+  for (const auto& k : td.keys()) left.push_back(k.front());
+  CHECK((left == std::vector<std::string>{"k37", "k39", "k0"}));
+}
+
+TEST_CASE("renaming in a large level keeps positions and frees the old key", "[unit][slots]") {
+  TensorDict td;
+  for (int i = 0; i < 100; ++i) td.set("k" + std::to_string(i), at::full({}, static_cast<double>(i)));
+  for (int i = 0; i < 100; i += 3) td.rename_key_("k" + std::to_string(i), "r" + std::to_string(i));
+  for (int i = 0; i < 100; ++i) {
+    const std::string now = (i % 3 == 0 ? "r" : "k") + std::to_string(i);
+    CHECK(position(td, now) == i);
+    CHECK(td.get(now).item<double>() == i);
+  }
+  CHECK_FALSE(td.contains("k0"));
+  td.set("k0", at::ones({}));  // the old name is free again
+  CHECK(position(td, "k0") == 100);
+}
+
+TEST_CASE("the constructor finds a duplicate key wherever it is", "[unit][slots][errors]") {
+  const std::vector<std::string> keys = awkward_keys();
+  // A duplicate of every earlier key, at every position: the 64-bit seen mask must never let one
+  // through (with 100 keys every bit is taken, so the scan runs; with few keys it must too).
+  for (size_t n : {size_t{2}, size_t{9}, size_t{30}, keys.size()}) {
+    for (size_t dup : {size_t{0}, n / 2, n - 1}) {
+      std::vector<TensorDict::Item> items;
+      for (size_t i = 0; i < n; ++i) items.emplace_back(keys[i], at::zeros({1}));
+      items.emplace_back(keys[dup], at::ones({1}));
+      INFO(n << " keys, duplicate of #" << dup);
+      REQUIRE_THROWS_AS(TensorDict(items, {1}), ValueError);
+      REQUIRE_THROWS_WITH(TensorDict(items, {1}), Catch::Contains("duplicate key") &&
+                                                      Catch::Contains("in TensorDict constructor"));
+    }
+  }
+  std::vector<TensorDict::Item> unique;
+  for (const auto& k : keys) unique.emplace_back(k, at::zeros({1}));
+  CHECK(TensorDict(unique, {1}).num_keys() == keys.size());
+}
+
+TEST_CASE("a level made with room for its slots grows past it and keeps every entry",
+          "[unit][slots]") {
+  const std::vector<std::string> keys = awkward_keys();
+  at::Tensor shared = at::zeros({3});
+  for (size_t capacity : {size_t{0}, size_t{1}, size_t{4}, size_t{40}}) {
+    INFO("inline capacity " << capacity);
+    {
+      // A constructor sizes the level's inline block to its items.
+      TensorDict td = [&] {
+        std::vector<TensorDict::Item> items;
+        for (size_t i = 0; i < std::min<size_t>(capacity, 30); ++i) items.emplace_back(keys[i], i % 2 == 0 ? shared : at::full({3}, double(i)));
+        return TensorDict(items, {3});
+      }();
+      for (size_t i = std::min<size_t>(capacity, 30); i < 30; ++i) {
+        td.set(keys[i], i % 2 == 0 ? shared : at::full({3}, static_cast<double>(i)));
+        // Lookups stay right as the slots move from the inline block to the heap.
+        REQUIRE(position(td, keys[i / 2]) == static_cast<int64_t>(i / 2));
+      }
+      CHECK(shared.use_count() == 16);
+      td.erase(keys[0]);
+      td.erase(keys[29]);
+      CHECK(td.num_keys() == 28);
+      CHECK(shared.use_count() == 15);
+      for (size_t i = 1; i < 29; ++i) CHECK(position(td, keys[i]) == static_cast<int64_t>(i - 1));
+      CHECK(td.get(keys[5]).equal(at::full({3}, 5.0)));
+    }
+    // The level and every slot are gone with the last handle.
+    CHECK(shared.use_count() == 1);
+  }
+}
+
+TEST_CASE("the constructor and batch ops build levels of the right size in one block",
+          "[unit][slots]") {
+  TensorDict td({{"a", at::zeros({4, 2})}, {"b", {{"c", at::ones({4})}, {"d", at::ones({4, 1})}}}},
+                {4});
+  // Appending to a level whose inline block is full moves it to the heap; nothing is lost.
+  td.set({"b", "e"}, at::zeros({4}));
+  td.set("f", at::zeros({4}));
+  CHECK(td.keys(true, true).size() == 5);
+  TensorDict half = td.index({at::indexing::Slice(0, 2)});
+  half.set({"b", "g"}, at::zeros({2}));
+  CHECK(half.get({"b", "c"}).sizes() == c10::IntArrayRef({2}));
+  CHECK(half.get({"b", "g"}).sizes() == c10::IntArrayRef({2}));
+  CHECK_FALSE(td.contains({"b", "g"}));
+}
