@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the benchmarks in Release mode and runs the fixed op set of bench/ops.md on
-# fixtures F and B: every op through tensordict-cpp and as hand-written LibTorch (the floor), in
-# the same binary. Prints one line per op, `op_id cpp_us floor_us ratio` (`n/a` for the raw dd
-# reference writes), then `median ratio X, worst ratio Y (op_id)`.
+# Builds the benchmarks in Release mode and runs:
+# 1. the fixed op set of bench/ops.md on fixtures F and B: every op through tensordict-cpp and as
+#    hand-written LibTorch (the floor), in the same binary. Prints one line per op,
+#    `op_id cpp_us floor_us ratio` (`n/a` for the raw dd reference writes), then
+#    `median ratio X, worst ratio Y (op_id)`;
+# 2. the scaling table (bench/scaling_bench.cpp): the cost per key of the key-table ops on a level
+#    of 1k, 10k and 100k keys, its growth from 1k to 100k, and the ratio to a hand-written
+#    unordered_map + vector at 100k; then `worst growth X (op)`. BENCH_SCALING=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -16,8 +20,8 @@ if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
   BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON \
     -DTENSORDICT_BUILD_TESTS=OFF -DTENSORDICT_BUILD_EXAMPLES=OFF >/dev/null
 fi
-if [[ ! -x "$build_dir/bench/ops_bench" ]]; then
-  echo "bench: $build_dir/bench/ops_bench was not built (is libbenchmark-dev installed?)" >&2
+if [[ ! -x "$build_dir/bench/ops_bench" || ! -x "$build_dir/bench/scaling_bench" ]]; then
+  echo "bench: $build_dir/bench/ops_bench or scaling_bench was not built (is libbenchmark-dev installed?)" >&2
   exit 1
 fi
 json=$(mktemp /tmp/tensordict-bench.XXXXXX.json)
@@ -58,4 +62,37 @@ for (side, op), us in sorted(median_us.items(), key=lambda kv: order[kv[0]]):
 if ratios:
     worst = max(ratios, key=ratios.get)
     print(f"median ratio {statistics.median(ratios.values()):.3f}, worst ratio {ratios[worst]:.3f} ({worst})")
+PY
+
+[[ "${BENCH_SCALING:-1}" == 0 ]] && exit 0
+"$build_dir/bench/scaling_bench" \
+  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
+  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
+  || { cat "$json.log" >&2; exit 1; }
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+per_key = {}  # (side, op, n) -> ns per key
+order = []
+for b in runs:
+    if b.get("aggregate_name") != "median":
+        continue
+    side, op, n = b["run_name"].split("/")[:3]
+    n = int(n)
+    scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+    per_key[(side, op, n)] = b["real_time"] * scale / n
+    if op not in order:
+        order.append(op)
+print(f"{'scaling (ns/key)':<16} {'1k':>8} {'10k':>8} {'100k':>8} {'growth':>7} {'floor_100k':>11} {'ratio_100k':>10}")
+growths = {}
+for op in order:
+    c = [per_key.get(("cpp", op, n)) for n in (1000, 10000, 100000)]
+    f = per_key.get(("floor", op, 100000))
+    growths[op] = c[2] / c[0]
+    print(f"{op:<16} {c[0]:8.1f} {c[1]:8.1f} {c[2]:8.1f} {growths[op]:7.2f} {f:11.1f} {c[2] / f:10.2f}")
+worst = max(growths, key=growths.get)
+print(f"worst growth {growths[worst]:.2f} ({worst})")
 PY

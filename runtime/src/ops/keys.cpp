@@ -2,6 +2,8 @@
 // flatten_keys, unflatten_keys. Results share the leaves.
 
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
@@ -22,17 +24,29 @@ struct KeyGroup {
   std::vector<NestedKey> rest;
 };
 
-std::vector<KeyGroup> group_keys(const std::vector<NestedKey>& keys) {
+// Groups in first-appearance order, with an index by head: O(1) per key, whatever the count.
+struct KeyGroups {
   std::vector<KeyGroup> groups;
+  std::unordered_map<std::string_view, size_t> by_head;  // views into groups[i].head
+  const KeyGroup* find(std::string_view head) const {
+    auto it = by_head.find(head);
+    return it == by_head.end() ? nullptr : &groups[it->second];
+  }
+};
+
+KeyGroups group_keys(const std::vector<NestedKey>& keys) {
+  KeyGroups out;
+  out.groups.reserve(keys.size());
   for (const auto& key : keys) {
     detail::check_key(key);
     KeyGroup* g = nullptr;
-    for (auto& existing : groups) {
-      if (existing.head == key[0]) g = &existing;
-    }
-    if (g == nullptr) {
-      groups.push_back(KeyGroup{key[0], false, {}});
-      g = &groups.back();
+    auto it = out.by_head.find(key[0]);
+    if (it != out.by_head.end()) {
+      g = &out.groups[it->second];
+    } else {
+      out.groups.push_back(KeyGroup{key[0], false, {}});
+      g = &out.groups.back();
+      out.by_head.emplace(g->head, out.groups.size() - 1);
     }
     if (key.size() == 1) {
       g->whole = true;
@@ -40,16 +54,16 @@ std::vector<KeyGroup> group_keys(const std::vector<NestedKey>& keys) {
       g->rest.emplace_back(std::vector<std::string>(key.parts().begin() + 1, key.parts().end()));
     }
   }
-  return groups;
+  return out;
 }
 
 // Python narrows a nested level to the nested keys named under it, even when the level is also
 // named whole (select("n", ("n", "c")) keeps n with c only).
 TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& keys, bool strict,
                         const NestedKey& prefix) {
-  std::vector<KeyGroup> groups = group_keys(keys);
-  LevelBuilder out(td.batch_size(), td.device(), groups.size());
-  for (const KeyGroup& g : groups) {
+  const KeyGroups groups = group_keys(keys);
+  LevelBuilder out(td.batch_size(), td.device(), groups.groups.size());
+  for (const KeyGroup& g : groups.groups) {
     Entry e = td.get(g.head);
     const NestedKey full = prefix.child(g.head);
     if (!e.defined()) {
@@ -72,13 +86,10 @@ TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& 
 }
 
 TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>& keys) {
-  std::vector<KeyGroup> groups = group_keys(keys);
+  const KeyGroups groups = group_keys(keys);
   LevelBuilder out(td.batch_size(), td.device(), td.num_entries());
   td.for_each([&](const std::string& key, const Entry& e) {
-    const KeyGroup* g = nullptr;
-    for (const auto& cand : groups) {
-      if (cand.head == key) g = &cand;
-    }
+    const KeyGroup* g = groups.find(key);
     if (g == nullptr) {
       out.append(key, e);
     } else if (!g->whole) {
@@ -99,7 +110,7 @@ TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>&
 void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
   detail::check_unlocked(td);
   std::vector<std::pair<std::string, Entry>> kept;
-  for (const KeyGroup& g : group_keys(keys)) {
+  for (const KeyGroup& g : group_keys(keys).groups) {
     Entry e = td.get(g.head);
     if (!e.defined()) continue;
     if (!g.rest.empty()) {
@@ -117,12 +128,19 @@ void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
 
 void exclude_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
   detail::check_unlocked(td);
-  for (const KeyGroup& g : group_keys(keys)) {
-    if (g.whole) {
-      if (td.has(g.head)) td.erase(g.head);
-    } else if (td.kind(g.head) == EntryKind::TensorDict) {
-      exclude_in_place(*td.get(g.head).tensordict_unchecked().impl(), g.rest);
+  // Whole keys are erased as they come (O(1) each); only nested keys need grouping by level.
+  std::vector<NestedKey> nested;
+  for (const NestedKey& key : keys) {
+    detail::check_key(key);
+    if (key.size() > 1) {
+      nested.push_back(key);
+    } else if (td.has(key[0])) {
+      td.erase(key[0]);
     }
+  }
+  if (nested.empty()) return;
+  for (const KeyGroup& g : group_keys(nested).groups) {
+    if (td.kind(g.head) == EntryKind::TensorDict) exclude_in_place(*td.get(g.head).tensordict_unchecked().impl(), g.rest);
   }
 }
 

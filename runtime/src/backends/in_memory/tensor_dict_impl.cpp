@@ -187,19 +187,33 @@ void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
   append_unchecked(key, hash, std::move(value));
 }
 
+size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
+  const size_t mask = index_.size() - 1;
+  for (size_t b = bucket_of(hash);; b = (b + 1) & mask) {
+    const uint32_t v = index_[b];
+    if (v == 0) return SIZE_MAX;
+    const Slot& s = slots_[v - 1];
+    if (s.hash == hash && s.key == key) return b;
+  }
+}
+
 void TensorDictImpl::erase(std::string_view key) {
-  const int64_t found = find_slot(key);
-  if (found < 0) return;
-  const auto i = static_cast<uint32_t>(found);
-  bump_layout_version();
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.
+    const int64_t found = find_slot(key);
+    if (found < 0) return;
+    const auto i = static_cast<uint32_t>(found);
+    bump_layout_version();
     std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
     slots_[--size_].~Slot();
     --live_;
     return;
   }
-  unindex(bucket_holding(i));
+  const size_t bucket = find_bucket(key, in_memory::key_hash(key));
+  if (bucket == SIZE_MAX) return;
+  const uint32_t i = index_[bucket] - 1;
+  bump_layout_version();
+  unindex(bucket);
   Slot& s = slots_[i];
   std::string().swap(s.key);
   s.value = Entry();

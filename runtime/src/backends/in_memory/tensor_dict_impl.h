@@ -109,6 +109,8 @@ class TensorDictImpl final : public TensorDictBase {
   size_t bucket_of(uint32_t hash) const { return (hash * 0x9E3779B9u) >> index_shift_; }
   /// The index bucket holding slot `slot` (which must be indexed).
   size_t bucket_holding(uint32_t slot) const;
+  /// The index bucket of `key` (index built), or SIZE_MAX.
+  size_t find_bucket(std::string_view key, uint32_t hash) const;
   /// Removes the bucket from the index, shifting the probe chain after it back.
   void unindex(size_t bucket);
   void index_insert(uint32_t slot);
