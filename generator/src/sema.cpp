@@ -162,7 +162,7 @@ class Resolver {
           continue;
         }
         check_name(field.name, field.location, "field name");
-        for (const std::string& member : {field.name, "set_" + field.name, "has_" + field.name}) {
+        for (const std::string& member : {field.name, "set_" + field.name, "set_" + field.name + "_", "has_" + field.name}) {
           if (std::find(reserved.begin(), reserved.end(), member) != reserved.end())
             throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
                                                  "' of TensorDict, TensorClass or the generated class");
@@ -244,20 +244,10 @@ std::vector<const ClassDef*> emission_order(const Module& module, int file_index
 }
 
 const std::vector<std::string>& reserved_member_names() {
+  // Derived at build time from the runtime's public headers (generator/reserved_names/).
   static const std::vector<std::string> names = {
-      // TensorDict (and Python TensorDictBase names users expect to reach).
-      "all", "any", "apply", "apply_", "batch_dims", "batch_size", "cat", "chunk", "clear", "clone", "contains",
-      "contiguous", "cpu", "cuda", "data", "del_", "detach", "device", "dim", "empty", "empty_like", "empty_with",
-      "erase", "exclude", "expand", "fill_", "find", "flatten", "flatten_keys", "get", "get_entry", "get_non_tensor",
-      "get_tensordict", "impl", "impl_ptr", "index", "index_put_", "is_empty", "is_locked", "is_memmap", "is_same",
-      "is_shared", "items", "keys", "lock_", "masked_fill", "mean", "memmap", "memmap_", "names", "ndim", "num_keys",
-      "numel", "permute", "pop", "popitem", "rename_key_", "repr", "reshape", "select", "set", "set_", "set_at_",
-      "set_batch_size", "set_non_tensor", "shape", "share_memory_", "size", "sizes", "split", "split_keys", "squeeze",
-      "stack", "sum", "to", "transpose", "type_name", "unbind", "unflatten", "unflatten_keys", "unlock_", "unsqueeze",
-      "update", "update_", "use_count", "values", "view", "where", "zero_",
-      // TensorClass / TypedTensorDict and the generated class.
-      "Item", "Traits", "from_tensordict", "storage", "storages", "tensordict", "to_tensordict",
-      "typed_storage", "wrap", "wrap_all", "schema", "fields"};
+#include "reserved_names.inc"
+  };
   return names;
 }
 

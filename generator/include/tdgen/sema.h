@@ -27,8 +27,9 @@ std::vector<const FieldDef*> all_fields(const Module& module, const ClassDef& cl
 /// classes its fields nest, otherwise in declaration order.
 std::vector<const ClassDef*> emission_order(const Module& module, int file_index);
 
-/// Names a field may not take: members of TensorDict, TensorClass, TypedTensorDict and the
-/// generated code.
+/// Names a field may not take: every member of TensorDict, TensorClass and TypedTensorDict (with
+/// the typed operations), and the member types of the generated class. Derived at build time
+/// from the public headers (generator/reserved_names/), sorted.
 const std::vector<std::string>& reserved_member_names();
 bool is_cpp_keyword(const std::string& name);
 
