@@ -42,6 +42,7 @@ void reading_and_writing(game::Transition t) {
   at::Tensor r = t.reward();         // the stored tensor (shared, not copied)
   t.set_reward(r.clamp(-1, 1));      // checked, then stored without copying
   t.reward().mul_(0.99);             // in place: writes into the stored tensor
+  t.set_reward_(t.reward() * 2);     // checked, copied into the stored tensor on any backend
   try {
     t.set_reward(at::ones({8, 2}));  // event shape [] expected
   } catch (const td::ShapeError& e) {

@@ -9,12 +9,9 @@ struct DtypeInfo {
   const char* cpp;
 };
 constexpr DtypeInfo kDtypes[] = {
-    {Dtype::Float32, "float32", "::at::kFloat"},        {Dtype::Float64, "float64", "::at::kDouble"},
-    {Dtype::Float16, "float16", "::at::kHalf"},         {Dtype::BFloat16, "bfloat16", "::at::kBFloat16"},
-    {Dtype::Int8, "int8", "::at::kChar"},               {Dtype::Int16, "int16", "::at::kShort"},
-    {Dtype::Int32, "int32", "::at::kInt"},              {Dtype::Int64, "int64", "::at::kLong"},
-    {Dtype::UInt8, "uint8", "::at::kByte"},             {Dtype::Bool, "bool", "::at::kBool"},
-    {Dtype::Complex64, "complex64", "::at::kComplexFloat"}, {Dtype::Complex128, "complex128", "::at::kComplexDouble"},
+#define TDGEN_DTYPE_ROW(enumerator, name) {Dtype::enumerator, name, "::at::" #enumerator},
+    TENSORDICT_FORALL_DTYPES(TDGEN_DTYPE_ROW)
+#undef TDGEN_DTYPE_ROW
 };
 }  // namespace
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <tensordict/dtype_list.h>
+
 namespace tdgen {
 
 /// Where an entity was declared: file (as given on the command line or resolved from an
@@ -26,14 +28,18 @@ struct SourceLocation {
   std::string str() const;
 };
 
-/// Tensor element types, named as LibTorch names them without the prefix.
-enum class Dtype { Float32, Float64, Float16, BFloat16, Int8, Int16, Int32, Int64, UInt8, Bool, Complex64, Complex128 };
+/// Tensor element types: the runtime's dtype table (tensordict/dtype_list.h), by c10 enumerator.
+enum class Dtype : uint8_t {
+#define TDGEN_DTYPE_ENUMERATOR(enumerator, name) enumerator,
+  TENSORDICT_FORALL_DTYPES(TDGEN_DTYPE_ENUMERATOR)
+#undef TDGEN_DTYPE_ENUMERATOR
+};
 
-/// "float32" -> Dtype::Float32; nullopt for an unknown name.
+/// "float32" -> Dtype::kFloat; nullopt for an unknown name.
 std::optional<Dtype> parse_dtype(const std::string& name);
-/// Dtype::Float32 -> "float32".
+/// Dtype::kFloat -> "float32".
 const char* dtype_name(Dtype dtype);
-/// Dtype::Float32 -> "at::kFloat".
+/// Dtype::kFloat -> "::at::kFloat".
 const char* dtype_cpp(Dtype dtype);
 
 enum class ClassKind { TensorClass, TypedTensorDict };

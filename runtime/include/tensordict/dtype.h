@@ -1,21 +1,14 @@
 #pragma once
-// The dtypes tensordict names and stores: one table for repr ("torch.float32"), the stored
-// formats (meta.json, consolidated metadata), typed-field messages ("float32") and tdgen's
-// schema dtypes. The X-macro is dependency-free, so the generator shares it without LibTorch.
+// Names of dtypes: repr ("torch.float32"), the stored formats (meta.json, consolidated
+// metadata) and typed-field messages ("float32") all read the one table of dtype_list.h.
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-/// _(c10 enumerator, Python name): every dtype Python tensordict stores and loads back.
-#define TENSORDICT_FORALL_DTYPES(_)                                                               \
-  _(kBool, "bool") _(kByte, "uint8") _(kChar, "int8") _(kShort, "int16") _(kInt, "int32")          \
-  _(kLong, "int64") _(kHalf, "float16") _(kFloat, "float32") _(kDouble, "float64")                \
-  _(kBFloat16, "bfloat16") _(kComplexHalf, "complex32") _(kComplexFloat, "complex64")              \
-  _(kComplexDouble, "complex128")
-
-#ifndef TENSORDICT_DTYPE_NAMES_ONLY
 #include <c10/core/ScalarType.h>
+
+#include <tensordict/dtype_list.h>
 
 namespace tensordict {
 
@@ -30,4 +23,3 @@ std::optional<c10::ScalarType> dtype_from_torch_name(std::string_view name);
 bool is_storable_dtype(c10::ScalarType dtype);
 
 }  // namespace tensordict
-#endif

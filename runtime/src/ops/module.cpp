@@ -57,7 +57,7 @@ void swap_level(const TensorDict& values, torch::nn::Module& module, const Neste
   auto children = module.named_children();
   for (const auto& [key, entry] : values.items()) {
     const std::string& name = key[0];
-    NestedKey full = prefix.empty() ? NestedKey(name) : prefix.child(name);
+    const NestedKey full = prefix.child(name);
     if (entry.is_tensordict()) {
       auto* child = children.find(name);
       TD_CHECK(child != nullptr, KeyError, "to_module: the module has no submodule named ", full.repr());

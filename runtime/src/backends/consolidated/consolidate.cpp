@@ -196,7 +196,7 @@ struct RootAppender {
   }
 };
 
-TensorDict rebuild(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
+TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
                    const std::string& source) {
   auto root = c10::make_intrusive<ConsolidatedRoot>(level_batch(meta, source), device, storage, meta);
   RootAppender appender{*root};
@@ -238,7 +238,7 @@ TensorDict parse_trailer(const at::Tensor& bytes, const std::string& source) {
   if (const json::Value* cm = meta.find("cls_metadata")) {
     if (const json::Value* d = cm->find("device"); d && d->is_string()) device = at::Device(at::kCPU);
   }
-  return rebuild(storage, meta, device, source);
+  return rebuild_views(storage, meta, device, source);
 }
 
 const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
@@ -253,7 +253,7 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
     at::Tensor moved = fn(storage_);
     // Only a pure move keeps the bytes meaningful; a cast falls back to per-leaf conversion.
     if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && moved.device() == *device) {
-      return rebuild(moved, metadata_, device, "consolidated tensordict");
+      return rebuild_views(moved, metadata_, device, "consolidated tensordict");
     }
   }
   return TableBackend::map_leaves(fn, device);
@@ -274,7 +274,7 @@ TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) 
     if (p.nbytes == 0) continue;
     storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
   }
-  if (options.filename.empty()) return rebuild(storage, meta, device, "consolidate");
+  if (options.filename.empty()) return rebuild_views(storage, meta, device, "consolidate");
   const std::string blob = pack(storage, meta);
   write_file(absolute_path(options.filename), blob.data(), blob.size(), /*existsok=*/true);
   return from_consolidated(options.filename);

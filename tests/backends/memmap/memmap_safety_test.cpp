@@ -9,7 +9,7 @@
 
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
-#include "memmap/support.h"
+#include "backends/memmap/support.h"
 
 using namespace tensordict;
 using namespace memmap_test;

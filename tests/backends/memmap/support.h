@@ -41,7 +41,7 @@ inline std::string quoted(const std::string& s) {
 }
 
 inline std::string script(const std::string& name) {
-  return std::string(TENSORDICT_SOURCE_DIR) + "/tests/memmap/" + name;
+  return std::string(TENSORDICT_SOURCE_DIR) + "/tests/backends/memmap/" + name;
 }
 
 /// The directory make_fixtures.py wrote (once per test process).

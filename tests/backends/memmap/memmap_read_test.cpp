@@ -5,7 +5,7 @@
 // not replace Catch's.
 #include "support/catch_torch.h"
 
-#include "memmap/support.h"
+#include "backends/memmap/support.h"
 
 using namespace tensordict;
 using namespace memmap_test;
