@@ -16,22 +16,6 @@ using namespace ops;
 
 namespace {
 
-// key_of for the i-th pair of two matched trees (matched again only on failure).
-struct PairKeys {
-  const TensorDict& a;
-  const TensorDict& b;
-  const BinaryDefault& def;
-  bool ignore_extra_rhs;
-  NestedKey operator()(size_t i) const {
-    std::vector<NestedKey> keys;
-    MatchedLeaves again;
-    again.keys = &keys;
-    again.ignore_extra_rhs = ignore_extra_rhs;
-    match_leaves(a, b, def, again);
-    return i < keys.size() ? keys[i] : NestedKey("?");
-  }
-};
-
 // Out of place, `a op b` with keys matched by `def`: foreach when it applies, else a loop.
 TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const BinaryDefault& def, const char* op,
                       FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> loop,

@@ -15,11 +15,7 @@ using namespace ops;
 namespace {
 
 TensorDict elementwise_test(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> test) {
-  const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return test(leaves[i]); }, LeafKeys{*src.impl()}, op);
-  return ops::rebuild(*src.impl(), results);
+  return map_each_leaf(td, op, test);
 }
 
 using CmpOp = TensorDictComparison::Op;
@@ -57,41 +53,24 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   const BinaryDefault def;
   LeafList results = compute(
       m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
-      [&](size_t i) {
-        std::vector<NestedKey> keys;
-        MatchedLeaves again;
-        again.keys = &keys;
-        match_leaves(a, b, def, again);
-        return keys[i];
-      },
-      cmp_name(op));
+      PairKeys{a, b, def}, cmp_name(op));
   return rebuild_pair(a, b, def, results, batch);
 }
 
 TensorDict compare_tensor(const TensorDict& td, const at::Tensor& other, CmpOp op) {
   AlignedTensor aligned(td, other, cmp_name(op));
-  const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); },
-      [&](size_t i) { return compare(op, leaves[i], aligned.operand(leaves[i])); }, LeafKeys{*src.impl()}, cmp_name(op));
   RebuildOptions options;
   options.batch_size = c10::IntArrayRef(aligned.batch_size());
-  return ops::rebuild(*src.impl(), results, options);
+  return map_each_leaf(
+      td, cmp_name(op), [&](const at::Tensor& leaf) { return compare(op, leaf, aligned.operand(leaf)); }, options);
 }
 
 TensorDict compare_scalar(const TensorDict& td, const c10::Scalar& other, CmpOp op) {
-  const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
   ScalarOperand scalar(other);
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); },
-      [&](size_t i) {
-        const at::Tensor& z = scalar.for_leaf(leaves[i]);
-        return z.defined() ? compare(op, leaves[i], z) : compare(op, leaves[i], other);
-      },
-      LeafKeys{*src.impl()}, cmp_name(op));
-  return ops::rebuild(*src.impl(), results);
+  return map_each_leaf(td, cmp_name(op), [&](const at::Tensor& leaf) {
+    const at::Tensor& z = scalar.for_leaf(leaf);
+    return z.defined() ? compare(op, leaf, z) : compare(op, leaf, other);
+  });
 }
 
 bool leaf_all(const at::Tensor& t) { return t.numel() == 0 || t.all().item<bool>(); }

@@ -36,5 +36,15 @@ void compute_(size_t n, bool try_foreach, FunctionRef<bool()> foreach, FunctionR
   }
 }
 
+TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                         const RebuildOptions& options) {
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
+      op);
+  return rebuild(*src.impl(), results, options);
+}
+
 }  // namespace ops
 }  // namespace tensordict

@@ -33,5 +33,26 @@ struct LeafKeys {
   }
 };
 
+/// key_of for the i-th pair of two matched trees (matched again only on failure).
+struct PairKeys {
+  const TensorDict& a;
+  const TensorDict& b;
+  const BinaryDefault& def;
+  bool ignore_extra_rhs = false;
+  NestedKey operator()(size_t i) const {
+    std::vector<NestedKey> keys;
+    MatchedLeaves again;
+    again.keys = &keys;
+    again.ignore_extra_rhs = ignore_extra_rhs;
+    match_leaves(a, b, def, again);
+    return i < keys.size() ? keys[i] : NestedKey("?");
+  }
+};
+
+/// `fn(leaf)` for every leaf of `td` (read once), rebuilt in its structure with `options`; a
+/// LibTorch error names the leaf.
+TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                         const RebuildOptions& options = {});
+
 }  // namespace ops
 }  // namespace tensordict

@@ -39,14 +39,9 @@ void check_bool(const at::Tensor& mask, const char* op) {
 // `fn(leaf)` for every leaf, rebuilt in the structure of `td` (batch size `batch`, default its own).
 TensorDict per_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                     std::optional<c10::IntArrayRef> batch = std::nullopt) {
-  const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
-      op);
   RebuildOptions options;
   options.batch_size = batch;
-  return ops::rebuild(*src.impl(), results, options);
+  return map_each_leaf(td, op, fn, options);
 }
 
 }  // namespace
@@ -66,14 +61,7 @@ TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& othe
   LeafList results = compute(
       m.lhs.size(), false, [] { return LeafList(); },
       [&](size_t i) { return at::where(right_expand(condition, m.lhs[i]), m.lhs[i], m.rhs[i]); },
-      [&](size_t i) {
-        std::vector<NestedKey> keys;
-        MatchedLeaves again;
-        again.keys = &keys;
-        match_leaves(a, b, def, again);
-        return keys[i];
-      },
-      "where");
+      PairKeys{a, b, def}, "where");
   return rebuild_pair(a, b, def, results, batch);
 }
 

@@ -101,15 +101,10 @@ std::vector<int64_t> reduced_batch(c10::IntArrayRef batch, int64_t dim, bool kee
 // dims unless `nested_extra_dims` is false).
 TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                          c10::IntArrayRef batch, bool nested_extra_dims = true) {
-  const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
-      op);
   RebuildOptions options;
   options.batch_size = batch;
   options.nested_extra_dims = nested_extra_dims;
-  return ops::rebuild(*src.impl(), results, options);
+  return map_each_leaf(td, op, fn, options);
 }
 
 TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {

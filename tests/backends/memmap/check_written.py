@@ -3,7 +3,7 @@
 
 Usage: check_written.py DIR
 
-Loads DIR the way Python tensordict v0.14 `load_memmap` does (storage-formats.md section 1) and
+Loads DIR the way Python tensordict v0.14 `load_memmap` does (docs/compatibility.md) and
 checks that it is written exactly as Python tensordict writes it: stdlib-json meta.json text,
 entry and reserved-field order, leaf fields, canonical dtype names, robust (encoded) file and
 directory names, exact file sizes, no file for empty leaves, no stray files, the exact compact
@@ -17,9 +17,7 @@ import sys
 
 import numpy as np
 
-TD_TYPE = "<class 'tensordict._td.TensorDict'>"
-NTD_TYPE = "<class 'tensordict.tensorclass.NonTensorData'>"
-NTS_TYPE = "<class 'tensordict.tensorclass.NonTensorStack'>"
+from memmap_format import NTD_TYPE, NTS_TYPE, TD_TYPE, encode_key
 RESERVED = ["shape", "device", "_type"]
 ITEM = {"torch.bool": 1, "torch.uint8": 1, "torch.int8": 1, "torch.int16": 2, "torch.int32": 4,
         "torch.int64": 8, "torch.float16": 2, "torch.float32": 4, "torch.float64": 8,
@@ -37,17 +35,6 @@ class Bad(Exception):
 def check(cond, msg):
     if not cond:
         raise Bad(msg)
-
-
-def encode_key(key):
-    if key == "":
-        return "%"
-    if key == ".":
-        return "%2E"
-    if key == "..":
-        return "%2E%2E"
-    return "".join("%%%02X" % ord(c) if (c in '/<>:"|?*\\ %' or ord(c) < 0x20 or ord(c) == 0x7F) else c
-                   for c in key)
 
 
 def read_meta(path, style):

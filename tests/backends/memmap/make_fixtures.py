@@ -14,9 +14,7 @@ import sys
 
 import numpy as np
 
-TD_TYPE = "<class 'tensordict._td.TensorDict'>"
-NTD_TYPE = "<class 'tensordict.tensorclass.NonTensorData'>"
-NTS_TYPE = "<class 'tensordict.tensorclass.NonTensorStack'>"
+from memmap_format import NTD_TYPE, NTS_TYPE, TD_TYPE, encode_key
 
 # dtype name -> (numpy dtype of one stored component, components per element)
 DTYPES = {
@@ -26,23 +24,6 @@ DTYPES = {
     "torch.bfloat16": ("bf16", 1), "torch.complex32": ("<f2", 2),
     "torch.complex64": ("<f4", 2), "torch.complex128": ("<f8", 2),
 }
-
-
-def encode_key(key):
-    """Python tensordict's _encode_key_for_filesystem (storage-formats.md 1.3)."""
-    if key == "":
-        return "%"
-    if key == ".":
-        return "%2E"
-    if key == "..":
-        return "%2E%2E"
-    out = []
-    for ch in key:
-        if ch in '/<>:"|?*\\ %' or ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append("%%%02X" % ord(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def leaf_bytes(dtype, shape):
