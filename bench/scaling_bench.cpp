@@ -34,7 +34,7 @@ const std::vector<std::string>& keys_for(int64_t n) {
   if (keys.empty()) {
     keys.reserve(static_cast<size_t>(n));
     // The same length at every N (short-string storage throughout), so only N changes.
-    char name[16];
+    char name[32];
     for (int64_t i = 0; i < n; ++i) {
       std::snprintf(name, sizeof(name), "obs_%06lld", static_cast<long long>(i));
       keys.emplace_back(name);

@@ -6,7 +6,8 @@
 #    `median ratio X, worst ratio Y (op_id)`;
 # 2. the scaling table (bench/scaling_bench.cpp): the cost per key of the key-table ops on a level
 #    of 1k, 10k and 100k keys, its growth from 1k to 100k, and the ratio to a hand-written
-#    unordered_map + vector at 100k; then `worst growth X (op)`. BENCH_SCALING=0 skips it.
+#    unordered_map + vector at 100k; then `worst growth X (op)`. BENCH_SCALING=0 skips it,
+#    BENCH_OPS=0 skips the op table.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -26,6 +27,7 @@ if [[ ! -x "$build_dir/bench/ops_bench" || ! -x "$build_dir/bench/scaling_bench"
 fi
 json=$(mktemp /tmp/tensordict-bench.XXXXXX.json)
 trap 'rm -f "$json" "$json.log"' EXIT
+if [[ "${BENCH_OPS:-1}" != 0 ]]; then
 "$build_dir/bench/ops_bench" \
   --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
   --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
@@ -63,6 +65,7 @@ if ratios:
     worst = max(ratios, key=ratios.get)
     print(f"median ratio {statistics.median(ratios.values()):.3f}, worst ratio {ratios[worst]:.3f} ({worst})")
 PY
+fi
 
 [[ "${BENCH_SCALING:-1}" == 0 ]] && exit 0
 "$build_dir/bench/scaling_bench" \

@@ -91,6 +91,7 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   virtual void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const = 0;
   /// Inserts or replaces. The handle has validated the value (batch dims, device) already.
   virtual void insert_or_assign(std::string_view key, Entry value) = 0;
+  /// Removes `key`; an absent key is not an error (callers erase without probing first).
   virtual void erase(std::string_view key) = 0;
   /// Moves an entry to a new key (which is absent), keeping its position.
   virtual void rename(std::string_view from, std::string_view to) = 0;

@@ -257,13 +257,15 @@ TensorDict& TensorDict::rename_key_(KeyRef old_key, KeyRef new_key, bool safe) {
   Entry holder;
   TensorDictBase* level = level_of(impl_.get(), old_key, holder);
   if (!level->has(old_key.back())) throw_missing(*level, old_key, old_key.size() - 1);
-  if (safe && contains(new_key)) TD_THROW(KeyError, "key ", new_key.repr(), " already present in TensorDict.");
   bool same_level = old_key.size() == new_key.size();
   for (size_t i = 0; same_level && i + 1 < old_key.size(); ++i) same_level = old_key[i] == new_key[i];
+  // Within one level the new key is probed once, for the check and the overwrite.
+  const bool new_present = same_level ? level->has(new_key.back()) : contains(new_key);
+  if (safe && new_present) TD_THROW(KeyError, "key ", new_key.repr(), " already present in TensorDict.");
   if (same_level) {
     check_unlocked(*level);
     if (old_key.back() == new_key.back()) return *this;
-    if (level->has(new_key.back())) level->erase(new_key.back());
+    if (new_present) level->erase(new_key.back());
     level->rename(old_key.back(), new_key.back());
     return *this;
   }

@@ -134,7 +134,7 @@ void exclude_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
     detail::check_key(key);
     if (key.size() > 1) {
       nested.push_back(key);
-    } else if (td.has(key[0])) {
+    } else {
       td.erase(key[0]);
     }
   }

@@ -68,20 +68,8 @@ int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
     }
     return -1;
   }
-  const size_t mask = index_.size() - 1;
-  for (size_t b = bucket_of(hash);; b = (b + 1) & mask) {
-    const uint32_t v = index_[b];
-    if (v == 0) return -1;
-    const Slot& s = slots_[v - 1];
-    if (s.hash == hash && s.key == key) return v - 1;
-  }
-}
-
-size_t TensorDictImpl::bucket_holding(uint32_t slot) const {
-  const size_t mask = index_.size() - 1;
-  size_t b = bucket_of(slots_[slot].hash);
-  while (index_[b] != slot + 1) b = (b + 1) & mask;
-  return b;
+  const size_t bucket = find_bucket(key, hash);
+  return bucket == SIZE_MAX ? -1 : static_cast<int64_t>(entry_slot(index_[bucket]));
 }
 
 void TensorDictImpl::unindex(size_t hole) {
@@ -89,7 +77,7 @@ void TensorDictImpl::unindex(size_t hole) {
   // it unless its home bucket lies (cyclically) after the hole, so no tombstones are needed.
   const size_t mask = index_.size() - 1;
   for (size_t j = (hole + 1) & mask; index_[j] != 0; j = (j + 1) & mask) {
-    const size_t home = bucket_of(slots_[index_[j] - 1].hash);
+    const size_t home = bucket_of(entry_hash(index_[j]));
     if (((j - home) & mask) >= ((j - hole) & mask)) {
       index_[hole] = index_[j];
       hole = j;
@@ -100,9 +88,10 @@ void TensorDictImpl::unindex(size_t hole) {
 
 void TensorDictImpl::index_insert(uint32_t slot) {
   const size_t mask = index_.size() - 1;
-  size_t b = bucket_of(slots_[slot].hash);
+  const uint32_t hash = slots_[slot].hash;
+  size_t b = bucket_of(hash);
   while (index_[b] != 0) b = (b + 1) & mask;
-  index_[b] = slot + 1;
+  index_[b] = index_entry(hash, slot);
 }
 
 void TensorDictImpl::rebuild_index() {
@@ -190,10 +179,9 @@ void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
 size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
   const size_t mask = index_.size() - 1;
   for (size_t b = bucket_of(hash);; b = (b + 1) & mask) {
-    const uint32_t v = index_[b];
-    if (v == 0) return SIZE_MAX;
-    const Slot& s = slots_[v - 1];
-    if (s.hash == hash && s.key == key) return b;
+    const uint64_t entry = index_[b];
+    if (entry == 0) return SIZE_MAX;
+    if (entry_hash(entry) == hash && slots_[entry_slot(entry)].key == key) return b;
   }
 }
 
@@ -211,7 +199,7 @@ void TensorDictImpl::erase(std::string_view key) {
   }
   const size_t bucket = find_bucket(key, in_memory::key_hash(key));
   if (bucket == SIZE_MAX) return;
-  const uint32_t i = index_[bucket] - 1;
+  const uint32_t i = entry_slot(index_[bucket]);
   bump_layout_version();
   unindex(bucket);
   Slot& s = slots_[i];
@@ -224,12 +212,21 @@ void TensorDictImpl::erase(std::string_view key) {
 }
 
 void TensorDictImpl::rename(std::string_view from, std::string_view to) {
-  const int64_t found = find_slot(from);
-  if (found < 0) return;
-  const auto i = static_cast<uint32_t>(found);
+  const uint32_t from_hash = in_memory::key_hash(from);
+  uint32_t i = 0;
+  if (index_.empty()) {
+    const int64_t found = find_slot(from, from_hash);
+    if (found < 0) return;
+    i = static_cast<uint32_t>(found);
+  } else {
+    // One probe finds both the slot and the bucket to free.
+    const size_t bucket = find_bucket(from, from_hash);
+    if (bucket == SIZE_MAX) return;
+    i = entry_slot(index_[bucket]);
+    unindex(bucket);
+  }
   bump_layout_version();
-  if (!index_.empty()) unindex(bucket_holding(i));
-  slots_[i].key = std::string(to);
+  slots_[i].key.assign(to.data(), to.size());
   slots_[i].hash = in_memory::key_hash(to);
   if (!index_.empty()) index_insert(i);
 }

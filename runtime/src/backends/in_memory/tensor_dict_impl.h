@@ -107,13 +107,20 @@ class TensorDictImpl final : public TensorDictBase {
  private:
   /// The index bucket of a hash: its top bits after a multiply, which depend on all 32 bits.
   size_t bucket_of(uint32_t hash) const { return (hash * 0x9E3779B9u) >> index_shift_; }
-  /// The index bucket holding slot `slot` (which must be indexed).
-  size_t bucket_holding(uint32_t slot) const;
   /// The index bucket of `key` (index built), or SIZE_MAX.
   size_t find_bucket(std::string_view key, uint32_t hash) const;
   /// Removes the bucket from the index, shifting the probe chain after it back.
   void unindex(size_t bucket);
   void index_insert(uint32_t slot);
+
+  // An index entry packs the key's hash (high half) with its slot position + 1 (low half), so
+  // probing and backward shifts compare hashes without touching the slots: on a large level
+  // every slot read is a cache miss.
+  static uint64_t index_entry(uint32_t hash, uint32_t slot) {
+    return (uint64_t{hash} << 32) | (uint64_t{slot} + 1);
+  }
+  static uint32_t entry_hash(uint64_t entry) { return static_cast<uint32_t>(entry >> 32); }
+  static uint32_t entry_slot(uint64_t entry) { return static_cast<uint32_t>(entry) - 1; }
 
   struct InlineSlots {
     size_t capacity;
@@ -142,9 +149,9 @@ class TensorDictImpl final : public TensorDictBase {
   uint32_t live_ = 0;
   uint32_t capacity_ = 0;
   bool slots_on_heap_ = false;
-  // Open-addressing table of slot positions + 1 (0 = empty); empty while small. Its size is
+  // Open-addressing table of index_entry()s (0 = empty); empty while small. Its size is
   // 2^(32 - index_shift_).
-  std::vector<uint32_t> index_;
+  std::vector<uint64_t> index_;
   uint8_t index_shift_ = 26;
 };
 
