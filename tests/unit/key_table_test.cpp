@@ -141,6 +141,24 @@ TEST_CASE("erasing most of a large level keeps the order and every lookup (tombs
   CHECK((left == std::vector<std::string>{"k37", "k39", "k0"}));
 }
 
+TEST_CASE("select_ on a large level clears it at once and keeps the selection order", "[unit][slots]") {
+  // select_ drops the whole table (the clear hook) and re-inserts what it keeps.
+  TensorDict td;
+  for (int i = 0; i < 500; ++i) td.set("k" + std::to_string(i), at::full({}, static_cast<double>(i)));
+  td.erase("k7");  // a tombstone in the table being cleared
+  td.select_({"k300", "k3", "k499"});
+  std::vector<std::string> left;
+  for (const auto& k : td.keys()) left.push_back(k.front());
+  CHECK((left == std::vector<std::string>{"k300", "k3", "k499"}));
+  CHECK(td.get("k3").item<double>() == 3);
+  CHECK_FALSE(td.contains("k4"));
+  // The cleared level grows its index again past the linear-scan threshold.
+  for (int i = 0; i < 100; ++i) td.set("n" + std::to_string(i), at::full({}, static_cast<double>(i)));
+  CHECK(td.num_keys() == 103);
+  CHECK(td.get("n77").item<double>() == 77);
+  CHECK(position(td, "n0") == 3);
+}
+
 TEST_CASE("renaming in a large level keeps positions and frees the old key", "[unit][slots]") {
   TensorDict td;
   for (int i = 0; i < 100; ++i) td.set("k" + std::to_string(i), at::full({}, static_cast<double>(i)));

@@ -128,6 +128,10 @@ class TensorDictBase : public c10::intrusive_ptr_target {
 
   // ---- Structure: hooks with defaults ---------------------------------------------------------
 
+  /// Removes every entry of this level. The default erases key by key; a backend that can drop
+  /// its whole table at once overrides it (select_ clears, then re-inserts what it keeps).
+  virtual void clear();
+
   /// A new, empty collection of this backend's kind for a nested key created on the fly
   /// (`set({"a","b"}, x)` with no "a"). The default is an in-memory TensorDict.
   virtual TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const;

@@ -80,6 +80,10 @@ void TensorDictBase::write_many_(const TensorDict& values) {
 
 // ---- Structure --------------------------------------------------------------------------------
 
+void TensorDictBase::clear() {
+  for (const std::string& key : keys()) erase(key);
+}
+
 TensorDict TensorDictBase::make_child(std::string_view /*key*/, c10::IntArrayRef batch_size) const {
   return TensorDict(in_memory::make_level(batch_size, device_));
 }

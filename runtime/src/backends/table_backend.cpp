@@ -23,6 +23,11 @@ void TableBackend::erase(std::string_view key) {
   table_->erase(key);
 }
 
+void TableBackend::clear() {
+  bump_layout_version();
+  table_->clear();
+}
+
 void TableBackend::rename(std::string_view from, std::string_view to) {
   bump_layout_version();
   table_->rename(from, to);

@@ -122,7 +122,7 @@ void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
     }
     kept.emplace_back(g.head, std::move(e));
   }
-  for (const std::string& key : td.keys()) td.erase(key);
+  td.clear();
   for (auto& [key, e] : kept) td.insert_or_assign(key, std::move(e));
 }
 

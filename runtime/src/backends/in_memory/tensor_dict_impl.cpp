@@ -44,6 +44,12 @@ void TensorDictImpl::clear_slots() noexcept {
   live_ = 0;
 }
 
+void TensorDictImpl::clear() {
+  bump_layout_version();
+  clear_slots();
+  index_.clear();
+}
+
 void TensorDictImpl::grow(size_t min_capacity) {
   size_t capacity = std::max<size_t>({min_capacity, size_t{capacity_} * 2, 4});
   TD_CHECK(capacity <= UINT32_MAX, ValueError, "a TensorDict level holds at most ", UINT32_MAX, " entries");

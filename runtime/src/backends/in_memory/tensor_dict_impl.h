@@ -74,6 +74,7 @@ class TensorDictImpl final : public TensorDictBase {
   void insert_or_assign(std::string_view key, Entry value) override;
   void erase(std::string_view key) override;
   void rename(std::string_view from, std::string_view to) override;
+  void clear() override;
 
   /// Position of `key` among the slots, or -1.
   int64_t find_slot(std::string_view key) const { return find_slot(key, in_memory::key_hash(key)); }
