@@ -9,6 +9,8 @@
 //   static constexpr const char* kTypeName;      // class name repr prints for the tensordict
 //   static constexpr const char* kLeafClass;     // class name repr prints for tensor leaves
 //   static constexpr const char* kDefaultDevice; // repr of the device a device-less reference gets
+//   static tensordict::TensorDict reload(const tensordict::TensorDict& td);
+//     -> what a new process reads from td's storage (itself for storage held in memory)
 // Every TEMPLATE_LIST_TEST_CASE over ContractBackends runs against each of them.
 
 #include <cstdlib>
@@ -34,6 +36,7 @@ struct InMemoryBackend {
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) { return reference; }
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) { return td; }
 };
 
 /// Memory-mapped (Python tensordict's memmap format): the reference written to a fresh
@@ -55,6 +58,9 @@ struct MemmapBackend {
     tensordict::memmap(reference, dir);
     return tensordict::load_memmap(dir);
   }
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) {
+    return tensordict::load_memmap(tensordict::memmap_path(td));
+  }
 };
 
 /// Consolidated: every leaf a view of one storage (consolidate()). Locked. Non-tensor stacks
@@ -69,6 +75,10 @@ struct ConsolidatedBackend {
   static constexpr const char* kDefaultDevice = "None";
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     return tensordict::consolidate(reference);
+  }
+  /// Its serialized form, read back (to_bytes packs anew when the tree changed since).
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) {
+    return tensordict::from_bytes(tensordict::to_bytes(td));
   }
 };
 
@@ -85,6 +95,7 @@ struct CopyOnReadBackend {
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     return testing_backends::CopyOnRead::from(reference);
   }
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) { return td; }
 };
 
 using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend>;

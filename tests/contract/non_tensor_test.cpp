@@ -78,6 +78,48 @@ TEMPLATE_LIST_TEST_CASE("index_put_ of a different non-tensor value turns it int
   CHECK(td.get_non_tensor("s").value().as_string() == "z");
 }
 
+TEMPLATE_LIST_TEST_CASE("indexed writes of per-element strings are stored, survive a reload, or raise",
+                        "[contract][non_tensor][reload]", ContractBackends) {
+  // The replay-buffer pattern: a uniform string field, then rows written one at a time and in
+  // batches, nested too. Nothing may live only in memory.
+  TensorDict td = TestType::make(
+      TensorDict({{"a", at::zeros({4})}, {"info", "none"}, {"obs", {{"tag", "t"}, {"x", at::zeros({4, 2})}}}}, {4}));
+  td.index_put_({1}, TensorDict({{"info", "one"}, {"obs", {{"tag", "t1"}}}}));
+  td.index_put_({at::tensor({3, 0}, at::kLong)}, TensorDict({{"info", NonTensorData::from_list(
+                                                                        json::parse(R"(["three", "zero"])"), {2})}},
+                                                            {2}));
+  const std::string expected = "['zero', 'one', 'none', 'three']";
+  CHECK(list(td, "info") == expected);
+  CHECK((list(td, {"obs", "tag"}) == "['t', 't1', 't', 't']"));
+  if (TestType::kNonTensorStacks) {
+    TensorDict back = TestType::reload(td);
+    CHECK(list(back, "info") == expected);
+    CHECK((list(back, {"obs", "tag"}) == "['t', 't1', 't', 't']"));
+    CHECK(text(back.index({1}), "info") == "one");
+  } else {
+    // The format has no per-element strings: saving says so instead of writing the old value.
+    REQUIRE_THROWS_AS(TestType::reload(td), NotImplementedError);
+  }
+  // A uniform value replaced by another uniform value is stored too.
+  td.index_put_({Slice()}, TensorDict({{"info", "all"}}, {4}));
+  TensorDict back = TestType::reload(td);
+  CHECK(back.get_non_tensor("info").is_uniform());
+  CHECK(text(back, "info") == "all");
+}
+
+TEMPLATE_LIST_TEST_CASE("row-by-row non-tensor writes keep the value pool bounded", "[contract][non_tensor]",
+                        ContractBackends) {
+  const int64_t n = 64;
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({n})}, {"s", "-"}}, {n}));
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t i = 0; i < n; ++i) td.index_put_({i}, TensorDict({{"s", std::to_string(round * 1000 + i)}}));
+  }
+  NonTensorData s = td.get_non_tensor("s");
+  CHECK(s.pool().size() <= static_cast<size_t>(2 * n + 16));
+  CHECK(text(td.index({5}), "s") == "2005");
+  CHECK(text(td.index({n - 1}), "s") == std::to_string(2000 + n - 1));
+}
+
 TEST_CASE("non-tensor stacks from lists: shape validation and JSON values", "[non_tensor]") {
   json::Value rows(json::Array{json::Array{1, 2}, json::Array{3, json::Value()}});
   NonTensorData data = NonTensorData::from_list(rows, {2, 2});

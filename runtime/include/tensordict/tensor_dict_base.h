@@ -39,6 +39,7 @@ namespace tensordict {
 class Entry;
 class TensorDict;
 class BatchIndex;
+class NonTensorData;
 
 using BatchSize = c10::SmallVector<int64_t, 6>;
 
@@ -125,6 +126,12 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// same shapes) into the existing leaves: one batched write where the backend can. The
   /// default calls write_ per leaf.
   virtual void write_many_(const TensorDict& values);
+  /// Replaces the non-tensor value of the existing non-tensor entry `key` (uniform, or a stack
+  /// shaped like this level's batch): what an indexed write of per-element strings leaves.
+  /// Allowed on locked levels, as write_. The default is insert_or_assign, right for backends
+  /// whose table is their storage; a backend that stores entries elsewhere persists the value
+  /// there or raises NotImplementedError naming itself. It never keeps it only in memory.
+  virtual void write_non_tensor_(std::string_view key, const NonTensorData& value);
 
   // ---- Structure: hooks with defaults ---------------------------------------------------------
 

@@ -63,6 +63,10 @@ void TensorDictBase::write_at_(std::string_view key, const BatchIndex& index, co
   if (!leaves_alias_storage()) write_(key, dest.tensor_unchecked());
 }
 
+void TensorDictBase::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  insert_or_assign(key, Entry(value));
+}
+
 void TensorDictBase::write_many_(const TensorDict& values) {
   values.impl()->for_each([&](const std::string& key, const Entry& entry) {
     if (entry.is_tensor()) {

@@ -160,15 +160,33 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (::lstat(path.c_str(), &st) == 0) {
     TD_CHECK(!S_ISLNK(st.st_mode), StorageError, "Refusing to write ", path, " through symlink.");
   }
-  Fd f;
-  f.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  TD_CHECK(f.fd >= 0, StorageError, "Cannot open ", path, " for writing: ", errno_str(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t w = ::write(f.fd, text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    TD_CHECK(w > 0, StorageError, "Cannot write ", path, ": ", errno_str(errno));
-    done += static_cast<size_t>(w);
+  const std::string temp = path + ".tmp" + std::to_string(::getpid());
+  {
+    Fd f;
+    f.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    TD_CHECK(f.fd >= 0, StorageError, "Cannot open ", temp, " for writing: ", errno_str(errno));
+    size_t done = 0;
+    while (done < text.size()) {
+      ssize_t w = ::write(f.fd, text.data() + done, text.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = errno;
+        ::unlink(temp.c_str());
+        TD_THROW(StorageError, "Cannot write ", path, ": ", errno_str(err));
+      }
+      done += static_cast<size_t>(w);
+    }
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    TD_THROW(StorageError, "Cannot replace ", path, ": ", errno_str(err));
+  }
+}
+
+void remove_if_present(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) {
+    TD_CHECK(errno == ENOENT, StorageError, "Cannot remove ", path, ": ", errno_str(errno));
   }
 }
 

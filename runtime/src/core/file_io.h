@@ -24,8 +24,12 @@ void ensure_directory(const std::string& dir);
 void write_file(const std::string& path, const void* data, size_t n, bool existsok);
 /// A file of `n` zero bytes (sparse), same rules as write_file.
 void create_zero_file(const std::string& path, size_t n, bool existsok);
-/// Replaces a small text file (meta.json) by its new contents; refuses symlinks.
+/// Replaces a small text file (meta.json) by its new contents, atomically (a temporary file in
+/// the same directory renamed over it: a reader sees the old or the new text, never a part);
+/// refuses symlinks.
 void write_text_file(const std::string& path, const std::string& text);
+/// Removes the file `path` when it exists (a stale sidecar); StorageError when that fails.
+void remove_if_present(const std::string& path);
 /// The size of the regular file `path`; StorageError naming it when it is missing.
 int64_t file_size(const std::string& path);
 /// Reads a small text file; StorageError naming it when it cannot be read.

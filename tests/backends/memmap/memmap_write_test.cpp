@@ -154,6 +154,43 @@ TEST_CASE("memmap locks - set of a new key fails, set_ and index_put_ write thro
   CHECK_FALSE(td.is_locked());
 }
 
+TEST_CASE("per-row strings written into a memmapped buffer are on disk in v0.14's NonTensorStack layout",
+          "[memmap][write][interop][non_tensor]") {
+  TempDir dir;
+  TensorDict td({{"x", at::zeros({4})}, {"obs", {{"info", "none"}}}}, {4});
+  td.set_non_tensor("info", json::Value("none"));
+  TensorDict mm = memmap(td, dir / "buf");
+  mm.index_put_({at::tensor({2, 0}, at::kLong)},
+                TensorDict({{"info", NonTensorData::from_list(json::parse(R"(["two", "zero"])"), {2})},
+                            {"obs", {{"info", "o"}}},
+                            {"x", at::ones({2})}},
+                           {2}));
+  // Python's loader (the independent reader) sees the stacks, with the exact compact meta.json.
+  auto [code, tree] = independent_read(dir / "buf");
+  REQUIRE(code == 0);
+  TensorDict back = load_memmap(dir / "buf");
+  CHECK(tree == canonical(back));
+  CHECK(back.get_non_tensor("info").tolist().python_str() == "['zero', 'none', 'two', 'none']");
+  CHECK(back.get_non_tensor({"obs", "info"}).tolist().python_str() == "['o', 'none', 'o', 'none']");
+  CHECK(at::equal(back.get("x"), at::tensor({1.f, 0.f, 1.f, 0.f})));
+  CHECK(read_file(dir / "buf/info/meta.json") ==
+        R"({"_type":"<class 'tensordict.tensorclass.NonTensorStack'>","stack_dim":0,"device":null,)"
+        R"("data":["zero","none","two","none"]})");
+  CHECK(read_file(dir / "buf/meta.json").find(R"("info": {"type": "NonTensorStack"})") != std::string::npos);
+  // The whole range written with one value: stored as one NonTensorData again.
+  mm.index_put_({at::indexing::Slice()}, TensorDict({{"info", "same"}}, {4}));
+  CHECK(independent_read(dir / "buf").first == 0);
+  CHECK(load_memmap(dir / "buf").get_non_tensor("info").value() == json::Value("same"));
+  CHECK(read_file(dir / "buf/meta.json").find(R"("info": {"type": "NonTensorData"})") != std::string::npos);
+  // A copy-on-write mapping keeps the change in memory and leaves the directory alone.
+  LoadMemmapOptions private_map;
+  private_map.writable = false;
+  TensorDict cow = load_memmap(dir / "buf", private_map);
+  cow.index_put_({1}, TensorDict({{"info", "mine"}}));
+  CHECK(cow.get_non_tensor("info").tolist().python_str() == "['same', 'mine', 'same', 'same']");
+  CHECK(load_memmap(dir / "buf").get_non_tensor("info").value() == json::Value("same"));
+}
+
 TEST_CASE("update_ on a memmapped tensordict writes through to the files and refuses unknown keys",
           "[memmap][write]") {
   TempDir dir;

@@ -38,6 +38,11 @@ class ConsolidatedRoot final : public TableBackend {
     TableBackend::release_resources();
   }
 
+  /// True while the tree is what the metadata describes: the same keys, batch sizes and
+  /// non-tensor values, every tensor leaf still the view of the storage it was made as. Any
+  /// change (a non-tensor write, keys set after unlock_) makes the fast paths below fall back.
+  bool matches_metadata() const;
+
   /// A move to another device copies the storage once and rebuilds the views on it.
   TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn, std::optional<at::Device> device) const override;
 
@@ -67,11 +72,11 @@ struct Packed {
 };
 
 // Builds the metadata of one level and lists its leaves with their offsets.
-json::Value describe(const TensorDict& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves) {
+json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves) {
   json::Object non_tensors;
   json::Object leaf_meta;
   json::Object children;
-  td.impl()->for_each([&](const std::string& key, const Entry& entry) {
+  td.for_each([&](const std::string& key, const Entry& entry) {
     const NestedKey full = where.child(key);
     switch (entry.kind()) {
       case Entry::Kind::Tensor: {
@@ -98,7 +103,7 @@ json::Value describe(const TensorDict& td, const NestedKey& where, int64_t& offs
         TD_CHECK(!is_metadata_field(key), ValueError, "consolidate: the sub-tensordict key ", full.repr(),
                  " collides with a metadata field of the consolidated format "
                  "(cls, leaves, non_tensors, cls_metadata, size)");
-        children.emplace_back(key, describe(entry.tensordict_unchecked(), full, offset, leaves));
+        children.emplace_back(key, describe(*entry.tensordict_unchecked().impl(), full, offset, leaves));
         break;
       case Entry::Kind::Undefined:
         break;
@@ -247,9 +252,40 @@ const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
   return *root;
 }
 
+// Metadata equality, except for lock states (a consolidated copy is locked, its source maybe not).
+bool same_metadata(const json::Value& a, const json::Value& b) {
+  if (!a.is_object() || !b.is_object()) return a == b;
+  const json::Object& x = a.as_object();
+  const json::Object& y = b.as_object();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].first != y[i].first) return false;
+    if (x[i].first != "is_locked" && !same_metadata(x[i].second, y[i].second)) return false;
+  }
+  return true;
+}
+
+bool ConsolidatedRoot::matches_metadata() const {
+  int64_t total = 0;
+  std::vector<Packed> leaves;
+  json::Value live;
+  try {
+    live = describe(*this, NestedKey(), total, leaves);
+  } catch (const Error&) {
+    return false;  // something consolidate cannot describe (a non-tensor stack) was written
+  }
+  if (total > storage_.numel() || !same_metadata(live, metadata_)) return false;
+  const auto* base = static_cast<const char*>(storage_.data_ptr());
+  for (const Packed& p : leaves) {
+    if (p.nbytes == 0) continue;
+    if (!p.leaf.is_contiguous() || p.leaf.data_ptr() != base + p.start) return false;
+  }
+  return true;
+}
+
 TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                         std::optional<at::Device> device) const {
-  if (device.has_value() && storage_.device() != *device) {
+  if (device.has_value() && storage_.device() != *device && matches_metadata()) {
     at::Tensor moved = fn(storage_);
     // Only a pure move keeps the bytes meaningful; a cast falls back to per-leaf conversion.
     if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && moved.device() == *device) {
@@ -264,7 +300,7 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
 TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) {
   int64_t total = 0;
   std::vector<Packed> leaves;
-  json::Value meta = describe(td, NestedKey(), total, leaves);
+  json::Value meta = describe(*td.impl(), NestedKey(), total, leaves);
   std::optional<at::Device> device = options.device ? options.device : td.device();
   const at::Device storage_device = device.value_or(at::Device(at::kCPU));
   TD_CHECK(options.filename.empty() || storage_device.is_cpu(), ValueError, "consolidate to a file needs the CPU, got device ",
@@ -287,7 +323,9 @@ at::Tensor consolidated_storage(const TensorDict& td) { return consolidated_root
 const json::Value& consolidated_metadata(const TensorDict& td) { return consolidated_root(td).metadata(); }
 
 std::string to_bytes(const TensorDict& td) {
-  TensorDict packed = is_consolidated(td) ? td : consolidate(td, ConsolidateOptions{at::Device(at::kCPU), {}});
+  // A consolidated tensordict changed since it was made (its metadata is stale) packs anew.
+  const bool intact = is_consolidated(td) && consolidated_root(td).matches_metadata();
+  TensorDict packed = intact ? td : consolidate(td, ConsolidateOptions{at::Device(at::kCPU), {}});
   const ConsolidatedRoot& root = consolidated_root(packed);
   return pack(root.storage(), root.metadata());
 }

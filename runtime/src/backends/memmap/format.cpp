@@ -6,6 +6,7 @@
 
 #include <tensordict/backends/memmap.h>
 #include <tensordict/errors.h>
+#include <tensordict/json.h>
 
 namespace tensordict {
 
@@ -69,6 +70,15 @@ std::string decode_key_from_filesystem(const std::string& name) {
 }
 
 namespace memmap_detail {
+
+NonTensorMeta non_tensor_meta(const NonTensorData& data) {
+  if (data.is_stack()) {
+    json::Object stack{{"_type", kNonTensorStackType}, {"stack_dim", 0}, {"device", nullptr}, {"data", data.tolist()}};
+    return {"NonTensorStack", json::Value(std::move(stack)).dump(), "pickle.pkl"};
+  }
+  json::Object single{{"_type", kNonTensorDataType}, {"data", data.value()}, {"_metadata", nullptr}};
+  return {"NonTensorData", json::Value(std::move(single)).dump_stdlib(), "other.pickle"};
+}
 
 bool is_reserved_meta_key(const std::string& key) {
   return key == "shape" || key == "device" || key == "_type";

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <tensordict/non_tensor.h>
+
 namespace tensordict {
 namespace memmap_detail {
 
@@ -17,6 +19,16 @@ constexpr const char* kLazyStackType = "<class 'tensordict._lazy.LazyStackedTens
 bool is_reserved_meta_key(const std::string& key);
 /// A key whose raw name may be tried as a legacy (pre-0.13) file name.
 bool is_safe_legacy_key(const std::string& key, bool collection);
+/// How v0.14 stores one non-tensor entry: the parent's marker ("NonTensorData" or
+/// "NonTensorStack"), the child directory's meta.json text (a stack's is compact, with a fixed
+/// key order), and the pickle sidecar of an earlier save that this JSON makes stale.
+struct NonTensorMeta {
+  const char* marker;
+  std::string text;
+  const char* stale_sidecar;
+};
+NonTensorMeta non_tensor_meta(const NonTensorData& data);
+
 /// `a / b` for a directory and an entry name.
 std::string join_path(const std::string& dir, const std::string& name);
 

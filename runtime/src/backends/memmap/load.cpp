@@ -80,7 +80,7 @@ class Loader {
       // Data is always on the CPU; "None" (older saves) means no device.
       if (d->is_string() && d->as_string() != "None") device = at::Device(at::kCPU);
     }
-    auto out = c10::make_intrusive<MemmapLevel>(batch, device, dir, meta.as_object().size());
+    auto out = c10::make_intrusive<MemmapLevel>(batch, device, dir, meta.as_object().size(), options_.writable);
     const auto& fields = meta.as_object();
     // Python's order: every leaf first, then the sub-collections.
     for (const auto& [key, value] : fields) {

@@ -1,6 +1,7 @@
 #pragma once
 // MemmapLevel: one level of a memory-mapped tensordict. Its key table is in memory (a
-// TableBackend); its tensor leaves map `.memmap` files in its directory.
+// TableBackend); its tensor leaves map `.memmap` files in its directory, and its non-tensor
+// entries are NonTensorData / NonTensorStack directories there, rewritten when they change.
 
 #include <string>
 #include <utility>
@@ -11,17 +12,24 @@ namespace tensordict {
 
 class MemmapLevel final : public TableBackend {
  public:
-  MemmapLevel(c10::IntArrayRef batch_size, std::optional<at::Device> device, std::string path, size_t capacity = 0)
-      : TableBackend(batch_size, device, capacity), path_(std::move(path)) {}
+  /// `writable`: the leaves map their files shared, so writes persist; a level mapped
+  /// copy-on-write keeps every change, non-tensor ones included, in memory.
+  MemmapLevel(c10::IntArrayRef batch_size, std::optional<at::Device> device, std::string path, size_t capacity = 0,
+              bool writable = true)
+      : TableBackend(batch_size, device, capacity), path_(std::move(path)), writable_(writable) {}
 
   const char* type_name() const override { return "TensorDict"; }
   const char* leaf_class_name() const override { return "MemoryMappedTensor"; }
   bool is_memmap() const override { return true; }
+  /// Rewrites the entry's directory (and the marker in this level's meta.json when the value
+  /// turns from uniform into a stack), in Python v0.14's layout, then updates the table.
+  void write_non_tensor_(std::string_view key, const NonTensorData& value) override;
   /// The directory of this level.
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
+  bool writable_;
 };
 
 }  // namespace tensordict

@@ -115,20 +115,11 @@ class Writer {
           const NonTensorData& data = entry.non_tensor();
           const std::string child_dir = join_path(dir, name);
           ensure_directory(child_dir);
-          if (data.is_stack()) {
-            meta.emplace_back(key, json::Value(json::Object{{"type", "NonTensorStack"}}));
-            json::Object stack{{"_type", kNonTensorStackType},
-                               {"stack_dim", 0},
-                               {"device", nullptr},
-                               {"data", data.tolist()}};
-            remove_stale(join_path(child_dir, "pickle.pkl"));
-            texts_.push_back({join_path(child_dir, "meta.json"), json::Value(std::move(stack)).dump()});
-          } else {
-            meta.emplace_back(key, json::Value(json::Object{{"type", "NonTensorData"}}));
-            json::Object single{{"_type", kNonTensorDataType}, {"data", data.value()}, {"_metadata", nullptr}};
-            remove_stale(join_path(child_dir, "other.pickle"));
-            texts_.push_back({join_path(child_dir, "meta.json"), json::Value(std::move(single)).dump_stdlib()});
-          }
+          NonTensorMeta stored = non_tensor_meta(data);
+          meta.emplace_back(key, json::Value(json::Object{{"type", stored.marker}}));
+          // A pickle sidecar of an earlier save would be stale once the data is written as JSON.
+          remove_if_present(join_path(child_dir, stored.stale_sidecar));
+          texts_.push_back({join_path(child_dir, "meta.json"), std::move(stored.text)});
           out->insert_or_assign(key, data);
           break;
         }
@@ -166,10 +157,6 @@ class Writer {
     });
   }
 
-  // A pickle sidecar of an earlier save would be stale once the data is written as JSON.
-  static void remove_stale(const std::string& path) {
-    if (path_exists(path)) ::remove(path.c_str());
-  }
 
   void run_one(LeafJob& job) {
     if (zeros_) {
