@@ -155,6 +155,9 @@ class HeaderWriter {
           {"RANK", tensor && f.shape ? std::to_string(f.shape->size()) : "-1"},
           {"OPTIONAL", f.optional ? "true" : "false"},
           {"NESTED_NAME", f.kind == FieldKind::Nested ? "\"" + referenced_class(m_, f.nested).name + "\"" : "nullptr"},
+          {"NESTED_SCHEMA", f.kind == FieldKind::Nested
+                                ? "&::tensordict::typed::schema_of<" + qualified_cpp_name(m_, f.nested) + ">"
+                                : "nullptr"},
       });
       names += "        \"" + f.name + "\",\n";
     }
@@ -175,6 +178,7 @@ class HeaderWriter {
         {"FIELD_DESCRIPTORS", descriptors},
         {"FIELD_NAMES", names},
         {"CTOR_INDENT", std::string(cls.name.size() + 3, ' ')},
+        {"CLOSED", cls.kind == ClassKind::TensorClass ? "true" : "false"},
         {"ACCESSORS", accessors},
         {"CACHES", caches},
     });
@@ -199,6 +203,8 @@ class HeaderWriter {
       case FieldKind::Float: v["CPP_TYPE"] = "double"; v["READ_FUNCTION"] = "read_float"; v["STORED_VALUE"] = "value"; break;
       default: v["CPP_TYPE"] = "bool"; v["READ_FUNCTION"] = "read_bool"; v["STORED_VALUE"] = "value"; break;
     }
+    // Rows of an optional field may be null (Python None).
+    v["ROW_TYPE"] = f.optional ? "::std::optional<" + v["CPP_TYPE"] + ">" : v["CPP_TYPE"];
     return t_.scalar_field.render(v);
   }
 

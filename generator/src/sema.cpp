@@ -147,6 +147,8 @@ class Resolver {
     }
   }
 
+  static bool is_non_tensor(FieldKind kind) { return kind != FieldKind::Tensor && kind != FieldKind::Nested; }
+
   void check_fields(const ClassDef& cls) {
     // Inherited fields first (the base chain is acyclic by now).
     std::map<std::string, std::pair<const FieldDef*, const ClassDef*>> seen;
@@ -162,7 +164,9 @@ class Resolver {
           continue;
         }
         check_name(field.name, field.location, "field name");
-        for (const std::string& member : {field.name, "set_" + field.name, "set_" + field.name + "_", "has_" + field.name}) {
+        std::vector<std::string> members{field.name, "set_" + field.name, "set_" + field.name + "_", "has_" + field.name};
+        if (is_non_tensor(field.kind)) members.push_back(field.name + "_list");
+        for (const std::string& member : members) {
           if (std::find(reserved.begin(), reserved.end(), member) != reserved.end())
             throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
                                                  "' of TensorDict, TensorClass or the generated class");
@@ -183,8 +187,16 @@ class Resolver {
                                                "': only a tensorclass may hold string, int, float or bool fields");
       }
     }
-    // Generated accessors of one field must not be another field: `set_x` next to `x`.
+    // Generated accessors of one field must not be another field: `set_x` next to `x`, or
+    // `x_list` next to a non-tensor `x`.
     for (const auto& [name, entry] : seen) {
+      auto list = seen.find(name + "_list");
+      if (is_non_tensor(entry.first->kind) && list != seen.end() &&
+          (entry.second == &cls || list->second.second == &cls)) {
+        const FieldDef* own = list->second.second == &cls ? list->second.first : entry.first;
+        throw Diagnostic(own->location, "field name '" + list->first +
+                                            "' clashes with the generated per-row accessor of field '" + name + "'");
+      }
       for (const char* prefix : {"set_", "has_"}) {
         auto other = seen.find(prefix + name);
         if (other != seen.end() && (entry.second == &cls || other->second.second == &cls)) {

@@ -101,7 +101,7 @@ TEMPLATE_LIST_TEST_CASE("indexed writes of per-element strings are stored, survi
     REQUIRE_THROWS_AS(TestType::reload(td), NotImplementedError);
   }
   // A uniform value replaced by another uniform value is stored too.
-  td.index_put_({Slice()}, TensorDict({{"info", "all"}}, {4}));
+  td.index_put_({Slice()}, TensorDict({{"info", "all"}, {"obs", {{"tag", "t"}}}}, {4}));
   TensorDict back = TestType::reload(td);
   CHECK(back.get_non_tensor("info").is_uniform());
   CHECK(text(back, "info") == "all");

@@ -122,6 +122,13 @@ TEST_CASE("field names that are C++ keywords or clash with members", "[generator
              Catch::StartsWith(":6:7: field name 'non_tensor' clashes with the member 'set_non_tensor'"));
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x: {}\n      set_x: {}\n"),
              Catch::StartsWith(":7:7: field name 'set_x' clashes with the generated setter of field 'x'"));
+  CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      s: {type: string}\n      s_list: {}\n"),
+             Catch::StartsWith(":7:7: field name 's_list' clashes with the generated per-row accessor of field 's'"));
+  // A tensor field has no per-row accessor, so `x_list` next to it is fine.
+  TempDir ok;
+  CHECK(run({"--check", ok.write("ok.yaml", std::string(kHeader) +
+                                               "  A:\n    kind: tensorclass\n    fields:\n      x: {}\n      x_list: {}\n")})
+            .exit_code == 0);
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x_: {}\n"),
              Catch::StartsWith(":6:7: field name 'x_' is reserved"));
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      a-b: {}\n"),

@@ -4,6 +4,7 @@
 
 #include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -119,6 +120,11 @@ class EntryInit {
   EntryInit(TensorDict td) : entry_(std::move(td)) {}
   EntryInit(NonTensorData data) : entry_(std::move(data)) {}
   EntryInit(Entry entry) : entry_(std::move(entry)) {}
+  /// A typed object that holds a tensordict (a generated TensorClass): that tensordict, shared.
+  template <class Typed, class = std::enable_if_t<!std::is_base_of_v<TensorDict, Typed> &&
+                                                  std::is_convertible_v<decltype(std::declval<const Typed&>().typed_storage()),
+                                                                        const TensorDict&>>>
+  EntryInit(const Typed& value) : entry_(value.typed_storage()) {}
   EntryInit(const char* text) : entry_(NonTensorData(json::Value(text))) {}
   EntryInit(std::string text) : entry_(NonTensorData(json::Value(std::move(text)))) {}
   /// Numbers become 0-dim tensors: int64 for integers, the default dtype for floats, bool.

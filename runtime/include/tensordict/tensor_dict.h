@@ -5,6 +5,7 @@
 // LibTorch's C++ API spells it (index, index_put_, sizes, to).
 
 #include <initializer_list>
+#include <iterator>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -45,6 +46,37 @@ struct KeysOptions {
 };
 
 struct ValuesIndices;
+
+/// `td[i]` along dim 0 (what iteration yields).
+TensorDict row_of(const TensorDict& td, int64_t i);
+/// ValueError for iterating a tensordict with no batch dims (as Python refuses a 0-d one).
+void check_iterable(const TensorDict& td);
+
+/// Iterates dim 0 of a tensordict or typed object (Python's `for row in td`): row i is `td[i]`
+/// (a view, as indexing gives), wrapped as `Row` by `wrap`.
+template <class Row>
+class RowIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = Row;
+  using difference_type = int64_t;
+  using pointer = void;
+  using reference = Row;
+
+  RowIterator(const TensorDict* td, int64_t row, Row (*wrap)(TensorDict)) : td_(td), row_(row), wrap_(wrap) {}
+  Row operator*() const { return wrap_(row_of(*td_, row_)); }
+  RowIterator& operator++() {
+    ++row_;
+    return *this;
+  }
+  bool operator==(const RowIterator& other) const { return row_ == other.row_; }
+  bool operator!=(const RowIterator& other) const { return row_ != other.row_; }
+
+ private:
+  const TensorDict* td_;
+  int64_t row_;
+  Row (*wrap_)(TensorDict);
+};
 
 class TensorDict {
  public:
@@ -115,6 +147,10 @@ class TensorDict {
   TensorDict& set_(KeyRef key, const TensorDict& value);
   /// Stores a non-tensor value (Python NonTensorData).
   TensorDict& set_non_tensor(KeyRef key, json::Value value);
+  /// Replaces the value of the existing non-tensor entry at `key` (one value, or a stack shaped
+  /// like the batch) through the backend: allowed on locked and memory-mapped tensordicts, where
+  /// the directory is rewritten.
+  TensorDict& set_non_tensor_(KeyRef key, NonTensorData value);
   /// Removes the entry at `key`; KeyError when missing.
   TensorDict& erase(KeyRef key);
   /// Removes and returns the entry at `key`; KeyError when missing.
@@ -397,6 +433,15 @@ class TensorDict {
   at::Tensor get_at(KeyRef key, std::initializer_list<at::indexing::TensorIndex> index) const;
   /// The entry at `key`; when missing, `default_value` is stored there first and returned.
   Entry setdefault(KeyRef key, EntryInit default_value);
+
+  /// Rows along dim 0: `for (TensorDict row : td)`. ValueError when there are no batch dims.
+  RowIterator<TensorDict> begin() const {
+    check_iterable(*this);
+    return RowIterator<TensorDict>(this, 0, [](TensorDict row) { return row; });
+  }
+  RowIterator<TensorDict> end() const {
+    return RowIterator<TensorDict>(this, batch_dims() ? batch_size()[0] : 0, nullptr);
+  }
 
   /// Autograd helpers, pinning and sizes.
   TensorDict& requires_grad_(bool requires_grad = true);

@@ -129,6 +129,12 @@ TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indi
   return *this;
 }
 
+TensorDict row_of(const TensorDict& td, int64_t i) { return td.index({i}); }
+
+void check_iterable(const TensorDict& td) {
+  TD_CHECK(td.batch_dims() > 0, ValueError, "iteration over a tensordict with batch size [] (no dim to iterate)");
+}
+
 TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorIndex> indices,
                                    const TensorDict& value) {
   return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);

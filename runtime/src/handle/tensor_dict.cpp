@@ -191,6 +191,17 @@ TensorDict& TensorDict::set_non_tensor(KeyRef key, json::Value value) {
   return set(key, EntryInit(NonTensorData(std::move(value))));
 }
 
+TensorDict& TensorDict::set_non_tensor_(KeyRef key, NonTensorData value) {
+  check_key(key);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), key, holder);
+  const EntryKind kind = level->kind(key.back());
+  if (kind == EntryKind::Undefined) throw_missing(*level, key, key.size() - 1);
+  TD_CHECK(kind == EntryKind::NonTensor, TypeError, "set_non_tensor_ at ", key.repr(), " which holds ", kind_name(kind));
+  level->write_non_tensor_(key.back(), detail::prepare_non_tensor(*level, key, std::move(value)));
+  return *this;
+}
+
 TensorDict& TensorDict::set_(KeyRef key, const at::Tensor& value) {
   check_key(key);
   Entry holder;

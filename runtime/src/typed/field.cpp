@@ -214,7 +214,7 @@ void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntA
       TD_CHECK(entry.is_non_tensor(), TypeError, class_name, ".", field.name, ": expected ",
                kind_description(field.kind), ", got ", kind_name(entry.kind()));
       for (const json::Value& v : entry.non_tensor().pool())
-        TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
+        TD_CHECK(json_matches(field.kind, v) || (v.is_null() && field.optional), TypeError, class_name, ".", field.name, ": expected ",
                  kind_description(field.kind), ", got ", json_kind_description(v));
       return;
     }
@@ -237,7 +237,11 @@ std::string rename_repr(const std::string& repr, const char* class_name) {
 namespace {
 const json::Value& read_scalar(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
   if (entry == nullptr || !entry->is_non_tensor()) throw_bad_read(class_name, field, entry);
-  const json::Value& v = entry->non_tensor().value();
+  const NonTensorData& data = entry->non_tensor();
+  TD_CHECK(data.is_uniform(), ValueError, class_name, ".", field.name,
+           " holds different values per batch element: ", data.tolist().python_str(), "; read them with ",
+           field.name, "_list()");
+  const json::Value& v = data.value();
   TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
            kind_description(field.kind), ", got ", json_kind_description(v));
   return v;
@@ -257,8 +261,108 @@ bool read_bool(const char* class_name, const FieldDescriptor& field, const Entry
   return read_scalar(class_name, field, entry).as_bool();
 }
 
+std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor& field, const Entry* entry,
+                                   c10::IntArrayRef batch_size) {
+  int64_t n = 1;
+  for (int64_t s : batch_size) n *= s;
+  if (entry == nullptr && field.optional) return std::vector<json::Value>(static_cast<size_t>(n));
+  if (entry == nullptr || !entry->is_non_tensor()) throw_bad_read(class_name, field, entry);
+  const NonTensorData& data = entry->non_tensor();
+  std::vector<json::Value> rows;
+  rows.reserve(static_cast<size_t>(n));
+  if (!data.is_stack()) {
+    rows.assign(static_cast<size_t>(n), data.value());
+  } else {
+    const at::Tensor ids = data.ids().contiguous().cpu();
+    const int64_t* p = ids.data_ptr<int64_t>();
+    for (int64_t i = 0; i < ids.numel(); ++i) rows.push_back(data.pool()[static_cast<size_t>(p[i])]);
+  }
+  for (const json::Value& v : rows) {
+    if (v.is_null() && field.optional) continue;
+    TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
+             kind_description(field.kind), " in every row, got ", json_kind_description(v));
+  }
+  return rows;
+}
+
+void check_write(const Schema& schema, const TensorDict& value) {
+  value.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const FieldDescriptor* field = schema.find(key);
+    if (field == nullptr) {
+      TD_CHECK(!schema.closed, AttributeError, "Cannot set the attribute '", key, "', expected attributes are ",
+               set_str(declared_names(schema)), ".");
+      return;
+    }
+    check_entry(schema.class_name, *field, value.batch_size(), entry);
+    if (field->kind == FieldKind::Nested && field->nested_schema != nullptr) {
+      check_write(field->nested_schema(), entry.tensordict_unchecked());
+    }
+  });
+}
+
+void check_write_at(const Schema& schema, KeyRef key, c10::IntArrayRef batch_size,
+                    const at::Tensor& value) {
+  const Schema* level = &schema;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const FieldDescriptor* field = level->find(std::string(key[i]));
+    if (field == nullptr) {
+      TD_CHECK(!level->closed, AttributeError, "Cannot set the attribute '", key[i], "', expected attributes are ",
+               set_str(declared_names(*level)), ".");
+      return;  // an undeclared key of a TypedTensorDict: unchecked, as its other extra keys
+    }
+    if (i + 1 == key.size()) {
+      TD_CHECK(field->kind == FieldKind::Tensor, TypeError, level->class_name, ".", field->name, ": expected ",
+               kind_description(field->kind), ", got a tensor");
+      check_tensor(level->class_name, *field, batch_size, value);
+      return;
+    }
+    TD_CHECK(field->kind == FieldKind::Nested && field->nested_schema != nullptr, TypeError, level->class_name,
+             ".", field->name, ": expected ", kind_description(field->kind), ", got a nested key below it");
+    level = &field->nested_schema();
+  }
+}
+
+TensorDict schema_skeleton(const Schema& schema, c10::IntArrayRef batch_size) {
+  TensorDict out = TensorDict::empty_with(batch_size);
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    const FieldDescriptor& f = schema.fields[i];
+    switch (f.kind) {
+      case FieldKind::Tensor: {
+        bool concrete = !f.any_dtype && f.rank >= 0;
+        for (int64_t d = 0; concrete && d < f.rank; ++d) concrete = f.shape[d] >= 0;
+        if (!concrete) {
+          TD_CHECK(f.optional, ValueError, schema.class_name, ".", f.name,
+                   " cannot be preallocated from the schema: its ",
+                   f.any_dtype ? "dtype is any" : "event shape " + event_shape_string(f) + " is not concrete",
+                   "; declare a dtype and an event shape without -1, or memmap_like an example tensordict");
+          break;
+        }
+        std::vector<int64_t> shape(batch_size.begin(), batch_size.end());
+        shape.insert(shape.end(), f.shape, f.shape + f.rank);
+        // One zero element expanded to the full shape: memmap_like only reads shape and dtype.
+        out.set(f.name, at::zeros({}, at::TensorOptions().dtype(f.dtype)).expand(shape));
+        break;
+      }
+      case FieldKind::Nested:
+        TD_CHECK(f.nested_schema != nullptr, ValueError, schema.class_name, ".", f.name,
+                 ": the nested class's schema is unknown (regenerate the header)");
+        out.set(f.name, schema_skeleton(f.nested_schema(), batch_size));
+        break;
+      case FieldKind::String: out.set_non_tensor(f.name, f.optional ? json::Value() : json::Value("")); break;
+      case FieldKind::Int: out.set_non_tensor(f.name, f.optional ? json::Value() : json::Value(int64_t{0})); break;
+      case FieldKind::Float: out.set_non_tensor(f.name, f.optional ? json::Value() : json::Value(0.0)); break;
+      case FieldKind::Bool: out.set_non_tensor(f.name, f.optional ? json::Value() : json::Value(false)); break;
+    }
+  }
+  return out;
+}
+
 void write_scalar(TensorDict& td, const FieldDescriptor& field, json::Value value) {
   td.set_non_tensor(field.name, std::move(value));
+}
+
+void write_scalar_(TensorDict& td, const FieldDescriptor& field, json::Value value) {
+  td.set_non_tensor_(field.name, NonTensorData(std::move(value)));
 }
 
 const Entry* FieldCache::refresh(const TensorDictBase* base, std::string_view name) const {

@@ -216,11 +216,31 @@ TEST_CASE("memmap_ replaces the leaves in place by file mappings", "[memmap][wri
   CHECK(MemoryMappedTensor::filename_of(other_handle.get({"n", "y"})).value() == dir / "td/n/y.memmap");
   other_handle.get("x").fill_(5);
   CHECK(at::equal(load_memmap(dir / "td").get("x"), at::full({4}, 5.f)));
-  // memmap_ again at the same place reuses the files (no copy, no error).
+  // memmap_ again at the same place, when told to overwrite, reuses the files (no copy).
   MemmapOptions again;
-  again.existsok = true;
+  again.overwrite = true;
   memmap_(td, dir / "td", again);
   CHECK(at::equal(td.get("x"), at::full({4}, 5.f)));
+}
+
+TEST_CASE("memmap and memmap_like refuse a directory that holds a tensordict unless told to overwrite",
+          "[memmap][write][errors]") {
+  TempDir dir;
+  TensorDict td({{"x", at::arange(3, at::kFloat)}}, {3});
+  memmap(td, dir / "buf");
+  // The data a user filled must not be zero-filled by a second memmap_like.
+  REQUIRE_THROWS_AS(memmap_like(td, dir / "buf"), StorageError);
+  REQUIRE_THROWS_WITH(memmap_like(td, dir / "buf"),
+                      Catch::Contains("already holds a tensordict") && Catch::Contains("overwrite"));
+  REQUIRE_THROWS_AS(memmap(td, dir / "buf"), StorageError);
+  TensorDict same = td;
+  REQUIRE_THROWS_AS(memmap_(same, dir / "buf"), StorageError);
+  CHECK_FALSE(same.is_memmap());
+  CHECK(at::equal(load_memmap(dir / "buf").get("x"), at::arange(3, at::kFloat)));
+  MemmapOptions overwrite;
+  overwrite.overwrite = true;
+  memmap_like(td, dir / "buf", overwrite);
+  CHECK(at::equal(load_memmap(dir / "buf").get("x"), at::zeros({3})));
 }
 
 TEST_CASE("memmap_like writes the tree with zero-filled files and copies non-tensor data", "[memmap][write]") {
@@ -241,6 +261,7 @@ TEST_CASE("existsok=false refuses an existing leaf file", "[memmap][write][error
   memmap(td, dir / "td");
   MemmapOptions opts;
   opts.existsok = false;
+  opts.overwrite = true;  // past the directory check, to the per-file one
   REQUIRE_THROWS_AS(memmap(td, dir / "td", opts), StorageError);
   REQUIRE_THROWS_WITH(memmap(td, dir / "td", opts), Catch::Contains("already exists") && Catch::Contains("x.memmap"));
 }
@@ -278,7 +299,9 @@ TEST_CASE("num_threads writes the same files as a sequential write", "[memmap][w
 TEST_CASE("memmap_refresh_ picks up entries another writer added", "[memmap][write]") {
   TempDir dir;
   TensorDict mm = memmap(TensorDict({{"x", at::ones({2})}}, {2}), dir / "td");
-  memmap(TensorDict({{"x", at::ones({2})}, {"y", at::full({2}, 3.f)}}, {2}), dir / "td");
+  MemmapOptions overwrite;
+  overwrite.overwrite = true;
+  memmap(TensorDict({{"x", at::ones({2})}, {"y", at::full({2}, 3.f)}}, {2}), dir / "td", overwrite);
   CHECK_FALSE(mm.contains("y"));
   memmap_refresh_(mm);
   CHECK(at::equal(mm.get("y"), at::full({2}, 3.f)));

@@ -24,6 +24,9 @@ namespace tensordict {
 struct MemmapOptions {
   /// With false, an existing leaf file is an error ("The file ... already exists.").
   bool existsok = true;
+  /// A directory that already holds a tensordict (a meta.json) is refused unless this is set:
+  /// memmap_like zero-fills, and memmap overwrites, what is there.
+  bool overwrite = false;
   /// Copy leaves that are already mapped from another file (otherwise an error, as Python).
   bool copy_existing = false;
   /// Leaf files written by this many threads; 0 or 1 writes on the calling thread.

@@ -3,8 +3,11 @@
 // FieldCache fast path; everything else (checks, errors, non-tensor values) lives in
 // runtime/src/typed/field.cpp.
 
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/macros/Macros.h>
@@ -63,6 +66,45 @@ inline void write_nested(TensorDict& td, const char* class_name, const FieldDesc
 
 /// Stores a non-tensor value (string, int, float or bool) as NonTensorData.
 void write_scalar(TensorDict& td, const FieldDescriptor& field, json::Value value);
+/// Replaces the stored value of the field in place, through the backend (allowed when locked).
+void write_scalar_(TensorDict& td, const FieldDescriptor& field, json::Value value);
+
+/// Per-row values of a non-tensor field as C++ values (T: std::string, int64_t, double, bool;
+/// std::optional<T> for optional fields, whose null rows are std::nullopt).
+template <class T>
+struct RowValue {
+  static T from(const json::Value& v) {
+    if constexpr (std::is_same_v<T, std::string>) return v.as_string();
+    else if constexpr (std::is_same_v<T, bool>) return v.as_bool();
+    else if constexpr (std::is_same_v<T, double>) return v.as_double();
+    else return v.as_int();
+  }
+};
+template <class T>
+struct RowValue<std::optional<T>> {
+  static std::optional<T> from(const json::Value& v) {
+    if (v.is_null()) return std::nullopt;
+    return RowValue<T>::from(v);
+  }
+};
+template <class T>
+std::vector<T> read_list(const TensorDict& td, const char* class_name, const FieldDescriptor& field,
+                         const FieldCache& cache) {
+  std::vector<json::Value> rows = read_rows(class_name, field, cache.lookup(td.impl(), field.name), td.batch_size());
+  std::vector<T> out;
+  out.reserve(rows.size());
+  for (const json::Value& v : rows) out.push_back(RowValue<T>::from(v));
+  return out;
+}
+
+/// Checks a nested typed value and copies it into the stored nested fields through the backend
+/// (update_: allowed when locked).
+inline void write_nested_(TensorDict& td, const char* class_name, const FieldDescriptor& field,
+                          const TensorDict& value) {
+  check_nested(class_name, field, td.batch_size(), value);
+  if (field.nested_schema != nullptr) check_write(field.nested_schema(), value);
+  td.get_tensordict(field.name).update_(value);
+}
 
 /// True when the backend holds an entry for `field`.
 inline bool has_field(const TensorDict& td, const FieldDescriptor& field, const FieldCache& cache) {

@@ -7,11 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
 #include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/key.h>
 
 namespace tensordict {
 
@@ -38,6 +41,8 @@ enum class FieldKind : uint8_t {
 struct Unchecked {};
 constexpr Unchecked unchecked{};
 
+struct Schema;
+
 /// One declared field. Everything is a literal so a descriptor can be constexpr.
 struct FieldDescriptor {
   const char* name;
@@ -51,6 +56,9 @@ struct FieldDescriptor {
   bool optional;
   /// Name of the nested class (Nested fields), for messages.
   const char* class_name;
+  /// The nested class's schema (Nested fields; nullptr otherwise): typed writes check the
+  /// values below the field too. A function, so the nested class may be declared later.
+  const Schema& (*nested_schema)();
 };
 
 /// A class's fields: its name and its descriptors, inherited ones first.
@@ -58,14 +66,22 @@ struct Schema {
   const char* class_name;
   const FieldDescriptor* fields;
   size_t num_fields;
+  /// A TensorClass's fields are all it may hold; a TypedTensorDict accepts other keys too.
+  bool closed;
 
   /// The descriptor named `name`, or nullptr.
   const FieldDescriptor* find(const std::string& name) const;
 };
 
 template <size_t N>
-constexpr Schema make_schema(const char* class_name, const std::array<FieldDescriptor, N>& fields) {
-  return Schema{class_name, fields.data(), N};
+constexpr Schema make_schema(const char* class_name, const std::array<FieldDescriptor, N>& fields, bool closed) {
+  return Schema{class_name, fields.data(), N, closed};
+}
+
+/// The schema of a generated class (what FieldDescriptor::nested_schema points to).
+template <class T>
+const Schema& schema_of() {
+  return T::Traits::schema;
 }
 
 /// "[84, 84, 3]", "[-1]" or "any" (rank < 0).
@@ -84,6 +100,22 @@ void check_nested(const char* class_name, const FieldDescriptor& field, c10::Int
 void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
                  const Entry& entry);
 
+/// Checks a tensordict about to be written into (a part of) a typed object, key by key against
+/// `schema`: tensor fields exactly (dtype and event shape, batch dims those of `value`), nested
+/// fields recursively against their schema, non-tensor fields by kind. Keys the schema does not
+/// declare are refused when it is closed (AttributeError). Every message names class.field.
+void check_write(const Schema& schema, const TensorDict& value);
+/// Checks a tensor about to be written at `key` (a field path) of an object of `schema`, where
+/// the written region's batch size is `batch_size` (set_at_).
+void check_write_at(const Schema& schema, KeyRef key, c10::IntArrayRef batch_size,
+                    const at::Tensor& value);
+
+/// A tensordict with every field of `schema` that has a concrete dtype and event shape, as
+/// zero tensors expanded from one element (no full-size allocation), nested classes
+/// recursively; what memmap_like writes for T::memmap_like. ValueError naming class.field for
+/// a required tensor field without a concrete dtype and shape.
+TensorDict schema_skeleton(const Schema& schema, c10::IntArrayRef batch_size);
+
 /// Throws the error for reading `field` when `entry` is missing (AttributeError "declared but
 /// not set") or of the wrong kind (TypeError).
 [[noreturn]] void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry);
@@ -91,11 +123,17 @@ void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntA
 /// `repr` with the leading type name ("TensorDict(") replaced by `class_name`.
 std::string rename_repr(const std::string& repr, const char* class_name);
 
-/// Non-tensor field values, stored as NonTensorData.
+/// Non-tensor field values, stored as NonTensorData. A value that differs between batch
+/// elements raises ValueError naming the per-row accessor `<field>_list()`.
 std::string read_string(const char* class_name, const FieldDescriptor& field, const Entry* entry);
 int64_t read_int(const char* class_name, const FieldDescriptor& field, const Entry* entry);
 double read_float(const char* class_name, const FieldDescriptor& field, const Entry* entry);
 bool read_bool(const char* class_name, const FieldDescriptor& field, const Entry* entry);
+/// The per-row values of a non-tensor field: one per batch element, row-major (numel of
+/// `batch_size` values). An unset optional field gives nulls; null rows are refused (TypeError)
+/// unless the field is optional.
+std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor& field, const Entry* entry,
+                                   c10::IntArrayRef batch_size);
 
 }  // namespace typed
 }  // namespace tensordict

@@ -38,7 +38,9 @@ class TensorClassRoot {
   TensorClassRoot(Unchecked, TensorDict td) : td_(std::move(td)) {}
 
   /// The backend handle holding the fields (shared, not copied).
-  const TensorDict& tensordict() const { return td_; }
+  const TensorDict& tensordict() const& { return td_; }
+  /// On a temporary (`buf.obs().tensordict()`), the handle itself: a reference would dangle.
+  TensorDict tensordict() const&& { return td_; }
   const TensorDict& typed_storage() const { return td_; }
   TensorDict& typed_storage() { return td_; }
 

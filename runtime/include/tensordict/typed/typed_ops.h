@@ -10,6 +10,8 @@
 
 #include <initializer_list>
 #include <optional>
+#include <ostream>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,11 +19,23 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/TensorIndexing.h>
 
+#include <tensordict/backends/memmap.h>
+#include <tensordict/batch_index.h>
 #include <tensordict/tensor_dict.h>
 #include <tensordict/typed/field.h>
 
 namespace tensordict {
 namespace typed {
+
+/// True for classes generated from a schema (TypedTensorDict or TensorClass).
+template <class T, class = void>
+struct is_typed : std::false_type {};
+template <class T>
+struct is_typed<T, std::void_t<typename T::Traits, decltype(T::Traits::schema)>> : std::true_type {};
+
+/// A typed object that is not itself a TensorDict (a TensorClass): passed by its tensordict.
+template <class T>
+using if_typed_wrapper = std::enable_if_t<is_typed<T>::value && !std::is_base_of_v<TensorDict, T>, int>;
 
 template <class Derived, class Base>
 class TypedOps : public Base {
@@ -76,6 +90,114 @@ class TypedOps : public Base {
   Derived detach() const { return wrap(storage().detach()); }
   Derived contiguous() const { return wrap(storage().contiguous()); }
 
+  // ---- Writes, checked against the schema ------------------------------------------------
+  // The value's tensor fields must have the declared dtype and event shape exactly (no silent
+  // cast or broadcast of a field), nested fields are checked against their class, and a
+  // TensorClass refuses undeclared keys: the same messages as the setters, naming class.field.
+
+  /// `self[indices] = value`, field by field through the backend.
+  Derived& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const TensorDict& value) {
+    check_write(Derived::Traits::schema, value);
+    this->typed_storage().index_put_(indices, value);
+    return self();
+  }
+  Derived& index_put_(std::initializer_list<at::indexing::TensorIndex> indices, const TensorDict& value) {
+    return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+  }
+  template <class T, if_typed_wrapper<T> = 0>
+  Derived& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const T& value) {
+    return index_put_(indices, value.typed_storage());
+  }
+  template <class T, if_typed_wrapper<T> = 0>
+  Derived& index_put_(std::initializer_list<at::indexing::TensorIndex> indices, const T& value) {
+    return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value.typed_storage());
+  }
+  /// Every tensor field of the region set to one value, cast to each field's dtype (as fill_:
+  /// one number for all fields, so no schema check applies).
+  Derived& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const at::Tensor& value) {
+    this->typed_storage().index_put_(indices, value);
+    return self();
+  }
+  Derived& index_put_(std::initializer_list<at::indexing::TensorIndex> indices, const at::Tensor& value) {
+    return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+  }
+  Derived& index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices, const c10::Scalar& value) {
+    this->typed_storage().index_put_(indices, value);
+    return self();
+  }
+  Derived& index_put_(std::initializer_list<at::indexing::TensorIndex> indices, const c10::Scalar& value) {
+    return index_put_(c10::ArrayRef<at::indexing::TensorIndex>(indices), value);
+  }
+
+  /// TensorDict::update with `source` checked first (the whole source, whatever keys_to_update).
+  Derived& update(const TensorDict& source, bool clone = false, bool inplace = false,
+                  const std::optional<std::vector<NestedKey>>& keys_to_update = std::nullopt) {
+    check_write(Derived::Traits::schema, source);
+    this->typed_storage().update(source, clone, inplace, keys_to_update);
+    return self();
+  }
+  template <class T, if_typed_wrapper<T> = 0>
+  Derived& update(const T& source, bool clone = false, bool inplace = false) {
+    return update(source.typed_storage(), clone, inplace);
+  }
+  /// TensorDict::update_ (copies into the existing fields) with `source` checked first.
+  Derived& update_(const TensorDict& source) {
+    check_write(Derived::Traits::schema, source);
+    this->typed_storage().update_(source);
+    return self();
+  }
+  template <class T, if_typed_wrapper<T> = 0>
+  Derived& update_(const T& source) {
+    return update_(source.typed_storage());
+  }
+  /// TensorDict::update_at_ with `source` checked first.
+  Derived& update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index) {
+    check_write(Derived::Traits::schema, source);
+    this->typed_storage().update_at_(source, index);
+    return self();
+  }
+  Derived& update_at_(const TensorDict& source, std::initializer_list<at::indexing::TensorIndex> index) {
+    return update_at_(source, c10::ArrayRef<at::indexing::TensorIndex>(index));
+  }
+  /// TensorDict::set_at_ with `value` checked against the field at `key`: the indexed batch
+  /// dims, then the declared event shape and dtype.
+  Derived& set_at_(KeyRef key, const at::Tensor& value, c10::ArrayRef<at::indexing::TensorIndex> index) {
+    const BatchIndex parsed(index, this->typed_storage().batch_size());
+    check_write_at(Derived::Traits::schema, key, parsed.result_batch_size(), value);
+    this->typed_storage().set_at_(key, value, index);
+    return self();
+  }
+  Derived& set_at_(KeyRef key, const at::Tensor& value, std::initializer_list<at::indexing::TensorIndex> index) {
+    return set_at_(key, value, c10::ArrayRef<at::indexing::TensorIndex>(index));
+  }
+
+  // ---- Iteration over dim 0 (Python `for row in obj`): each row is this class --------------
+  RowIterator<Derived> begin() const {
+    check_iterable(storage());
+    return RowIterator<Derived>(&storage(), 0, &TypedOps::wrap);
+  }
+  RowIterator<Derived> end() const {
+    return RowIterator<Derived>(&storage(), storage().batch_dims() ? storage().batch_size()[0] : 0, nullptr);
+  }
+
+  // ---- Typed buffers on disk -------------------------------------------------------------
+
+  /// A zero-filled memory-mapped object of this class in the directory `prefix`, preallocated
+  /// from the schema alone (no example tensors, nothing allocated full-size in memory). Tensor
+  /// fields need a concrete dtype and event shape (ValueError naming the field otherwise);
+  /// optional fields without them are left out. Non-tensor fields start as "", 0, 0.0 or false
+  /// (null when optional). A directory that already holds a tensordict is refused unless
+  /// `options.overwrite`.
+  static Derived memmap_like(c10::IntArrayRef batch_size, const std::string& prefix,
+                             const MemmapOptions& options = {}) {
+    return wrap(tensordict::memmap_like(schema_skeleton(Derived::Traits::schema, batch_size), prefix, options));
+  }
+  /// Maps a directory written by memmap / memmap_like (or Python) and checks it against the
+  /// schema (from_tensordict's checks).
+  static Derived load_memmap(const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return Derived::from_tensordict(tensordict::load_memmap(prefix, options));
+  }
+
   /// A deep copy as a plain TensorDict (Python `to_tensordict()`).
   TensorDict to_tensordict() const { return storage().clone(true); }
 
@@ -90,6 +212,8 @@ class TypedOps : public Base {
 
  protected:
   const TensorDict& storage() const { return this->typed_storage(); }
+  Derived& self() { return static_cast<Derived&>(*this); }
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
   static Derived wrap(TensorDict td) { return Derived(unchecked, std::move(td)); }
   static std::vector<Derived> wrap_all(std::vector<TensorDict> tds) {
     std::vector<Derived> out;
@@ -105,13 +229,13 @@ class TypedOps : public Base {
   }
 };
 
-/// True for classes generated from a schema (TypedTensorDict or TensorClass).
-template <class T, class = void>
-struct is_typed : std::false_type {};
-template <class T>
-struct is_typed<T, std::void_t<typename T::Traits, decltype(T::Traits::schema)>> : std::true_type {};
-
 }  // namespace typed
+
+/// Prints Python's repr with the class name: `Transition(\n    fields={...`.
+template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
+std::ostream& operator<<(std::ostream& os, const T& value) {
+  return os << value.repr();
+}
 
 /// `stack` of typed objects returns their class: stack(std::vector<Step>{a, b}) is a Step.
 template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>

@@ -62,6 +62,9 @@ class Writer {
 
   TensorDict run(const TensorDict& td, const std::string& prefix) {
     const std::string root = absolute_path(prefix);
+    TD_CHECK(options_.overwrite || !path_exists(join_path(root, "meta.json")), StorageError, root,
+             " already holds a tensordict (meta.json); writing there would replace its data. Set "
+             "MemmapOptions::overwrite to replace it, or load it with load_memmap");
     validate(*td.impl(), NestedKey());  // refuse bad keys and dtypes before writing anything
     auto out = write_level(td.impl_ptr(), root, NestedKey());
     run_jobs();
