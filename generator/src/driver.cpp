@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kUsage =
+const char* const kUsageText =
     "usage: tdgen [options] SCHEMA...\n"
     "Generates one C++ header <stem>.td.h per YAML schema file (docs/schema-format.md).\n"
     "options:\n"
@@ -30,11 +30,18 @@ const char* const kUsage =
     "  --check             only check the schemas, write nothing\n"
     "  -I DIR, --import-dir DIR\n"
     "                      also look for imported schemas in DIR (after the importing file's dir)\n"
-    "  --templates DIR     templates directory (default: ../share/tensordict/templates next to\n"
-    "                      an installed tdgen, else " TDGEN_DEFAULT_TEMPLATES_DIR ")\n"
+    "  --templates DIR     templates directory (default: @TEMPLATES@)\n"
     "  --depfile FILE      write a make-format depfile: each header depends on its schema,\n"
     "                      the schemas it imports (transitively) and the templates\n"
     "  -h, --help          show this help\n";
+
+// The help names the templates this tdgen would use: the installed ones for an installed tdgen.
+std::string usage() {
+  std::string text = kUsageText;
+  const std::string marker = "@TEMPLATES@";
+  text.replace(text.find(marker), marker.size(), default_templates_dir());
+  return text;
+}
 
 // Make-format escaping: spaces and '#' get a backslash, '$' doubles.
 std::string make_escape(const std::string& path) {
@@ -86,7 +93,7 @@ bool parse_args(const std::vector<std::string>& args, DriverOptions& opt, std::o
       return true;
     };
     if (a == "-h" || a == "--help") {
-      out << kUsage;
+      out << usage();
       help = true;
       return true;
     } else if (a == "--out") {
@@ -102,14 +109,14 @@ bool parse_args(const std::vector<std::string>& args, DriverOptions& opt, std::o
     } else if (a == "--check") {
       opt.check_only = true;
     } else if (a.size() > 1 && a[0] == '-') {
-      err << "tdgen: unknown option '" << a << "'\n" << kUsage;
+      err << "tdgen: unknown option '" << a << "'\n" << usage();
       return false;
     } else {
       opt.schemas.push_back(a);
     }
   }
   if (opt.schemas.empty()) {
-    err << "tdgen: no schema given\n" << kUsage;
+    err << "tdgen: no schema given\n" << usage();
     return false;
   }
   if (!opt.check_only && opt.out_dir.empty()) {

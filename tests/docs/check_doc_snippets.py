@@ -7,7 +7,7 @@ lines appear consecutively in one snippet file, all shifted right by the same in
 snippet may sit inside a function body). Each snippet file must name the doc section it mirrors
 ("// docs/<file>.md#<section>"), and every such reference must point at an existing doc file.
 
-Usage: check_doc_snippets.py --docs DIR --snippets DIR [--also DIR...]
+Usage: check_doc_snippets.py --docs DIR --snippets DIR [--also DIR...] [--doc FILE...]
 --also: more compiled sources (e.g. examples/) whose text counts as mirrored too; they need not
 name a doc section.
 Exit code 0 when every block is found, 1 otherwise (one line per missing block).
@@ -19,7 +19,7 @@ import re
 import sys
 
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
-DOC_REFERENCE = re.compile(r"//\s*docs/([\w.-]+\.md)(#[\w-]+)?")
+DOC_REFERENCE = re.compile(r"//\s*(?:docs/)?([\w.-]+\.md)(#[\w-]+)?")
 
 
 def cpp_blocks(path):
@@ -70,9 +70,11 @@ def main():
     parser.add_argument("--docs", required=True, type=pathlib.Path)
     parser.add_argument("--snippets", required=True, type=pathlib.Path)
     parser.add_argument("--also", action="append", default=[], type=pathlib.Path)
+    parser.add_argument("--doc", action="append", default=[], type=pathlib.Path,
+                        help="one more markdown file to check (the README)")
     args = parser.parse_args()
 
-    docs = sorted(args.docs.glob("*.md"))
+    docs = sorted(args.docs.glob("*.md")) + args.doc
     snippet_files = sorted(args.snippets.glob("*.cpp"))
     if not docs or not snippet_files:
         print(f"no docs in {args.docs} or no snippets in {args.snippets}")

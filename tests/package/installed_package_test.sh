@@ -45,6 +45,8 @@ printf 'namespace: probe\nclasses:\n  Probe:\n    kind: typed_tensordict\n    fi
   >"$work_dir/probe.yaml"
 (cd "$work_dir" && "$prefix/bin/tdgen" --out "$work_dir/probe-out" probe.yaml)
 expect_in "$work_dir/probe-out/probe.td.h" "class Probe"
+"$prefix/bin/tdgen" --help >"$work_dir/help.log"
+expect_in "$work_dir/help.log" "$prefix/share/tensordict/templates"
 
 step "configure and build examples/rollout against the installed package"
 cp -r "$source_dir/examples/rollout" "$work_dir/rollout"
