@@ -4,6 +4,7 @@
 #   <prefix>/<libdir>/libtensordict.*            the runtime (TensorDict::runtime)
 #   <prefix>/bin/tdgen, tdtool                   the generator (TensorDict::tdgen) and the tool
 #   <prefix>/share/tensordict/templates/         tdgen's templates
+#   <prefix>/<libdir>/pkgconfig/tensordict.pc    for builds without CMake
 #   <prefix>/<libdir>/cmake/TensorDict/          TensorDictConfig.cmake, ConfigVersion, Targets,
 #                                                TensorDictGenerate.cmake (tensordict_generate)
 #
@@ -54,6 +55,31 @@ endif()
 if(runtime_links MATCHES "HIREDIS|hiredis")
   set(TENSORDICT_PACKAGE_LINKS_REDIS ON)
 endif()
+
+# tensordict.pc for builds without CMake. LibTorch's flags come from the LibTorch this build
+# found: its include dirs, its required compile flags (the C++ ABI), its libraries' directory.
+get_filename_component(tensordict_torch_libdir "${TORCH_LIBRARY}" DIRECTORY)
+set(TENSORDICT_PC_TORCH_CFLAGS "${TORCH_CXX_FLAGS}")
+foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
+  # -I of a system directory would break the compiler's own #include_next chain.
+  if(NOT dir MATCHES "^/usr(/local)?/include/?$")
+    string(APPEND TENSORDICT_PC_TORCH_CFLAGS " -I${dir}")
+  endif()
+endforeach()
+set(TENSORDICT_PC_TORCH_LIBS
+    "-L${tensordict_torch_libdir} -Wl,-rpath,${tensordict_torch_libdir} -ltorch -ltorch_cpu -lc10")
+if(TENSORDICT_PACKAGE_LINKS_HDF5)
+  string(APPEND TENSORDICT_PC_TORCH_LIBS " -lhdf5")
+endif()
+if(TENSORDICT_PACKAGE_LINKS_REDIS)
+  string(APPEND TENSORDICT_PC_TORCH_LIBS " -lhiredis")
+endif()
+file(RELATIVE_PATH TENSORDICT_PC_PREFIX_FROM_PCDIR "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" TENSORDICT_PC_PREFIX_FROM_PCDIR "${TENSORDICT_PC_PREFIX_FROM_PCDIR}")
+configure_file("${PROJECT_SOURCE_DIR}/cmake/tensordict.pc.in" "${PROJECT_BINARY_DIR}/package/tensordict.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/package/tensordict.pc"
+        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
+        COMPONENT development)
 
 install(EXPORT TensorDictTargets
         NAMESPACE TensorDict::

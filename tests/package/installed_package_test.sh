@@ -48,6 +48,20 @@ expect_in "$work_dir/probe-out/probe.td.h" "class Probe"
 "$prefix/bin/tdgen" --help >"$work_dir/help.log"
 expect_in "$work_dir/help.log" "$prefix/share/tensordict/templates"
 
+step "a program built with pkg-config against the moved prefix"
+cat >"$work_dir/pc.cpp" <<'CPP'
+#include <ATen/ATen.h>
+#include <tensordict/tensordict.h>
+int main() {
+  tensordict::TensorDict td({{"x", at::ones({2})}}, {2});
+  return td.get("x").sum().item<float>() == 2.f ? 0 : 1;
+}
+CPP
+pc_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs tensordict) || fail "pkg-config tensordict"
+# shellcheck disable=SC2086
+"$cxx" "$work_dir/pc.cpp" -o "$work_dir/pc" $pc_flags || fail "build with pkg-config flags: $pc_flags"
+"$work_dir/pc" || fail "the pkg-config program ran wrongly"
+
 step "configure and build examples/rollout against the installed package"
 cp -r "$source_dir/examples/rollout" "$work_dir/rollout"
 configure_args=(-S "$work_dir/rollout" -B "$work_dir/build" -G Ninja
