@@ -44,23 +44,42 @@ class Resolver {
  public:
   explicit Resolver(Module& module) : m_(module) {}
 
+  // Each phase checks every class and field it can and reports all its errors; a later phase
+  // relies on the earlier ones (references resolved, extends acyclic), so it runs only when
+  // they found nothing.
   void run() {
-    for (auto& file : m_.files) check_file_names(file);
-    check_unique_classes();
+    for (auto& file : m_.files) collect([&] { check_file_names(file); });
+    collect([&] { check_unique_classes(); });
+    report();
     for (size_t f = 0; f < m_.files.size(); ++f)
       for (auto& cls : m_.files[f].classes) {
-        if (cls.base) resolve_ref(static_cast<int>(f), *cls.base);
+        if (cls.base) collect([&] { resolve_ref(static_cast<int>(f), *cls.base); });
         for (auto& field : cls.fields)
-          if (field.kind == FieldKind::Nested) resolve_ref(static_cast<int>(f), field.nested);
+          if (field.kind == FieldKind::Nested) collect([&] { resolve_ref(static_cast<int>(f), field.nested); });
       }
+    report();
     for (auto& file : m_.files)
-      for (auto& cls : file.classes) check_extends(cls);
+      for (auto& cls : file.classes) collect([&] { check_extends(cls); });
+    report();
     for (auto& file : m_.files)
-      for (auto& cls : file.classes) check_fields(cls);
+      for (auto& cls : file.classes) collect([&] { check_fields(cls); });
+    report();
     for (size_t f = 0; f < m_.files.size(); ++f) emission_order(m_, static_cast<int>(f));  // nesting cycles
   }
 
  private:
+  template <class Check>
+  void collect(Check&& check) {
+    try {
+      check();
+    } catch (const Diagnostic& d) {
+      errors_.push_back(d);
+    }
+  }
+  void report() {
+    if (!errors_.empty()) throw Diagnostic::combined(errors_);
+  }
+
   void check_file_names(const SchemaFile& file) {
     if (!file.cpp_namespace.empty())
       for (const auto& part : split_namespace(file.cpp_namespace)) check_name(part, file.location, "namespace part");
@@ -163,28 +182,31 @@ class Resolver {
           seen[field.name] = {&field, c};
           continue;
         }
-        check_name(field.name, field.location, "field name");
-        std::vector<std::string> members{field.name, "set_" + field.name, "set_" + field.name + "_", "has_" + field.name};
-        if (is_non_tensor(field.kind)) members.push_back(field.name + "_list");
-        for (const std::string& member : members) {
-          if (std::find(reserved.begin(), reserved.end(), member) != reserved.end())
-            throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
-                                                 "' of TensorDict, TensorClass or the generated class");
-        }
-        if (field.name == cls.name)
-          throw Diagnostic(field.location, "field name '" + field.name + "' is the name of its class");
-        auto it = seen.find(field.name);
-        if (it != seen.end()) {
-          const bool inherited = it->second.second != &cls;
-          throw Diagnostic(field.location, "duplicate field '" + field.name + "'" +
-                                               (inherited ? " (inherited from '" + it->second.second->name + "', " : " (") +
-                                               "first declared at " + it->second.first->location.str() + ")");
-        }
-        seen[field.name] = {&field, c};
-        if (cls.kind == ClassKind::TypedTensorDict && field.kind != FieldKind::Tensor && field.kind != FieldKind::Nested)
-          throw Diagnostic(field.location, "non-tensor field '" + field.name +
-                                               "' in the typed_tensordict '" + cls.name +
-                                               "': only a tensorclass may hold string, int, float or bool fields");
+        // One error per field at most, every field checked.
+        collect([&] {
+          check_name(field.name, field.location, "field name");
+          std::vector<std::string> members{field.name, "set_" + field.name, "set_" + field.name + "_", "has_" + field.name};
+          if (is_non_tensor(field.kind)) members.push_back(field.name + "_list");
+          for (const std::string& member : members) {
+            if (std::find(reserved.begin(), reserved.end(), member) != reserved.end())
+              throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
+                                                   "' of TensorDict, TensorClass or the generated class");
+          }
+          if (field.name == cls.name)
+            throw Diagnostic(field.location, "field name '" + field.name + "' is the name of its class");
+          auto it = seen.find(field.name);
+          if (it != seen.end()) {
+            const bool inherited = it->second.second != &cls;
+            throw Diagnostic(field.location, "duplicate field '" + field.name + "'" +
+                                                 (inherited ? " (inherited from '" + it->second.second->name + "', " : " (") +
+                                                 "first declared at " + it->second.first->location.str() + ")");
+          }
+          if (cls.kind == ClassKind::TypedTensorDict && field.kind != FieldKind::Tensor && field.kind != FieldKind::Nested)
+            throw Diagnostic(field.location, "non-tensor field '" + field.name +
+                                                 "' in the typed_tensordict '" + cls.name +
+                                                 "': only a tensorclass may hold string, int, float or bool fields");
+        });
+        if (seen.find(field.name) == seen.end()) seen[field.name] = {&field, c};
       }
     }
     // Generated accessors of one field must not be another field: `set_x` next to `x`, or
@@ -209,6 +231,7 @@ class Resolver {
   }
 
   Module& m_;
+  std::vector<Diagnostic> errors_;
 };
 
 }  // namespace

@@ -106,6 +106,20 @@ TEST_CASE("duplicate fields, also through inheritance", "[generator][diagnostics
              Catch::StartsWith(":11:7: duplicate field 'x' (inherited from 'A', first declared at ") && Catch::Contains("bad.yaml:6:7)"));
 }
 
+TEST_CASE("every error of a schema is reported in one run, in source order", "[generator][diagnostics]") {
+  // Three independent mistakes: two fields of A and one of B.
+  const std::string err = diagnose(std::string(kHeader) +
+                                   "  A:\n    kind: tensorclass\n    fields:\n      class: {}\n      clone: {}\n      ok: {}\n"
+                                   "  B:\n    kind: typed_tensordict\n    fields:\n      s: {type: string}\n");
+  CHECK_THAT(err, Catch::StartsWith(":6:7: field name 'class' is a C++ keyword"));
+  CHECK_THAT(err, Catch::Contains("bad.yaml:7:7: field name 'clone' clashes with the member 'clone'"));
+  CHECK_THAT(err, Catch::Contains("bad.yaml:12:7: non-tensor field 's' in the typed_tensordict 'B'"));
+  // Unknown classes in two places, then nothing of the later phases (they need resolved names).
+  const std::string unresolved = diagnose(std::string(kHeader) +
+                                          "  A:\n    kind: tensorclass\n    extends: Nope\n    fields:\n      n: {class: Gone}\n");
+  CHECK_THAT(unresolved, Catch::Contains("unknown class 'Nope'") && Catch::Contains("unknown class 'Gone'"));
+}
+
 TEST_CASE("duplicate classes", "[generator][diagnostics]") {
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n  A:\n    kind: tensorclass\n"),
              Catch::StartsWith(":5:3: duplicate class 'A' (first declared at "));

@@ -1,10 +1,12 @@
 #pragma once
 // Diagnostics: every error tdgen reports is a compiler-style `file:line:column: message`, so
-// editors and build logs point at the schema line. Checks throw a Diagnostic; the driver prints
-// it on stderr and exits with 1.
+// editors and build logs point at the schema line. Checks throw a Diagnostic; the checks of
+// independent classes and fields are collected, so one run reports every error of a phase. The
+// driver prints them on stderr and exits with 1.
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <tdgen/ir.h>
 
@@ -15,6 +17,17 @@ class Diagnostic : public std::runtime_error {
   Diagnostic(SourceLocation location, const std::string& message)
       : std::runtime_error(location.str() + ": " + message), location_(std::move(location)), message_(message) {}
 
+  /// Several errors reported at once (one per line, in the order given); the location and
+  /// message are the first one's.
+  static Diagnostic combined(const std::vector<Diagnostic>& all) {
+    Diagnostic out = all.front();
+    std::string text = all.front().what();
+    for (size_t i = 1; i < all.size(); ++i) text += std::string("\n") + all[i].what();
+    out.text_ = text;
+    return out;
+  }
+  const char* what() const noexcept override { return text_.empty() ? std::runtime_error::what() : text_.c_str(); }
+
   const SourceLocation& location() const { return location_; }
   /// The message without the location.
   const std::string& message() const { return message_; }
@@ -22,6 +35,7 @@ class Diagnostic : public std::runtime_error {
  private:
   SourceLocation location_;
   std::string message_;
+  std::string text_;  // every error of a combined diagnostic
 };
 
 }  // namespace tdgen
