@@ -69,7 +69,15 @@ class FileParser {
     if (!classes) throw Diagnostic(file.location, "missing key 'classes' in the schema");
     if (classes.IsNull()) return file;
     expect_map(classes, "'classes'");
-    for (const auto& item : classes) file.classes.push_back(parse_class(item.first, item.second));
+    // Every class and field is parsed, so one run reports all their errors.
+    for (const auto& item : classes) {
+      try {
+        file.classes.push_back(parse_class(item.first, item.second));
+      } catch (const Diagnostic& d) {
+        errors_.push_back(d);
+      }
+    }
+    if (!errors_.empty()) throw Diagnostic::combined(errors_);
     return file;
   }
 
@@ -124,7 +132,13 @@ class FileParser {
     if (YAML::Node fields = body["fields"]) {
       if (!fields.IsNull()) {
         expect_map(fields, "'fields' of " + where);
-        for (const auto& item : fields) cls.fields.push_back(parse_field(item.first, item.second));
+        for (const auto& item : fields) {
+          try {
+            cls.fields.push_back(parse_field(item.first, item.second));
+          } catch (const Diagnostic& d) {
+            errors_.push_back(d);
+          }
+        }
       }
     }
     return cls;
@@ -183,6 +197,7 @@ class FileParser {
   }
 
   std::string path_;
+  std::vector<Diagnostic> errors_;  // of classes and fields parsed so far
 };
 
 std::string read_file(const std::string& path, const SourceLocation& from) {

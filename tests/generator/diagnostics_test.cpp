@@ -118,6 +118,13 @@ TEST_CASE("every error of a schema is reported in one run, in source order", "[g
   const std::string unresolved = diagnose(std::string(kHeader) +
                                           "  A:\n    kind: tensorclass\n    extends: Nope\n    fields:\n      n: {class: Gone}\n");
   CHECK_THAT(unresolved, Catch::Contains("unknown class 'Nope'") && Catch::Contains("unknown class 'Gone'"));
+  // The frontend too: a bad dtype and a bad shape in two fields, a bad kind in another class.
+  const std::string parsed = diagnose(std::string(kHeader) +
+                                      "  A:\n    kind: tensorclass\n    fields:\n      x: {dtype: float99}\n"
+                                      "      y: {shape: [-3]}\n  B:\n    kind: nope\n");
+  CHECK_THAT(parsed, Catch::StartsWith(":6:18: unknown dtype 'float99'"));
+  CHECK_THAT(parsed, Catch::Contains("bad.yaml:7:19: shape sizes must be >= 0"));
+  CHECK_THAT(parsed, Catch::Contains("bad.yaml:9:11: unknown kind 'nope'"));
 }
 
 TEST_CASE("duplicate classes", "[generator][diagnostics]") {
