@@ -10,7 +10,8 @@ snippet may sit inside a function body). Each snippet file must name the doc sec
 Usage: check_doc_snippets.py --docs DIR --snippets DIR [--also DIR...] [--doc FILE...]
 --also: more compiled sources (e.g. examples/) whose text counts as mirrored too; they need not
 name a doc section.
-Exit code 0 when every block is found, 1 otherwise (one line per missing block).
+Relative markdown links of the docs must point at an existing file inside the repository.
+Exit code 0 when every block is found and every link resolves, 1 otherwise (one line each).
 """
 
 import argparse
@@ -19,6 +20,7 @@ import re
 import sys
 
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 DOC_REFERENCE = re.compile(r"//\s*(?:docs/)?([\w.-]+\.md)(#[\w-]+)?")
 
 
@@ -92,6 +94,19 @@ def main():
         for name, _ in references:
             if name not in doc_names:
                 errors.append(f"{path}: refers to docs/{name}, which does not exist")
+
+    # Relative links must point at a file of the repository (a user has nothing beside it).
+    root = args.docs.resolve().parent
+    for doc in docs:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z]+:", target):
+                    continue  # http:, https:, mailto:
+                resolved = (doc.parent / target).resolve()
+                if root not in resolved.parents and resolved != root:
+                    errors.append(f"{doc}:{number}: link {target} leaves the repository")
+                elif not resolved.exists():
+                    errors.append(f"{doc}:{number}: link {target} points at nothing")
 
     checked = 0
     for doc in docs:
