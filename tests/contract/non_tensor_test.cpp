@@ -107,6 +107,23 @@ TEMPLATE_LIST_TEST_CASE("indexed writes of per-element strings are stored, survi
   CHECK(text(back, "info") == "all");
 }
 
+TEMPLATE_LIST_TEST_CASE("set_non_tensor_ replaces a stored value in place, also when locked",
+                        "[contract][non_tensor][reload]", ContractBackends) {
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({2})}, {"n", {{"s", "old"}}}}, {2}));
+  td.lock_();
+  td.set_non_tensor_({"n", "s"}, NonTensorData("new"));
+  CHECK((text(td, {"n", "s"}) == "new"));
+  CHECK((text(TestType::reload(td), {"n", "s"}) == "new"));
+  REQUIRE_THROWS_AS(td.set_non_tensor_({"n", "zz"}, NonTensorData("x")), KeyError);
+  REQUIRE_THROWS_AS(td.set_non_tensor_("a", NonTensorData("x")), TypeError);
+  REQUIRE_THROWS_WITH(td.set_non_tensor_("a", NonTensorData("x")),
+                      Catch::Contains("set_non_tensor_ at 'a' which holds"));
+  // A per-element value must have the level's batch shape.
+  REQUIRE_THROWS_AS(td.set_non_tensor_({"n", "s"}, NonTensorData::from_list(json::parse(R"(["x", "y", "z"])"), {3})),
+                    ShapeError);
+  CHECK((text(td, {"n", "s"}) == "new"));
+}
+
 TEMPLATE_LIST_TEST_CASE("row-by-row non-tensor writes keep the value pool bounded", "[contract][non_tensor]",
                         ContractBackends) {
   const int64_t n = 64;

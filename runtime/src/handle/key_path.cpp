@@ -49,6 +49,14 @@ TensorDictBase* level_of(TensorDictBase* root, KeyRef key, Entry& holder) {
   return level;
 }
 
+TensorDictBase* level_holding(TensorDictBase* root, KeyRef key, EntryKind kind, const char* op, Entry& holder) {
+  TensorDictBase* level = level_of(root, key, holder);
+  const EntryKind held = level->kind(key.back());
+  if (held == EntryKind::Undefined) throw_missing(*level, key, key.size() - 1);
+  TD_CHECK(held == kind, TypeError, op, " at ", key.repr(), " which holds ", kind_name(held));
+  return level;
+}
+
 TensorDictBase* level_of_or_create(TensorDictBase* root, KeyRef key, Entry& holder) {
   TensorDictBase* level = root;
   for (size_t i = 0; i + 1 < key.size(); ++i) {

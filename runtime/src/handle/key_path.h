@@ -16,6 +16,9 @@ namespace detail {
 TensorDictBase* find_level(TensorDictBase* root, KeyRef key, Entry& holder, size_t* missing_depth = nullptr);
 /// Like find_level, but a missing level is a KeyError naming the level where the path broke off.
 TensorDictBase* level_of(TensorDictBase* root, KeyRef key, Entry& holder);
+/// Like level_of, for an in-place write: the key must exist (KeyError) and hold `kind`
+/// (TypeError "<op> at <key> which holds <kind>").
+TensorDictBase* level_holding(TensorDictBase* root, KeyRef key, EntryKind kind, const char* op, Entry& holder);
 /// Like find_level, creating missing levels (of the parent's backend kind, make_child); a part
 /// holding a leaf is a KeyError, a locked level a LockedError.
 TensorDictBase* level_of_or_create(TensorDictBase* root, KeyRef key, Entry& holder);

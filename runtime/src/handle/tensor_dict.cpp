@@ -194,10 +194,7 @@ TensorDict& TensorDict::set_non_tensor(KeyRef key, json::Value value) {
 TensorDict& TensorDict::set_non_tensor_(KeyRef key, NonTensorData value) {
   check_key(key);
   Entry holder;
-  TensorDictBase* level = level_of(impl_.get(), key, holder);
-  const EntryKind kind = level->kind(key.back());
-  if (kind == EntryKind::Undefined) throw_missing(*level, key, key.size() - 1);
-  TD_CHECK(kind == EntryKind::NonTensor, TypeError, "set_non_tensor_ at ", key.repr(), " which holds ", kind_name(kind));
+  TensorDictBase* level = level_holding(impl_.get(), key, EntryKind::NonTensor, "set_non_tensor_", holder);
   level->write_non_tensor_(key.back(), detail::prepare_non_tensor(*level, key, std::move(value)));
   return *this;
 }
@@ -205,10 +202,7 @@ TensorDict& TensorDict::set_non_tensor_(KeyRef key, NonTensorData value) {
 TensorDict& TensorDict::set_(KeyRef key, const at::Tensor& value) {
   check_key(key);
   Entry holder;
-  TensorDictBase* level = level_of(impl_.get(), key, holder);
-  const EntryKind kind = level->kind(key.back());
-  if (kind == EntryKind::Undefined) throw_missing(*level, key, key.size() - 1);
-  TD_CHECK(kind == EntryKind::Tensor, TypeError, "set_ of a tensor at ", key.repr(), " which holds ", kind_name(kind));
+  TensorDictBase* level = level_holding(impl_.get(), key, EntryKind::Tensor, "set_ of a tensor", holder);
   c10::IntArrayRef batch = level->batch_size();
   TD_CHECK(value.dim() >= static_cast<int64_t>(batch.size()) && value.sizes().slice(0, batch.size()) == batch,
            ShapeError, "batch dimension mismatch, got self.batch_size=", size_str(batch),
