@@ -28,31 +28,39 @@ void MemmapLevel::write_non_tensor_(std::string_view key, const NonTensorData& v
     NonTensorMeta stored = non_tensor_meta(value);
     write_text_file(join_path(dir, "meta.json"), stored.text);
     remove_if_present(join_path(dir, stored.stale_sidecar));
-    // The parent's marker names the stored class; every other field is kept as it was written.
-    const std::string meta_path = join_path(path_, "meta.json");
-    json::Value meta;
-    try {
-      meta = json::parse(read_text_file(meta_path), meta_path);
-    } catch (const ValueError& e) {
-      TD_THROW(StorageError, "malformed meta.json: ", e.message());
-    }
-    TD_CHECK(meta.is_object(), StorageError, meta_path, ": malformed meta.json: expected an object");
-    json::Value marker(json::Object{{"type", stored.marker}});
-    const json::Value* current = meta.find(k);
-    if (current == nullptr || *current != marker) {
-      json::Object& fields = meta.mutable_object();
-      bool replaced = false;
-      for (auto& [name, field] : fields) {
-        if (name == k) {
-          field = marker;
-          replaced = true;
-        }
-      }
-      if (!replaced) fields.emplace_back(k, std::move(marker));
-      write_text_file(meta_path, meta.dump_stdlib());
-    }
+    // The parent's marker names the stored class; it only changes when a uniform value becomes
+    // a stack or back (row-by-row writes leave this level's meta.json alone).
+    const Entry* current = peek(key);
+    const bool same_class = current != nullptr && current->is_non_tensor() &&
+                            current->non_tensor().is_stack() == value.is_stack();
+    if (!same_class) rewrite_marker(k, stored.marker);
   }
   TableBackend::insert_or_assign(key, Entry(value));
+}
+
+void MemmapLevel::rewrite_marker(const std::string& key, const char* marker_class) {
+  // Every other field of this level's meta.json is kept as it was written.
+  const std::string meta_path = join_path(path_, "meta.json");
+  json::Value meta;
+  try {
+    meta = json::parse(read_text_file(meta_path), meta_path);
+  } catch (const ValueError& e) {
+    TD_THROW(StorageError, "malformed meta.json: ", e.message());
+  }
+  TD_CHECK(meta.is_object(), StorageError, meta_path, ": malformed meta.json: expected an object");
+  json::Value marker(json::Object{{"type", marker_class}});
+  const json::Value* current = meta.find(key);
+  if (current != nullptr && *current == marker) return;
+  json::Object& fields = meta.mutable_object();
+  bool replaced = false;
+  for (auto& [name, field] : fields) {
+    if (name == key) {
+      field = marker;
+      replaced = true;
+    }
+  }
+  if (!replaced) fields.emplace_back(key, std::move(marker));
+  write_text_file(meta_path, meta.dump_stdlib());
 }
 
 }  // namespace tensordict

@@ -28,6 +28,9 @@ class MemmapLevel final : public TableBackend {
   const std::string& path() const { return path_; }
 
  private:
+  /// Sets the "type" marker of `key` in this level's meta.json.
+  void rewrite_marker(const std::string& key, const char* marker_class);
+
   std::string path_;
   bool writable_;
 };
