@@ -177,12 +177,3 @@ BENCHMARK(BM_load_memmap)->Arg(10)->Arg(1000)->Unit(benchmark::kMicrosecond)->Re
 
 BENCHMARK(BM_stats_tdtool)->Arg(24)->Arg(240)->Unit(benchmark::kMillisecond)->Repetitions(3)->UseRealTime();
 BENCHMARK(BM_stats_plain)->Arg(24)->Arg(240)->Unit(benchmark::kMillisecond)->Repetitions(3)->UseRealTime();
-
-int main(int argc, char** argv) {
-  at::set_num_threads(1);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

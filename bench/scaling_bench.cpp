@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <tensordict/tensordict.h>
@@ -253,12 +252,3 @@ TENSORDICT_SCALING_BENCH(rename)
 TENSORDICT_SCALING_BENCH(select_)
 TENSORDICT_SCALING_BENCH(exclude_)
 #undef TENSORDICT_SCALING_BENCH
-
-int main(int argc, char** argv) {
-  at::set_num_threads(1);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
