@@ -42,6 +42,9 @@ class NonTensorData {
   NonTensorData with_ids(at::Tensor ids) const;
   /// A stack whose ids are shaped `batch_size`, filled from this (uniform or stack) value.
   NonTensorData as_stack(c10::IntArrayRef batch_size) const;
+  /// The same values with the pool cut to what ids use, when it holds more than twice as many
+  /// (row-by-row writes and stacks would otherwise grow it without bound).
+  NonTensorData compacted() const;
   /// Stacks several non-tensor values along `dim` of the batch `batch_size` they share.
   /// Equal uniform values stay uniform.
   static NonTensorData stack(const std::vector<NonTensorData>& items, int64_t dim,

@@ -216,7 +216,12 @@ class TensorDict {
   /// Deep copy (recurse) or a new tensordict sharing the leaves (!recurse). Never locked.
   TensorDict clone(bool recurse = true) const;
   TensorDict detach() const;
+  /// Contiguous leaves; a backend whose reads are new tensors (a lazy stack) gives a dense
+  /// in-memory tensordict.
   TensorDict contiguous() const;
+  /// A dense in-memory deep copy (Python `to_tensordict()`): lazy stacks are stacked (ragged
+  /// leaves raise), files and stores read.
+  TensorDict to_tensordict() const;
   /// A tensordict with no entries, the same batch size and device (Python `empty()`); with
   /// `recurse`, nested tensordicts are kept, empty.
   TensorDict empty(bool recurse = false) const;

@@ -9,8 +9,9 @@
 //     num_entries, keys, has, get, for_each, insert_or_assign, erase, rename;
 //   - write_, unless its leaves alias its storage (StoragePolicy below).
 // It may override the hooks, whose defaults are correct for any backend: peek, kind,
-// for_each_key, snapshot, write_at_, write_many_, make_child, set_batch_size, set_locked,
-// index, map_batch, map_leaves, leaf_class_name, is_shared, is_memmap.
+// for_each_key, leaf_meta, snapshot, write_at_, write_many_, make_child, set_batch_size,
+// set_locked, is_locked, index, map_batch, rearrange_batch, map_leaves, leaf_class_name,
+// missing_key_note, repr_parts, is_shared, is_memmap.
 //
 // Note [Reads, copies and writes]: a backend whose `get` hands out the stored tensor itself
 // (in memory, a file mapping, a view of a consolidated storage) declares
@@ -29,6 +30,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -45,6 +47,14 @@ using BatchSize = c10::SmallVector<int64_t, 6>;
 
 /// What a key holds (Entry::Kind is this type).
 enum class EntryKind : uint8_t { Undefined, Tensor, TensorDict, NonTensor };
+
+/// Shape, dtype and device of a tensor leaf, known without reading its data. A dim is -1
+/// where it varies (a lazy stack of members whose leaves differ in size there).
+struct LeafMeta {
+  BatchSize shape;
+  at::ScalarType dtype = at::kFloat;
+  at::Device device = at::kCPU;
+};
 
 /// What a backend promises about where its data live. The handle reads it (a field, not a
 /// virtual call) to choose its fast paths, as TensorImpl does with its sizes-strides policy.
@@ -71,7 +81,8 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   c10::IntArrayRef batch_size() const { return batch_size_; }
   int64_t batch_dims() const { return static_cast<int64_t>(batch_size_.size()); }
   const std::optional<at::Device>& device() const { return device_; }
-  bool is_locked() const { return locked_; }
+  /// True when this level is locked (a lazy stack: also when every member is).
+  virtual bool is_locked() const { return locked_; }
   virtual bool is_shared() const { return false; }
   virtual bool is_memmap() const { return false; }
   const StoragePolicy& policy() const { return policy_; }
@@ -106,6 +117,14 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   virtual EntryKind kind(std::string_view key) const;
   /// Calls `fn(key, kind)` for every entry, in order, without reading tensor data.
   virtual void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const;
+  /// Shape, dtype and device of the tensor leaf `key` (repr, tdtool). The default reads it.
+  virtual LeafMeta leaf_meta(std::string_view key) const;
+  /// Appended to the KeyError for a key this level lacks: why it is missing, when the backend
+  /// knows more (a lazy stack names the members that hold it). Empty by default.
+  virtual std::string missing_key_note(std::string_view key) const;
+  /// The `name=value` parts repr prints (fields, batch_size, device, is_shared); a backend
+  /// with more state inserts its own (a lazy stack: exclusive_fields, stack_dim).
+  virtual void repr_parts(std::vector<std::string>& parts) const;
   /// This level and every level below it read at once into an in-memory tensordict of the
   /// same structure (batch sizes, keys, non-tensor data). Its leaves are the values `get`
   /// returns. A remote backend overrides it to serve the whole tree in one round trip; every
@@ -155,6 +174,11 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// to every leaf (and to nested tensordicts, whose extra batch dims it keeps).
   virtual TensorDict map_batch(c10::IntArrayRef new_batch_size,
                                FunctionRef<at::Tensor(const at::Tensor&)> fn) const;
+  /// A batch rearrangement that moves no data (permute, transpose, squeeze, unsqueeze): new
+  /// batch dim j is old dim `source[j]`, or a new dim of size 1 where `source[j]` is -1; old
+  /// dims not named have size 1 and are dropped. The default calls map_batch; a lazy stack
+  /// rearranges its members instead and stays lazy.
+  virtual TensorDict rearrange_batch(c10::IntArrayRef source) const;
   /// A batch-preserving map of every tensor leaf (to, clone, detach, ...), into an in-memory
   /// tensordict on `device`.
   virtual TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,

@@ -46,6 +46,15 @@ TensorDict TensorDictBase::snapshot() const {
       [](const std::string&, const NonTensorData& data) { return data; });
 }
 
+LeafMeta TensorDictBase::leaf_meta(std::string_view key) const {
+  const at::Tensor t = get(key).tensor();
+  return LeafMeta{BatchSize(t.sizes().begin(), t.sizes().end()), t.scalar_type(), t.device()};
+}
+
+std::string TensorDictBase::missing_key_note(std::string_view) const { return {}; }
+
+void TensorDictBase::repr_parts(std::vector<std::string>&) const {}
+
 // ---- Writes ---------------------------------------------------------------------------------
 
 void TensorDictBase::write_(std::string_view key, const at::Tensor& value) {
@@ -127,6 +136,44 @@ TensorDict TensorDictBase::map_batch(c10::IntArrayRef new_batch_size,
       [&](const std::string&, const NonTensorData& data) { return data.is_stack() ? data.with_ids(fn(data.ids())) : data; });
   out.impl()->set_locked(locked_);
   return out;
+}
+
+namespace {
+
+// `t` with its leading `old_dims` dims rearranged as rearrange_batch's `source` says: the
+// dropped dims squeezed, the kept ones permuted into place, the new ones unsqueezed.
+at::Tensor rearranged(const at::Tensor& t, c10::IntArrayRef source, int64_t old_dims) {
+  std::vector<int64_t> compact(static_cast<size_t>(old_dims), -1);
+  for (int64_t s : source) {
+    if (s >= 0) compact[static_cast<size_t>(s)] = 0;
+  }
+  int64_t kept = 0;
+  for (auto& c : compact) {
+    if (c == 0) c = kept++;
+  }
+  at::Tensor x = t;
+  for (int64_t d = old_dims - 1; d >= 0; --d) {
+    if (compact[static_cast<size_t>(d)] < 0) x = x.squeeze(d);
+  }
+  std::vector<int64_t> perm;
+  for (int64_t s : source) {
+    if (s >= 0) perm.push_back(compact[static_cast<size_t>(s)]);
+  }
+  for (int64_t d = kept; d < x.dim(); ++d) perm.push_back(d);
+  x = x.permute(perm);
+  for (size_t j = 0; j < source.size(); ++j) {
+    if (source[j] < 0) x = x.unsqueeze(static_cast<int64_t>(j));
+  }
+  return x;
+}
+
+}  // namespace
+
+TensorDict TensorDictBase::rearrange_batch(c10::IntArrayRef source) const {
+  BatchSize new_batch;
+  for (int64_t s : source) new_batch.push_back(s < 0 ? 1 : batch_size_[static_cast<size_t>(s)]);
+  const int64_t old_dims = batch_dims();
+  return map_batch(new_batch, [&](const at::Tensor& t) { return rearranged(t, source, old_dims); });
 }
 
 TensorDict TensorDictBase::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,

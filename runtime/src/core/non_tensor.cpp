@@ -97,6 +97,16 @@ NonTensorData NonTensorData::with_ids(at::Tensor ids) const {
   return out;
 }
 
+NonTensorData NonTensorData::compacted() const {
+  if (!is_stack() || pool_->size() <= 2 * static_cast<size_t>(ids_.numel()) + 16) return *this;
+  auto [used, inverse] = at::_unique(ids_.flatten(), /*sorted=*/true, /*return_inverse=*/true);
+  std::vector<json::Value> kept;
+  kept.reserve(static_cast<size_t>(used.numel()));
+  const int64_t* u = used.data_ptr<int64_t>();
+  for (int64_t i = 0; i < used.numel(); ++i) kept.push_back((*pool_)[static_cast<size_t>(u[i])]);
+  return from_ids(std::move(kept), inverse.view(ids_.sizes()));
+}
+
 NonTensorData NonTensorData::as_stack(c10::IntArrayRef batch_size) const {
   if (is_stack()) {
     TD_CHECK(ids_.sizes() == batch_size, ShapeError, "non-tensor stack of shape ", ids_.sizes(),
@@ -124,7 +134,7 @@ NonTensorData NonTensorData::stack(const std::vector<NonTensorData>& items, int6
     ids.push_back(s.ids_ + static_cast<int64_t>(pool.size()));
     pool.insert(pool.end(), s.pool_->begin(), s.pool_->end());
   }
-  return from_ids(std::move(pool), at::stack(ids, dim));
+  return from_ids(std::move(pool), at::stack(ids, dim)).compacted();
 }
 
 bool operator==(const NonTensorData& a, const NonTensorData& b) {

@@ -69,7 +69,8 @@ Entry prepare_entry(const TensorDictBase& dest, KeyRef key, Entry value) {
 void throw_missing(const TensorDictBase& level, KeyRef key, size_t depth) {
   std::string where = depth == 0 ? "" : " at " + key.prefix(depth).repr();
   TD_THROW(KeyError, "key \"", printable(key[depth]), "\" not found in ", level.type_name(), where, " with keys ",
-           keys_str(level.keys()), key.size() > 1 ? " (looking up " + key.repr() + ")" : std::string());
+           keys_str(level.keys()), key.size() > 1 ? " (looking up " + key.repr() + ")" : std::string(),
+           level.missing_key_note(key[depth]));
 }
 
 void check_unlocked(const TensorDictBase& td) {

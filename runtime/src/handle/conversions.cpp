@@ -42,8 +42,12 @@ TensorDict TensorDict::detach() const {
 }
 
 TensorDict TensorDict::contiguous() const {
+  // A level whose reads are new tensors (a lazy stack, a file) becomes dense here: its snapshot.
+  if (!impl_->leaves_alias_storage()) return impl_->snapshot();
   return impl_->map_leaves([](const at::Tensor& t) { return t.contiguous(); }, device());
 }
+
+TensorDict TensorDict::to_tensordict() const { return ops::readable(*this).clone(); }
 
 TensorDict TensorDict::pin_memory() const {
   // Pinned (page-locked) memory only speeds up copies to CUDA devices, and LibTorch has no

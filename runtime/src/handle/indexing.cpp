@@ -69,19 +69,10 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       at::Tensor ids = stacked.ids().clone();
       index.assign(ids, incoming.ids() + static_cast<int64_t>(pool.size()));
       pool.insert(pool.end(), incoming.pool().begin(), incoming.pool().end());
-      if (pool.size() > 2 * static_cast<size_t>(ids.numel()) + 16) {
-        // Row-by-row writes would otherwise grow the pool without bound: keep what ids use.
-        auto [used, inverse] = at::_unique(ids.flatten(), /*sorted=*/true, /*return_inverse=*/true);
-        std::vector<json::Value> kept;
-        kept.reserve(static_cast<size_t>(used.numel()));
-        const int64_t* u = used.data_ptr<int64_t>();
-        for (int64_t i = 0; i < used.numel(); ++i) kept.push_back(std::move(pool[static_cast<size_t>(u[i])]));
-        pool = std::move(kept);
-        ids = inverse.view(ids.sizes());
-      }
       // Through the backend: a memmapped level rewrites its NonTensorStack directory. A stack
       // that became uniform is stored as one value again (what every format can hold).
-      NonTensorData updated = NonTensorData::from_ids(std::move(pool), ids);
+      // Row-by-row writes would otherwise grow the pool without bound: compacted.
+      NonTensorData updated = NonTensorData::from_ids(std::move(pool), ids).compacted();
       if (updated.is_uniform()) updated = NonTensorData(updated.value());
       dest.write_non_tensor_(key, updated);
       return;

@@ -10,6 +10,7 @@
 #include <tensordict/dtype.h>
 
 #include "core/format.h"
+#include "handle/repr_fields.h"
 
 namespace tensordict {
 
@@ -37,11 +38,11 @@ std::string device_str(const std::optional<at::Device>& device) {
   return device.has_value() ? device->str() : "None";
 }
 
-std::string tensor_repr(const at::Tensor& t, const char* class_name) {
+std::string tensor_repr(const LeafMeta& t, const char* class_name) {
   std::ostringstream os;
-  os << class_name << "(shape=" << detail::size_str(t.sizes()) << ", device=" << t.device().str()
-     << ", dtype=" << torch_dtype_name(t.scalar_type())
-     << ", is_shared=" << (t.is_cuda() ? "True" : "False") << ")";
+  os << class_name << "(shape=" << detail::size_str(t.shape) << ", device=" << t.device.str()
+     << ", dtype=" << torch_dtype_name(t.dtype) << ", is_shared=" << (t.device.is_cuda() ? "True" : "False")
+     << ")";
   return os.str();
 }
 
@@ -56,31 +57,50 @@ std::string non_tensor_repr(const NonTensorData& data, const TensorDict& parent)
 
 }  // namespace
 
-std::string TensorDict::repr() const {
+namespace detail {
+
+std::string fields_repr(const TensorDict& td, const std::vector<std::string>& keys) {
+  const TensorDictBase& impl = *td.impl();
   std::vector<std::string> fields;
-  fields.reserve(impl_->num_entries());
-  const char* leaf_class = impl_->leaf_class_name();
-  impl_->for_each([&](const std::string& key, const Entry& entry) {
+  fields.reserve(keys.size());
+  const char* leaf_class = impl.leaf_class_name();
+  for (const std::string& key : keys) {
     std::string value;
-    switch (entry.kind()) {
-      case Entry::Kind::Tensor: value = tensor_repr(entry.tensor_unchecked(), leaf_class); break;
-      case Entry::Kind::TensorDict: value = entry.tensordict_unchecked().repr(); break;
-      case Entry::Kind::NonTensor: value = non_tensor_repr(entry.non_tensor(), *this); break;
-      case Entry::Kind::Undefined: break;
+    switch (impl.kind(key)) {
+      case EntryKind::Tensor: value = tensor_repr(impl.leaf_meta(key), leaf_class); break;
+      case EntryKind::TensorDict: value = impl.get(key).tensordict_unchecked().repr(); break;
+      case EntryKind::NonTensor: value = non_tensor_repr(impl.get(key).non_tensor(), td); break;
+      case EntryKind::Undefined: break;
     }
     fields.push_back(key + ": " + value);
-  });
+  }
   std::sort(fields.begin(), fields.end());
   std::string joined = "\n";
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) joined += ",\n";
     joined += fields[i];
   }
+  return joined;
+}
+
+std::string indent_lines(const std::string& text, size_t n) { return indent(text, n); }
+
+}  // namespace detail
+
+std::string TensorDict::repr() const {
   const bool shared = is_shared() || (device().has_value() && device()->is_cuda());
-  std::string body = indent("fields={" + indent(joined, 4) + "}", 4) + ",\n" +
-                     indent("batch_size=" + detail::size_str(batch_size()), 4) + ",\n" +
-                     indent("device=" + device_str(device()), 4) + ",\n" +
-                     indent(std::string("is_shared=") + (shared ? "True" : "False"), 4);
+  std::vector<std::string> parts = {
+      "fields={" + indent(detail::fields_repr(*this, impl_->keys()), 4) + "}",
+      "batch_size=" + detail::size_str(batch_size()),
+      "device=" + device_str(device()),
+      std::string("is_shared=") + (shared ? "True" : "False"),
+  };
+  impl_->repr_parts(parts);
+  std::string body;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) body += ",\n";
+    body += indent(parts[i], 4);
+  }
   return std::string(type_name()) + "(\n" + body + ")";
 }
 

@@ -1,5 +1,5 @@
 // Batch-shape operations of the TensorDict handle (semantics 1.9): every one goes through the
-// backend's map_batch hook, so a lazy backend can stay lazy.
+// backend's rearrange_batch or map_batch hook, so a lazy backend can stay lazy.
 
 #include <ATen/ATen.h>
 #include <ATen/InferSize.h>
@@ -85,13 +85,7 @@ TensorDict TensorDict::permute(c10::IntArrayRef dims) const {
              " but expected a permutation of ", expected, "].");
   }
   for (int64_t d = k; d < n; ++d) perm.push_back(d);
-  BatchSize new_batch;
-  for (int64_t d : perm) new_batch.push_back(batch_size()[d]);
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
-    std::vector<int64_t> full(perm.begin(), perm.end());
-    for (int64_t d = n; d < t.dim(); ++d) full.push_back(d);
-    return t.permute(full);
-  });
+  return impl_->rearrange_batch(perm);
 }
 
 TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
@@ -100,32 +94,29 @@ TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   dim0 = wrap_batch_dim<ValueError>(dim0, n, "transpose", batch_size());
   dim1 = wrap_batch_dim<ValueError>(dim1, n, "transpose", batch_size());
   if (dim0 == dim1) return *this;
-  BatchSize new_batch(batch_size().begin(), batch_size().end());
-  std::swap(new_batch[dim0], new_batch[dim1]);
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.transpose(dim0, dim1); });
+  std::vector<int64_t> source(static_cast<size_t>(n));
+  for (int64_t d = 0; d < n; ++d) source[static_cast<size_t>(d)] = d;
+  std::swap(source[static_cast<size_t>(dim0)], source[static_cast<size_t>(dim1)]);
+  return impl_->rearrange_batch(source);
 }
 
 TensorDict TensorDict::squeeze() const {
-  BatchSize new_batch;
-  std::vector<int64_t> dropped;
+  std::vector<int64_t> source;
   for (int64_t d = 0; d < batch_dims(); ++d) {
-    if (batch_size()[d] == 1) dropped.push_back(d);
-    else new_batch.push_back(batch_size()[d]);
+    if (batch_size()[d] != 1) source.push_back(d);
   }
-  if (dropped.empty()) return *this;
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
-    at::Tensor out = t;
-    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) out = out.squeeze(*it);
-    return out;
-  });
+  if (static_cast<int64_t>(source.size()) == batch_dims()) return *this;
+  return impl_->rearrange_batch(source);
 }
 
 TensorDict TensorDict::squeeze(int64_t dim) const {
   dim = wrap_batch_dim<IndexError>(dim, batch_dims(), "squeeze", batch_size());
   if (batch_size()[dim] != 1) return *this;
-  BatchSize new_batch(batch_size().begin(), batch_size().end());
-  new_batch.erase(new_batch.begin() + dim);
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.squeeze(dim); });
+  std::vector<int64_t> source;
+  for (int64_t d = 0; d < batch_dims(); ++d) {
+    if (d != dim) source.push_back(d);
+  }
+  return impl_->rearrange_batch(source);
 }
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
@@ -134,9 +125,10 @@ TensorDict TensorDict::unsqueeze(int64_t dim) const {
            "unsqueezing is allowed for dims comprised between `-td.batch_dims - 1` and "
            "`td.batch_dims` only. Got dim=", dim, " with td.batch_size=", size_str(batch_size()), ".");
   if (dim < 0) dim += n + 1;
-  BatchSize new_batch(batch_size().begin(), batch_size().end());
-  new_batch.insert(new_batch.begin() + dim, 1);
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.unsqueeze(dim); });
+  std::vector<int64_t> source;
+  for (int64_t d = 0; d < n; ++d) source.push_back(d);
+  source.insert(source.begin() + dim, -1);
+  return impl_->rearrange_batch(source);
 }
 
 TensorDict TensorDict::expand(c10::IntArrayRef shape) const {
