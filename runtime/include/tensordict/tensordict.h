@@ -2,6 +2,7 @@
 // Umbrella header of the tensordict-cpp runtime.
 
 #include <tensordict/backends/consolidated.h>
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/backends/memmap.h>
 #include <tensordict/backends/memory_mapped_tensor.h>
 #include <tensordict/batch_index.h>

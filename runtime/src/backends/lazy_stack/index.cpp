@@ -1,0 +1,108 @@
+// Indexing a lazy stack (semantics §2): the index is split into the members it selects and the
+// index each of them receives, so an integer on the stack dim returns the member itself, and a
+// slice or an index tensor there a lazy stack of the same members, with no copy.
+
+#include <ATen/ATen.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/errors.h>
+
+#include "backends/lazy_stack/lazy_stack_impl.h"
+
+namespace tensordict {
+namespace lazy {
+
+using at::indexing::TensorIndex;
+using Kind = BatchIndex::Item::Kind;
+
+std::optional<MemberSelection> LazyStackImpl::select_members(const BatchIndex& index) const {
+  int tensors = 0;
+  for (const auto& item : index.items()) tensors += item.kind == Kind::Tensor;
+  if (tensors > 1) return std::nullopt;  // numpy's placement rules for several index tensors
+
+  MemberSelection sel;
+  bool covered = false;
+  int64_t source = 0, result = 0;
+  for (const auto& item : index.items()) {
+    switch (item.kind) {
+      case Kind::None:
+        sel.rest.emplace_back(at::indexing::None);
+        ++result;
+        break;
+      case Kind::Boolean:
+        sel.rest.emplace_back(item.integer != 0);
+        ++result;
+        break;
+      case Kind::Integer:
+        if (source == stack_dim_) {
+          covered = true;
+          sel.keeps_dim = false;
+          sel.members = {item.integer};
+        } else {
+          sel.rest.emplace_back(item.integer);
+        }
+        ++source;
+        break;
+      case Kind::Slice:
+        if (source == stack_dim_) {
+          covered = true;
+          sel.position = result;
+          for (int64_t i = item.start; item.step > 0 ? i < item.stop : i > item.stop; i += item.step) {
+            sel.members.push_back(i);
+          }
+        } else {
+          sel.rest.emplace_back(at::indexing::Slice(item.start, item.stop, item.step));
+        }
+        ++source;
+        ++result;
+        break;
+      case Kind::Tensor: {
+        const bool mask = item.tensor.scalar_type() == at::kBool;
+        const int64_t consumed = mask ? item.tensor.dim() : 1;
+        if (source <= stack_dim_ && stack_dim_ < source + consumed) {
+          if (item.tensor.dim() != 1) return std::nullopt;  // a mask over several dims, a 2-d index
+          covered = true;
+          sel.position = result;
+          at::Tensor picks = mask ? item.tensor.nonzero().view(-1) : item.tensor;
+          picks = picks.to(at::kCPU, at::kLong).contiguous();
+          const int64_t* p = picks.data_ptr<int64_t>();
+          for (int64_t i = 0; i < picks.numel(); ++i) sel.members.push_back(p[i] < 0 ? p[i] + count() : p[i]);
+          ++result;
+        } else {
+          sel.rest.emplace_back(item.tensor);
+          result += mask ? 1 : item.tensor.dim();
+        }
+        source += consumed;
+        break;
+      }
+    }
+  }
+  if (!covered) {
+    // The index stops before the stack dim: every member, the stack dim after the result's dims.
+    sel.position = result + (stack_dim_ - source);
+    for (int64_t i = 0; i < count(); ++i) sel.members.push_back(i);
+  }
+  return sel;
+}
+
+TensorDict LazyStackImpl::index(const BatchIndex& index) const {
+  std::optional<MemberSelection> sel = select_members(index);
+  if (!sel) return TensorDictBase::index(index);  // reads and indexes the stacked leaves
+  auto indexed = [&](int64_t m) {
+    const TensorDict& member = members_[static_cast<size_t>(m)];
+    return sel->rest.empty() ? member : member.index(sel->rest);
+  };
+  if (!sel->keeps_dim) return indexed(sel->members.front());
+  if (sel->members.empty()) {
+    BatchSize batch(index.result_batch_size().begin(), index.result_batch_size().end());
+    batch.erase(batch.begin() + sel->position);
+    return make_empty(batch, sel->position, device_);
+  }
+  std::vector<TensorDict> out;
+  out.reserve(sel->members.size());
+  for (int64_t m : sel->members) out.push_back(indexed(m));
+  return make_stack(std::move(out), sel->position);
+}
+
+}  // namespace lazy
+}  // namespace tensordict

@@ -1,0 +1,408 @@
+// LazyStackImpl: entries, reads and writes of a lazy stack (semantics §2). Reads stack the
+// members' leaves; writes are split along the stack dim and sent to every member.
+
+#include "backends/lazy_stack/lazy_stack_impl.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+
+#include "core/format.h"
+#include "handle/repr_fields.h"
+
+namespace tensordict {
+namespace lazy {
+
+using detail::size_str;
+
+namespace {
+
+std::string device_name(const std::optional<at::Device>& d) { return d ? d->str() : "None"; }
+
+// Member i's part of a non-tensor value of the stack: its slice of a stack, compacted, and
+// one value where the slice is uniform.
+NonTensorData member_non_tensor(const NonTensorData& value, int64_t stack_dim, int64_t i) {
+  if (!value.is_stack()) return value;
+  NonTensorData part = value.with_ids(value.ids().select(stack_dim, i)).compacted();
+  return part.is_uniform() ? NonTensorData(part.value()) : part;
+}
+
+
+}  // namespace
+
+BatchSize stacked_batch(const std::vector<TensorDict>& members, int64_t stack_dim, bool strict_shape) {
+  TD_CHECK(!members.empty(), ValueError, "items cannot be empty");
+  const TensorDict& first = members.front();
+  const int64_t dims = first.batch_dims();
+  TD_CHECK(stack_dim >= 0 && stack_dim <= dims, IndexError, "Stack dim ", stack_dim,
+           " is too big for a set of tensordicts with batch_size ", size_str(first.batch_size()));
+  BatchSize batch(first.batch_size().begin(), first.batch_size().end());
+  for (size_t i = 1; i < members.size(); ++i) {
+    const TensorDict& td = members[i];
+    TD_CHECK(td.device() == first.device(), RuntimeError, "devices differ, got ", device_name(first.device()),
+             " and ", device_name(td.device()));
+    const bool same_rank = td.batch_dims() == dims;
+    TD_CHECK(same_rank && (!strict_shape || td.batch_size() == first.batch_size()), RuntimeError,
+             "batch sizes in tensordicts differs, LazyStackedTensorDict cannot be created. Got td[0].batch_size=",
+             size_str(first.batch_size()), " and td[", i, "].batch_size=", size_str(td.batch_size()),
+             strict_shape ? " (strict_shape=True)" : "");
+    for (int64_t d = 0; d < dims; ++d) {
+      if (td.batch_size()[d] != batch[d]) batch[d] = -1;
+    }
+  }
+  batch.insert(batch.begin() + stack_dim, static_cast<int64_t>(members.size()));
+  return batch;
+}
+
+TensorDict make_stack(std::vector<TensorDict> members, int64_t stack_dim, bool strict_shape) {
+  BatchSize batch = stacked_batch(members, stack_dim, strict_shape);
+  std::optional<at::Device> device = members.front().device();
+  return TensorDict(c10::make_intrusive<LazyStackImpl>(std::move(members), stack_dim, batch, device));
+}
+
+LazyStackImpl* as_stack(const TensorDict& td) { return dynamic_cast<LazyStackImpl*>(td.impl()); }
+
+LazyStackImpl::LazyStackImpl(std::vector<TensorDict> members, int64_t stack_dim, c10::IntArrayRef batch_size,
+                             std::optional<at::Device> device)
+    : TensorDictBase(batch_size, device, StoragePolicy{}), members_(std::move(members)), stack_dim_(stack_dim) {}
+
+void LazyStackImpl::release_resources() {
+  members_.clear();
+  TensorDictBase::release_resources();
+}
+
+void LazyStackImpl::insert_member(int64_t position, TensorDict member) {
+  members_.insert(members_.begin() + position, std::move(member));
+  batch_size_[stack_dim_] = count();
+  bump_layout_version();
+}
+
+// ---- Keys -------------------------------------------------------------------------------------
+
+std::vector<std::string> LazyStackImpl::keys() const {
+  std::vector<std::string> out;
+  if (members_.empty()) return out;
+  for (std::string& key : members_.front().impl()->keys()) {
+    if (has(key)) out.push_back(std::move(key));
+  }
+  return out;
+}
+
+size_t LazyStackImpl::num_entries() const { return keys().size(); }
+
+bool LazyStackImpl::has(std::string_view key) const {
+  if (members_.empty()) return false;
+  for (const TensorDict& m : members_) {
+    if (!m.impl()->has(key)) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> LazyStackImpl::holders(std::string_view key) const {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < count(); ++i) {
+    if (members_[i].impl()->has(key)) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<std::string> LazyStackImpl::exclusive_keys() const {
+  std::vector<std::string> out;
+  for (const TensorDict& m : members_) {
+    for (std::string& key : m.impl()->keys()) {
+      if (!has(key) && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(std::move(key));
+    }
+  }
+  return out;
+}
+
+EntryKind LazyStackImpl::kind(std::string_view key) const {
+  return has(key) ? members_.front().impl()->kind(key) : EntryKind::Undefined;
+}
+
+void LazyStackImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  for (const std::string& key : keys()) fn(key, members_.front().impl()->kind(key));
+}
+
+std::string LazyStackImpl::missing_key_note(std::string_view key) const {
+  std::vector<int64_t> held = holders(key);
+  if (held.empty()) return {};
+  std::string list;
+  for (size_t i = 0; i < held.size(); ++i) list += (i ? ", " : "") + std::to_string(held[i]);
+  return c10::str(": it is an exclusive key, held by member(s) ", list, " of ", count(),
+                  " only (read it from those members). Setting a value in-place on a stack of TensorDict is only "
+                  "permitted if all members of the stack have this key in their register.");
+}
+
+void LazyStackImpl::repr_parts(std::vector<std::string>& parts) const {
+  std::string exclusive;
+  for (int64_t i = 0; i < count(); ++i) {
+    std::vector<std::string> own;
+    for (std::string& key : members_[i].impl()->keys()) {
+      if (!has(key)) own.push_back(std::move(key));
+    }
+    if (own.empty()) continue;
+    if (!exclusive.empty()) exclusive += ",\n";
+    exclusive += detail::indent_lines(std::to_string(i) + " ->" + detail::indent_lines(detail::fields_repr(members_[i], own), 4), 4);
+  }
+  parts.insert(parts.begin() + 1, "exclusive_fields={\n" + exclusive + "}");
+  parts.push_back("stack_dim=" + std::to_string(stack_dim_));
+}
+
+// ---- Reads ------------------------------------------------------------------------------------
+
+Entry LazyStackImpl::get(std::string_view key) const {
+  if (!has(key)) return Entry();
+  Entry first = members_.front().impl()->get(key);
+  switch (first.kind()) {
+    case EntryKind::Tensor: {
+      std::vector<at::Tensor> parts;
+      parts.reserve(members_.size());
+      parts.push_back(first.tensor_unchecked());
+      for (size_t i = 1; i < members_.size(); ++i) {
+        Entry e = members_[i].impl()->get(key);
+        TD_CHECK(e.is_tensor(), TypeError, "LazyStackedTensorDict: member 0 holds a tensor at ",
+                 NestedKey(key).repr(), " but member ", i, " holds ", kind_name(e.kind()));
+        TD_CHECK(e.tensor_unchecked().sizes() == parts.front().sizes(), RuntimeError,
+                 "Failed to stack tensors within a tensordict. You can use nested tensors, padded tensors or return "
+                 "lists via specialized keyword arguments. Check the TensorDict.lazy_stack documentation! (key ",
+                 NestedKey(key).repr(), ": member 0 has shape ", size_str(parts.front().sizes()), ", member ", i,
+                 " has shape ", size_str(e.tensor_unchecked().sizes()),
+                 "; LazyStackedTensorDict::get_as_list, get_padded and get_nested read ragged leaves)");
+        parts.push_back(e.tensor_unchecked());
+      }
+      return Entry(at::stack(parts, stack_dim_));
+    }
+    case EntryKind::TensorDict: {
+      std::vector<TensorDict> children;
+      children.reserve(members_.size());
+      for (size_t i = 0; i < members_.size(); ++i) {
+        Entry e = i == 0 ? first : members_[i].impl()->get(key);
+        TD_CHECK(e.is_tensordict(), TypeError, "LazyStackedTensorDict: member 0 holds a tensordict at ",
+                 NestedKey(key).repr(), " but member ", i, " holds ", kind_name(e.kind()));
+        children.push_back(e.tensordict_unchecked());
+      }
+      return Entry(make_stack(std::move(children), stack_dim_));
+    }
+    case EntryKind::NonTensor: {
+      std::vector<NonTensorData> items;
+      items.reserve(members_.size());
+      for (size_t i = 0; i < members_.size(); ++i) {
+        Entry e = i == 0 ? first : members_[i].impl()->get(key);
+        TD_CHECK(e.is_non_tensor(), TypeError, "LazyStackedTensorDict: member 0 holds non-tensor data at ",
+                 NestedKey(key).repr(), " but member ", i, " holds ", kind_name(e.kind()));
+        items.push_back(e.non_tensor());
+      }
+      return Entry(NonTensorData::stack(items, stack_dim_, members_.front().batch_size()));
+    }
+    case EntryKind::Undefined: break;
+  }
+  return Entry();
+}
+
+void LazyStackImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  for (const std::string& key : keys()) fn(key, get(key));
+}
+
+LeafMeta LazyStackImpl::leaf_meta(std::string_view key) const {
+  LeafMeta meta = members_.front().impl()->leaf_meta(key);
+  for (size_t i = 1; i < members_.size(); ++i) {
+    LeafMeta other = members_[i].impl()->leaf_meta(key);
+    if (other.shape.size() != meta.shape.size()) {
+      meta.shape = {-1};  // ranks differ: Python shows torch.Size([-1])
+      return meta;
+    }
+    for (size_t d = 0; d < meta.shape.size(); ++d) {
+      if (other.shape[d] != meta.shape[d]) meta.shape[d] = -1;
+    }
+  }
+  meta.shape.insert(meta.shape.begin() + stack_dim_, count());
+  return meta;
+}
+
+// ---- Writes -----------------------------------------------------------------------------------
+
+void LazyStackImpl::insert_or_assign(std::string_view key, Entry value) {
+  switch (value.kind()) {
+    case EntryKind::Tensor: {
+      std::vector<at::Tensor> parts = value.tensor_unchecked().unbind(stack_dim_);
+      for (int64_t i = 0; i < count(); ++i) members_[i].set(key, parts[i]);
+      break;
+    }
+    case EntryKind::TensorDict: {
+      const TensorDict& td = value.tensordict_unchecked();
+      LazyStackImpl* stack = as_stack(td);
+      // A lazy stack along the same dim gives its members themselves, by reference.
+      std::vector<TensorDict> parts = stack && stack->stack_dim_ == stack_dim_ ? stack->members_ : td.unbind(stack_dim_);
+      for (int64_t i = 0; i < count(); ++i) members_[i].set(key, EntryInit(parts[i]));
+      break;
+    }
+    case EntryKind::NonTensor: {
+      const NonTensorData& data = value.non_tensor();
+      for (int64_t i = 0; i < count(); ++i) members_[i].set(key, EntryInit(member_non_tensor(data, stack_dim_, i)));
+      break;
+    }
+    case EntryKind::Undefined: break;
+  }
+  bump_layout_version();
+}
+
+void LazyStackImpl::erase(std::string_view key) {
+  for (TensorDict& m : members_) {
+    if (m.impl()->has(key)) m.erase(key);
+  }
+  bump_layout_version();
+}
+
+void LazyStackImpl::rename(std::string_view from, std::string_view to) {
+  for (TensorDict& m : members_) {
+    if (m.impl()->has(from)) m.rename_key_(from, to);
+  }
+  bump_layout_version();
+}
+
+int64_t LazyStackImpl::leaf_dims(std::string_view key) const {
+  return members_.front().impl()->leaf_meta(key).shape.size() + 1;
+}
+
+at::Tensor LazyStackImpl::member_part(const at::Tensor& value, int64_t leaf_dims, int64_t stack_pos,
+                                      int64_t i, int64_t n) const {
+  // Broadcasting aligns trailing dims: the stack dim of `value`, if it has one, is this far from its end.
+  const int64_t pos = value.dim() - (leaf_dims - stack_pos);
+  if (pos < 0) return value;
+  const int64_t size = value.size(pos);
+  if (size == 1) return value.select(pos, 0);
+  // A c10::Error, as the same mismatch on a dense leaf: the handle names the key.
+  TORCH_CHECK(size == n, "a value of shape ", size_str(value.sizes()), " cannot be broadcast to the ", n,
+              " members of a LazyStackedTensorDict along its stack dim");
+  return value.select(pos, i);
+}
+
+void LazyStackImpl::write_(std::string_view key, const at::Tensor& value) {
+  const int64_t dims = leaf_dims(key);
+  for (int64_t i = 0; i < count(); ++i) {
+    members_[i].impl()->write_(key, member_part(value, dims, stack_dim_, i, count()));
+  }
+}
+
+void LazyStackImpl::write_many_(const TensorDict& values) {
+  std::vector<TensorDict> parts = values.unbind(stack_dim_);
+  for (int64_t i = 0; i < count(); ++i) members_[i].impl()->write_many_(parts[i]);
+}
+
+
+void LazyStackImpl::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  for (int64_t i = 0; i < count(); ++i) members_[i].impl()->write_non_tensor_(key, member_non_tensor(value, stack_dim_, i));
+}
+
+void LazyStackImpl::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  std::optional<MemberSelection> sel = select_members(index);
+  if (!sel) {
+    // An index the members cannot share (several index tensors, a mask across the stack dim):
+    // read the stacked leaf, change it, and write it back to every member.
+    TensorDictBase::write_at_(key, index, value);
+    return;
+  }
+  auto write_member = [&](int64_t m, const at::Tensor& part) {
+    TensorDictBase& member = *members_[m].impl();
+    if (sel->rest.empty()) {
+      member.write_(key, part);
+    } else {
+      member.write_at_(key, BatchIndex(sel->rest, members_[m].batch_size()), part);
+    }
+  };
+  if (!sel->keeps_dim) {
+    write_member(sel->members.front(), value);
+    return;
+  }
+  const int64_t n = static_cast<int64_t>(sel->members.size());
+  const int64_t result_dims =
+      static_cast<int64_t>(index.result_batch_size().size()) + leaf_dims(key) - batch_dims();
+  for (int64_t j = 0; j < n; ++j) write_member(sel->members[j], member_part(value, result_dims, sel->position, j, n));
+}
+
+// ---- Structure --------------------------------------------------------------------------------
+
+TensorDict LazyStackImpl::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
+  std::vector<TensorDict> children;
+  children.reserve(members_.size());
+  for (const TensorDict& m : members_) {
+    BatchSize child(batch_size.begin(), batch_size.end());
+    child.erase(child.begin() + stack_dim_);
+    for (int64_t d = 0; d < member_dims(); ++d) child[d] = m.batch_size()[d];
+    children.push_back(m.impl()->make_child(key, child));
+  }
+  if (children.empty()) return TensorDictBase::make_child(key, batch_size);
+  return make_stack(std::move(children), stack_dim_);
+}
+
+void LazyStackImpl::set_batch_size(c10::IntArrayRef) {
+  TD_THROW(RuntimeError,
+           "Modifying the batch size of a lazy representation of a tensordict is not permitted. Consider "
+           "instantiating the tensordict first by calling `td = td.to_tensordict()` before resetting the batch size.");
+}
+
+void LazyStackImpl::set_locked(bool locked) {
+  locked_ = locked;
+  auto self = c10::intrusive_ptr<TensorDictBase>::reclaim_copy(this);
+  for (TensorDict& m : members_) {
+    if (locked) {
+      m.lock_();
+      m.impl()->add_lock_parent(self);
+    } else {
+      m.impl()->remove_lock_parent(this);
+      m.unlock_();
+    }
+  }
+}
+
+bool LazyStackImpl::is_locked() const {
+  if (locked_) return true;
+  if (members_.empty()) return false;
+  return std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.is_locked(); });
+}
+
+TensorDict LazyStackImpl::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                     std::optional<at::Device> device) const {
+  if (members_.empty()) return make_empty(member_batch(), stack_dim_, device);
+  std::vector<TensorDict> out;
+  out.reserve(members_.size());
+  for (const TensorDict& m : members_) out.push_back(m.impl()->map_leaves(fn, device));
+  return make_stack(std::move(out), stack_dim_);
+}
+
+TensorDict LazyStackImpl::rearrange_batch(c10::IntArrayRef source) const {
+  auto at_stack = std::find(source.begin(), source.end(), stack_dim_);
+  if (at_stack == source.end() || members_.empty()) return TensorDictBase::rearrange_batch(source);
+  const int64_t position = at_stack - source.begin();
+  std::vector<int64_t> member_source;
+  for (int64_t s : source) {
+    if (s == stack_dim_) continue;
+    member_source.push_back(s > stack_dim_ ? s - 1 : s);
+  }
+  std::vector<TensorDict> out;
+  out.reserve(members_.size());
+  for (const TensorDict& m : members_) out.push_back(m.impl()->rearrange_batch(member_source));
+  return make_stack(std::move(out), position);
+}
+
+BatchSize LazyStackImpl::member_batch() const {
+  BatchSize b(batch_size_.begin(), batch_size_.end());
+  b.erase(b.begin() + stack_dim_);
+  return b;
+}
+
+TensorDict make_empty(c10::IntArrayRef member_batch, int64_t stack_dim, std::optional<at::Device> device) {
+  BatchSize batch(member_batch.begin(), member_batch.end());
+  TD_CHECK(stack_dim >= 0 && stack_dim <= static_cast<int64_t>(batch.size()), IndexError, "Stack dim ", stack_dim,
+           " is too big for a set of tensordicts with batch_size ", size_str(member_batch));
+  batch.insert(batch.begin() + stack_dim, 0);
+  return TensorDict(c10::make_intrusive<LazyStackImpl>(std::vector<TensorDict>{}, stack_dim, batch, device));
+}
+
+}  // namespace lazy
+}  // namespace tensordict
