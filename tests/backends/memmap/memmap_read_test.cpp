@@ -140,8 +140,10 @@ TEST_CASE("load_memmap maps lazily and subpath selects a sub-collection", "[memm
   CHECK(memmap_path(sub) == fixtures() + "/nested/sub");
 }
 
-TEST_CASE("a LazyStackedTensorDict directory loads as the stack of its elements", "[memmap][read]") {
+TEST_CASE("a LazyStackedTensorDict directory loads as a lazy stack of its elements", "[memmap][read]") {
   TensorDict td = load_memmap(fixtures() + "/lazy_stack");
+  CHECK(LazyStackedTensorDict::is_lazy_stack(td));
+  CHECK(LazyStackedTensorDict::from(td).member(0).is_memmap());
   CHECK((td.batch_size() == c10::IntArrayRef{3, 2}));
   at::Tensor element = expected_leaf(at::kLong, {3, 2});
   CHECK(at::equal(td.get("x"), at::stack({element, element}, 1)));

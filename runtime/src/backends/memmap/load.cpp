@@ -10,6 +10,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/memmap/format.h"
 #include "backends/memmap/memmap_level.h"
 #include "core/file_io.h"
@@ -164,21 +165,26 @@ class Loader {
     const json::Value* dim = meta.find("stack_dim");
     TD_CHECK(dim && dim->is_int(), StorageError, meta_path,
              ": malformed meta.json: LazyStackedTensorDict without an integer \"stack_dim\"");
+    // C++ records the member count; Python does not (it loads every k/ it finds).
+    const json::Value* recorded = meta.find("num_members");
+    TD_CHECK(!recorded || (recorded->is_int() && recorded->as_int() >= 0), StorageError, meta_path,
+             ": malformed meta.json: \"num_members\" must be a non-negative integer");
+    const int64_t count = recorded ? recorded->as_int() : -1;
     std::vector<TensorDict> items;
-    for (int64_t i = 0;; ++i) {
+    for (int64_t i = 0; count < 0 || i < count; ++i) {
       const std::string child = join_path(dir, std::to_string(i));
-      if (!path_exists(join_path(child, "meta.json"))) break;
+      if (count < 0 && !path_exists(join_path(child, "meta.json"))) break;
       Entry e = load_dir(child, {}, "stacked element " + std::to_string(i) + " of " + meta_path);
       TD_CHECK(e.is_tensordict(), StorageError, join_path(child, "meta.json"),
                ": a stacked element must be a TensorDict");
       items.push_back(e.tensordict_unchecked());
     }
-    TD_CHECK(!items.empty(), StorageError, meta_path, ": LazyStackedTensorDict with no element directory 0/");
+    TD_CHECK(!items.empty() || count == 0, StorageError, meta_path, ": LazyStackedTensorDict with no element directory 0/");
+    if (items.empty()) return Entry(lazy::make_empty({}, 0, at::Device(at::kCPU)));
     try {
-      // C++ has no lazy stack yet: the elements are stacked densely (copied into memory).
-      return Entry(stack(items, dim->as_int()));
+      return Entry(lazy::make_stack(std::move(items), dim->as_int()));
     } catch (const Error& e) {
-      TD_THROW(StorageError, meta_path, ": cannot stack the stored elements: ", e.message());
+      TD_THROW(StorageError, meta_path, ": cannot stack the stored members: ", e.message());
     }
   }
 

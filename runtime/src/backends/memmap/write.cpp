@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/memmap/format.h"
 #include "backends/memmap/memmap_level.h"
 #include "core/file_io.h"
@@ -66,7 +68,7 @@ class Writer {
              " already holds a tensordict (meta.json); writing there would replace its data. Set "
              "MemmapOptions::overwrite to replace it, or load it with load_memmap");
     validate(*td.impl(), NestedKey());  // refuse bad keys and dtypes before writing anything
-    auto out = write_level(td.impl_ptr(), root, NestedKey());
+    auto out = write_collection(td.impl_ptr(), root, NestedKey());
     run_jobs();
     // meta.json files go last and children first, as Python writes them.
     for (auto it = texts_.rbegin(); it != texts_.rend(); ++it) write_text_file(it->path, it->text);
@@ -80,6 +82,36 @@ class Writer {
   }
 
  private:
+  // A lazy stack is stored as Python stores it (a meta.json with its class and stack_dim, then
+  // one directory per member, 0/, 1/, ...), plus the member count, so that stale member
+  // directories of an earlier, longer save are not loaded back; overwriting removes them too,
+  // so Python (which loads every k/ it finds) reads the right members as well.
+  c10::intrusive_ptr<TensorDictBase> write_collection(const c10::intrusive_ptr<TensorDictBase>& src,
+                                                     const std::string& dir, const NestedKey& where) {
+    const lazy::LazyStackImpl* stack = lazy::as_stack(TensorDict(src));
+    if (stack == nullptr) return write_level(src, dir, where);
+    ensure_directory(dir);
+    std::vector<TensorDict> members;
+    for (int64_t i = 0; i < stack->count(); ++i) {
+      const TensorDict& m = stack->members()[static_cast<size_t>(i)];
+      members.emplace_back(write_collection(m.impl_ptr(), join_path(dir, std::to_string(i)), where));
+    }
+    for (int64_t i = stack->count();; ++i) {
+      const std::string stale = join_path(dir, std::to_string(i));
+      if (!path_exists(join_path(stale, "meta.json"))) break;
+      std::filesystem::remove_all(stale);
+    }
+    json::Object meta;
+    meta.emplace_back("_type", kLazyStackType);
+    meta.emplace_back("stack_dim", stack->stack_dim());
+    meta.emplace_back("num_members", stack->count());
+    texts_.push_back({join_path(dir, "meta.json"), json::Value(std::move(meta)).dump_stdlib()});
+    TensorDict out = members.empty()
+                         ? lazy::make_empty(stack->member_batch(), stack->stack_dim(), at::Device(at::kCPU))
+                         : lazy::make_stack(std::move(members), stack->stack_dim());
+    return out.impl_ptr();
+  }
+
   c10::intrusive_ptr<MemmapLevel> write_level(const c10::intrusive_ptr<TensorDictBase>& src,
                                                       const std::string& dir, const NestedKey& where) {
     ensure_directory(dir);
@@ -109,8 +141,9 @@ class Writer {
           break;
         }
         case Entry::Kind::TensorDict: {
-          meta.emplace_back(key, json::Value(json::Object{{"type", "TensorDict"}}));
-          auto child = write_level(entry.tensordict_unchecked().impl_ptr(), join_path(dir, name), full);
+          const TensorDict& td = entry.tensordict_unchecked();
+          meta.emplace_back(key, json::Value(json::Object{{"type", lazy::as_stack(td) ? "LazyStackedTensorDict" : "TensorDict"}}));
+          auto child = write_collection(td.impl_ptr(), join_path(dir, name), full);
           out->insert_or_assign(key, TensorDict(child));
           break;
         }
@@ -138,6 +171,10 @@ class Writer {
   }
 
   static void validate(const TensorDictBase& src, const NestedKey& where) {
+    if (const auto* stack = dynamic_cast<const lazy::LazyStackImpl*>(&src)) {
+      for (const TensorDict& m : stack->members()) validate(*m.impl(), where);
+      return;
+    }
     std::set<std::string> names{"meta.json"};
     src.for_each([&](const std::string& key, const Entry& entry) {
       const NestedKey full = where.empty() ? NestedKey(key) : where.child(key);
@@ -222,9 +259,13 @@ TensorDict& memmap_(TensorDict& td, const std::string& prefix, const MemmapOptio
   TD_CHECK(!td.device().has_value() || td.device()->is_cpu(), ValueError,
            "memmap_ works in place and needs a CPU tensordict, this one is on ",
            td.device()->str(), "; use memmap() to write a CPU copy");
-  for (const auto& entry : td.values(/*include_nested=*/true, /*leaves_only=*/true)) {
-    TD_CHECK(entry.tensor().device().is_cpu(), ValueError,
-             "memmap_ works in place and needs CPU leaves; use memmap() to write a CPU copy");
+  // A lazy stack's members may be ragged: their leaves are checked member by member.
+  const lazy::LazyStackImpl* stack = lazy::as_stack(td);
+  for (const TensorDict& level : stack ? stack->members() : std::vector<TensorDict>{td}) {
+    for (const auto& entry : level.values(/*include_nested=*/true, /*leaves_only=*/true)) {
+      TD_CHECK(entry.tensor().device().is_cpu(), ValueError,
+               "memmap_ works in place and needs CPU leaves; use memmap() to write a CPU copy");
+    }
   }
   TensorDict result = Writer(options, /*zeros=*/false, /*in_place=*/true).run(td, prefix);
   if (!td.is_locked()) td.lock_();
