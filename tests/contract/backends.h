@@ -9,6 +9,10 @@
 //   static constexpr const char* kTypeName;      // class name repr prints for the tensordict
 //   static constexpr const char* kLeafClass;     // class name repr prints for tensor leaves
 //   static constexpr const char* kDefaultDevice; // repr of the device a device-less reference gets
+//   static constexpr bool kLazyStack;            // a lazy stack: indexing dim 0 gives the members
+//                                                // (writes through them reach it), shape ops and
+//                                                // copies stay lazy, nested reads are new stacks,
+//                                                // the batch size cannot change
 //   static tensordict::TensorDict reload(const tensordict::TensorDict& td);
 //     -> what a new process reads from td's storage (itself for storage held in memory)
 // Every TEMPLATE_LIST_TEST_CASE over ContractBackends runs against each of them.
@@ -35,6 +39,7 @@ struct InMemoryBackend {
   static constexpr const char* kTypeName = "TensorDict";
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
+  static constexpr bool kLazyStack = false;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) { return reference; }
   static tensordict::TensorDict reload(const tensordict::TensorDict& td) { return td; }
 };
@@ -50,6 +55,7 @@ struct MemmapBackend {
   static constexpr const char* kTypeName = "TensorDict";
   static constexpr const char* kLeafClass = "MemoryMappedTensor";
   static constexpr const char* kDefaultDevice = "cpu";
+  static constexpr bool kLazyStack = false;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     // One directory per test process, removed at exit (mappings stay valid after unlink).
     static testing_support::TempDir scratch("td_contract");
@@ -73,6 +79,7 @@ struct ConsolidatedBackend {
   static constexpr const char* kTypeName = "TensorDict";
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
+  static constexpr bool kLazyStack = false;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     return tensordict::consolidate(reference);
   }
@@ -92,12 +99,38 @@ struct CopyOnReadBackend {
   static constexpr const char* kTypeName = "CopyOnReadTensorDict";
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
+  static constexpr bool kLazyStack = false;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     return testing_backends::CopyOnRead::from(reference);
   }
   static tensordict::TensorDict reload(const tensordict::TensorDict& td) { return td; }
 };
 
-using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend>;
+/// A lazy stack: the reference unbound along dim 0 and restacked lazily, so every read stacks
+/// the members' leaves and every write is split among them. A reference without batch dims
+/// cannot be a stack (a lazy stack always has its stack dim), nor can one whose dim 0 is
+/// empty (an empty stack has no keys): those stay in memory.
+struct LazyStackBackend {
+  static constexpr const char* name = "LazyStackedTensorDict";
+  static constexpr bool kMutableKeys = true;
+  static constexpr bool kLeavesAliasStorage = false;
+  static constexpr bool kNonTensorStacks = true;
+  static constexpr const char* kTypeName = "LazyStackedTensorDict";
+  static constexpr const char* kLeafClass = "Tensor";
+  static constexpr const char* kDefaultDevice = "None";
+  static constexpr bool kLazyStack = true;
+  static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
+    // Without a batch dim, or with none to unbind, there are no members to stack.
+    if (reference.batch_dims() == 0 || reference.size(0) == 0) return reference;
+    std::vector<tensordict::TensorDict> members = reference.clone().unbind(0);
+    tensordict::TensorDict out = tensordict::lazy_stack(members, 0);
+    if (reference.is_locked()) out.lock_();
+    return out;
+  }
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) { return td; }
+};
+
+using ContractBackends =
+    std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend, LazyStackBackend>;
 
 }  // namespace contract

@@ -130,6 +130,11 @@ TEMPLATE_LIST_TEST_CASE("set_batch_size re-validates every leaf (case 3)", "[con
                         ContractBackends) {
   TensorDict ref({{"a", at::zeros({3, 4, 5, 6})}}, {3, 4});
   TensorDict td = TestType::make(ref);
+  if (TestType::kLazyStack) {  // semantics §2: refused; to_tensordict() first
+    REQUIRE_THROWS_AS(td.set_batch_size({3}), RuntimeError);
+    REQUIRE_THROWS_WITH(td.set_batch_size({3}), Catch::Contains("lazy representation"));
+    return;
+  }
   REQUIRE_THROWS_AS(td.set_batch_size({3, 5}), ShapeError);
   REQUIRE_THROWS_WITH(td.set_batch_size({3, 5}),
                       Catch::Contains("the Tensor a has shape torch.Size([3, 4, 5, 6]) which is "

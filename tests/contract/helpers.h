@@ -36,9 +36,10 @@ using Sizes = std::vector<int64_t>;
 inline Sizes sizes_of(c10::IntArrayRef s) { return Sizes(s.begin(), s.end()); }
 
 /// A repr written for the in-memory backend, with the class names and default device `Backend`
-/// shows instead (MemoryMappedTensor and cpu for memory-mapped tensordicts, as in Python).
+/// shows instead (MemoryMappedTensor and cpu for memory-mapped tensordicts, as in Python), and
+/// a lazy stack's extra parts when `lazy` (a reference the lazy backend keeps in memory is not).
 template <typename Backend>
-std::string for_backend(std::string repr) {
+std::string for_backend(std::string repr, bool lazy = Backend::kLazyStack) {
   auto replace_all = [&](const std::string& from, const std::string& to) {
     for (size_t pos = repr.find(from); pos != std::string::npos; pos = repr.find(from, pos + to.size()))
       repr.replace(pos, from.size(), to);
@@ -46,6 +47,24 @@ std::string for_backend(std::string repr) {
   replace_all(": Tensor(", std::string(": ") + Backend::kLeafClass + "(");
   if (std::string(Backend::kTypeName) != "TensorDict") replace_all("TensorDict(\n", std::string(Backend::kTypeName) + "(\n");
   replace_all("device=None", std::string("device=") + Backend::kDefaultDevice);
+  if (lazy) {
+    // Python's lazy repr: exclusive_fields after the fields, stack_dim last.
+    std::string out;
+    size_t start = 0;
+    while (start < repr.size()) {
+      size_t end = repr.find('\n', start);
+      std::string line = repr.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      const std::string pad = line.substr(0, line.find_first_not_of(' '));
+      if (line.compare(pad.size(), 11, "batch_size=") == 0) out += pad + "exclusive_fields={\n" + pad + "},\n";
+      const size_t closing = line.find("is_shared=False)");
+      if (closing == pad.size()) line.replace(closing, 16, "is_shared=False,\n" + pad + "stack_dim=0)");
+      out += line;
+      if (end == std::string::npos) break;
+      out += '\n';
+      start = end + 1;
+    }
+    repr = out;
+  }
   return repr;
 }
 

@@ -41,7 +41,9 @@ TEMPLATE_LIST_TEST_CASE("(a == b).all() and any(): equal, different, NaN, aliasi
   CHECK((a == a).all());
   CHECK_FALSE((a != a.clone()).any());
   TensorDict b = a.clone();
-  b.get({"n", "y"})[2].fill_(-1);
+  at::Tensor y = b.get({"n", "y"});
+  y[2].fill_(-1);
+  b.set_({"n", "y"}, y);
   CHECK_FALSE((a == b).all());
   CHECK((a == b).any());
   CHECK((a != b).any());

@@ -43,7 +43,8 @@ TEMPLATE_LIST_TEST_CASE("repr of an empty tensordict", "[contract][repr]", Contr
       "    batch_size=torch.Size([]),\n"
       "    device=None,\n"
       "    is_shared=False)";
-  CHECK(td.repr() == std::string(td.type_name()) + contract::for_backend<TestType>(body));
+  // Without batch dims, the lazy backend keeps the reference in memory.
+  CHECK(td.repr() == std::string(td.type_name()) + contract::for_backend<TestType>(body, /*lazy=*/false));
 }
 
 TEST_CASE("repr sorts fields by their text, not by insertion order", "[repr]") {
