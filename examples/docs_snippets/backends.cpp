@@ -78,6 +78,15 @@ void typed_memmap(const std::string& dir) {
 
 }  // namespace
 
+// docs/backends.md#lazy-stacks
+void lazy_stacks() {
+  td::TensorDict env0({{"obs", at::zeros({3})}, {"pixels", at::zeros({8, 8})}});
+  td::TensorDict env1({{"obs", at::ones({3})}, {"lidar", at::zeros({16})}});
+  td::LazyStackedTensorDict envs = td::lazy_stack({env0, env1});
+  std::cout << envs.get("obs").sizes() << " " << envs.index({0}).is_same(env0) << "\n";  // [2, 3] 1
+  std::cout << envs.exclusive_keys().size() << "\n";                                  // 2
+}
+
 int main() {
   const std::filesystem::path root = std::filesystem::temp_directory_path() / "tensordict_docs_backends";
   std::filesystem::remove_all(root);
@@ -86,6 +95,7 @@ int main() {
   options((root / "options").string());
   preallocate((root / "preallocated").string());
   typed_memmap((root / "typed").string());
+  lazy_stacks();
   std::filesystem::remove_all(root);
   return 0;
 }
