@@ -156,47 +156,44 @@ void LazyStackImpl::repr_parts(std::vector<std::string>& parts) const {
 // ---- Reads ------------------------------------------------------------------------------------
 
 Entry LazyStackImpl::get(std::string_view key) const {
-  if (!has(key)) return Entry();
-  Entry first = members_.front().impl()->get(key);
-  switch (first.kind()) {
+  // One read per member: a member without the key makes it exclusive (no entry), one holding
+  // another kind is an error.
+  std::vector<Entry> entries;
+  entries.reserve(members_.size());
+  for (size_t i = 0; i < members_.size(); ++i) {
+    Entry e = members_[i].impl()->get(key);
+    if (!e.defined()) return Entry();
+    TD_CHECK(i == 0 || e.kind() == entries.front().kind(), TypeError, "LazyStackedTensorDict: member 0 holds ",
+             kind_name(entries.front().kind()), " at ", NestedKey(key).repr(), " but member ", i, " holds ",
+             kind_name(e.kind()));
+    entries.push_back(std::move(e));
+  }
+  if (entries.empty()) return Entry();
+  switch (entries.front().kind()) {
     case EntryKind::Tensor: {
       std::vector<at::Tensor> parts;
-      parts.reserve(members_.size());
-      parts.push_back(first.tensor_unchecked());
-      for (size_t i = 1; i < members_.size(); ++i) {
-        Entry e = members_[i].impl()->get(key);
-        TD_CHECK(e.is_tensor(), TypeError, "LazyStackedTensorDict: member 0 holds a tensor at ",
-                 NestedKey(key).repr(), " but member ", i, " holds ", kind_name(e.kind()));
-        TD_CHECK(e.tensor_unchecked().sizes() == parts.front().sizes(), RuntimeError,
+      parts.reserve(entries.size());
+      for (const Entry& e : entries) parts.push_back(e.tensor_unchecked());
+      for (size_t i = 1; i < parts.size(); ++i) {
+        TD_CHECK(parts[i].sizes() == parts.front().sizes(), RuntimeError,
                  "Failed to stack tensors within a tensordict. You can use nested tensors, padded tensors or return "
                  "lists via specialized keyword arguments. Check the TensorDict.lazy_stack documentation! (key ",
                  NestedKey(key).repr(), ": member 0 has shape ", size_str(parts.front().sizes()), ", member ", i,
-                 " has shape ", size_str(e.tensor_unchecked().sizes()),
+                 " has shape ", size_str(parts[i].sizes()),
                  "; LazyStackedTensorDict::get_as_list, get_padded and get_nested read ragged leaves)");
-        parts.push_back(e.tensor_unchecked());
       }
       return Entry(at::stack(parts, stack_dim_));
     }
     case EntryKind::TensorDict: {
       std::vector<TensorDict> children;
-      children.reserve(members_.size());
-      for (size_t i = 0; i < members_.size(); ++i) {
-        Entry e = i == 0 ? first : members_[i].impl()->get(key);
-        TD_CHECK(e.is_tensordict(), TypeError, "LazyStackedTensorDict: member 0 holds a tensordict at ",
-                 NestedKey(key).repr(), " but member ", i, " holds ", kind_name(e.kind()));
-        children.push_back(e.tensordict_unchecked());
-      }
+      children.reserve(entries.size());
+      for (const Entry& e : entries) children.push_back(e.tensordict_unchecked());
       return Entry(make_stack(std::move(children), stack_dim_));
     }
     case EntryKind::NonTensor: {
       std::vector<NonTensorData> items;
-      items.reserve(members_.size());
-      for (size_t i = 0; i < members_.size(); ++i) {
-        Entry e = i == 0 ? first : members_[i].impl()->get(key);
-        TD_CHECK(e.is_non_tensor(), TypeError, "LazyStackedTensorDict: member 0 holds non-tensor data at ",
-                 NestedKey(key).repr(), " but member ", i, " holds ", kind_name(e.kind()));
-        items.push_back(e.non_tensor());
-      }
+      items.reserve(entries.size());
+      for (const Entry& e : entries) items.push_back(e.non_tensor());
       return Entry(NonTensorData::stack(items, stack_dim_, members_.front().batch_size()));
     }
     case EntryKind::Undefined: break;

@@ -88,7 +88,7 @@ class Writer {
   // so Python (which loads every k/ it finds) reads the right members as well.
   c10::intrusive_ptr<TensorDictBase> write_collection(const c10::intrusive_ptr<TensorDictBase>& src,
                                                      const std::string& dir, const NestedKey& where) {
-    const lazy::LazyStackImpl* stack = lazy::as_stack(TensorDict(src));
+    const auto* stack = dynamic_cast<const lazy::LazyStackImpl*>(src.get());
     if (stack == nullptr) return write_level(src, dir, where);
     ensure_directory(dir);
     std::vector<TensorDict> members;
