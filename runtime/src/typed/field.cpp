@@ -221,9 +221,11 @@ void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntA
   }
 }
 
-void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
+void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry,
+                    const TensorDictBase* backend) {
   if (entry == nullptr)
-    TD_THROW(AttributeError, "'", class_name, "' has field '", field.name, "' declared but not set");
+    TD_THROW(AttributeError, "'", class_name, "' has field '", field.name, "' declared but not set",
+             backend ? backend->missing_key_note(field.name) : std::string());
   TD_THROW(TypeError, class_name, ".", field.name, ": expected ", kind_description(field.kind), ", got ",
            kind_name(entry->kind()));
 }

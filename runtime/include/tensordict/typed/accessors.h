@@ -26,7 +26,7 @@ inline const at::Tensor& read_tensor(const TensorDict& td, const char* class_nam
                                      const FieldDescriptor& field, const FieldCache& cache) {
   const Entry* entry = cache.lookup(td.impl(), field.name);
   if (C10_LIKELY(entry != nullptr && entry->is_tensor())) return entry->tensor_unchecked();
-  throw_bad_read(class_name, field, entry);
+  throw_bad_read(class_name, field, entry, td.impl());
 }
 
 /// The nested tensordict stored in `field` (wrapped into the nested class by the caller).
@@ -34,7 +34,7 @@ inline const TensorDict& read_nested(const TensorDict& td, const char* class_nam
                                      const FieldDescriptor& field, const FieldCache& cache) {
   const Entry* entry = cache.lookup(td.impl(), field.name);
   if (C10_LIKELY(entry != nullptr && entry->is_tensordict())) return entry->tensordict_unchecked();
-  throw_bad_read(class_name, field, entry);
+  throw_bad_read(class_name, field, entry, td.impl());
 }
 
 /// The entry of a non-tensor field, or nullptr.

@@ -20,6 +20,7 @@ namespace tensordict {
 
 class Entry;
 class TensorDict;
+class TensorDictBase;
 
 /// Reading or setting a declared attribute that cannot be read or set (Python AttributeError):
 /// a declared field that is not set, an attribute the class does not declare.
@@ -118,7 +119,9 @@ TensorDict schema_skeleton(const Schema& schema, c10::IntArrayRef batch_size);
 
 /// Throws the error for reading `field` when `entry` is missing (AttributeError "declared but
 /// not set") or of the wrong kind (TypeError).
-[[noreturn]] void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry);
+/// `backend`, when given, explains a missing entry (a lazy stack names the members holding it).
+[[noreturn]] void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry,
+                                 const TensorDictBase* backend = nullptr);
 
 /// `repr` with the leading type name ("TensorDict(") replaced by `class_name`.
 std::string rename_repr(const std::string& repr, const char* class_name);

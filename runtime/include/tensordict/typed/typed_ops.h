@@ -19,6 +19,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/TensorIndexing.h>
 
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/backends/memmap.h>
 #include <tensordict/batch_index.h>
 #include <tensordict/tensor_dict.h>
@@ -205,6 +206,12 @@ class TypedOps : public Base {
   static Derived stack(const std::vector<Derived>& items, int64_t dim = 0) {
     return wrap(tensordict::stack(storages(items), dim));
   }
+  /// Lazy stack of objects of this class along a new batch dim: nothing is copied, the result
+  /// is this class over a LazyStackedTensorDict, and its element `i` (index({i})) wraps the
+  /// very tensordict items[i] wraps. Objects may differ in ragged fields and batch dims.
+  static Derived lazy_stack(const std::vector<Derived>& items, int64_t dim = 0) {
+    return wrap(tensordict::lazy_stack(storages(items), dim));
+  }
   /// Concatenation of objects of this class along batch dim `dim`.
   static Derived cat(const std::vector<Derived>& items, int64_t dim = 0) {
     return wrap(tensordict::cat(storages(items), dim));
@@ -241,6 +248,11 @@ std::ostream& operator<<(std::ostream& os, const T& value) {
 template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
 T stack(const std::vector<T>& items, int64_t dim = 0) {
   return T::stack(items, dim);
+}
+/// `lazy_stack` of typed objects returns their class over a lazy stack of their tensordicts.
+template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
+T lazy_stack(const std::vector<T>& items, int64_t dim = 0) {
+  return T::lazy_stack(items, dim);
 }
 /// `cat` of typed objects returns their class.
 template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
