@@ -8,6 +8,8 @@
 // not replace Catch's.
 #include "backends/memmap/support.h"
 
+#include <tensordict/backends/lazy_stack.h>
+
 using namespace tensordict;
 using namespace memmap_test;
 
@@ -106,4 +108,155 @@ TEST_CASE("consolidate refuses sub-tensordict keys that collide with metadata fi
   TensorDict td({{"leaves", {{"x", at::ones({2})}}}}, {2});
   REQUIRE_THROWS_AS(consolidate(td), ValueError);
   REQUIRE_THROWS_WITH(consolidate(td), Catch::Contains("'leaves'"));
+}
+
+namespace {
+// Two members with a ragged leaf ("r": 3 then 5 columns) and an exclusive key each.
+LazyStackedTensorDict ragged_stack(int64_t stack_dim = 0) {
+  TensorDict m0({{"x", at::arange(4, at::kFloat).view({2, 2})}, {"r", at::ones({2, 3}, at::kInt)},
+                 {"only0", at::full({2}, 7, at::kLong)}},
+                {2});
+  TensorDict m1({{"x", at::arange(4, 8, at::kFloat).view({2, 2})}, {"r", at::zeros({2, 5}, at::kInt)},
+                 {"n", {{"y", at::ones({2}, at::kHalf)}}}},
+                {2});
+  m1.set_non_tensor("tag", json::Value("one"));
+  return lazy_stack({m0, m1}, stack_dim);
+}
+
+json::Value metadata_of(const std::string& bytes) {
+  int64_t m = 0;
+  std::memcpy(&m, bytes.data() + bytes.size() - 8, 8);
+  return json::parse(std::string_view(bytes).substr(bytes.size() - 8 - static_cast<size_t>(m), static_cast<size_t>(m)));
+}
+
+void check_same_members(const LazyStackedTensorDict& back, const LazyStackedTensorDict& ls) {
+  REQUIRE(back.num_members() == ls.num_members());
+  CHECK(back.stack_dim() == ls.stack_dim());
+  for (int64_t i = 0; i < ls.num_members(); ++i) {
+    INFO("member " << i);
+    TensorDict a = back.member(i);
+    TensorDict b = ls.member(i);
+    CHECK(a.keys(true, true) == b.keys(true, true));
+    for (auto& [key, entry] : b.items(true, true)) {
+      if (entry.is_tensor()) CHECK(at::equal(a.get(key), entry.tensor()));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("consolidate of a lazy stack keeps it lazy, members viewing one storage", "[consolidate][lazy]") {
+  LazyStackedTensorDict ls = ragged_stack(1);
+  TensorDict c = consolidate(ls);
+  REQUIRE(LazyStackedTensorDict::is_lazy_stack(c));
+  LazyStackedTensorDict lc = LazyStackedTensorDict::from(c);
+  check_same_members(lc, ls);
+  CHECK(lc.is_locked());
+  CHECK((lc.batch_size() == c10::IntArrayRef{2, 2}));
+  CHECK(lc.member(1).get_non_tensor("tag").value() == json::Value("one"));
+  // Every leaf of every member is a view of the same storage; the source is untouched.
+  const at::Tensor first = lc.member(0).get("x");
+  CHECK(first.is_alias_of(lc.member(1).get("r")));
+  CHECK(first.is_alias_of(lc.member(1).get({"n", "y"})));
+  CHECK_FALSE(first.is_alias_of(ls.member(0).get("x")));
+  CHECK_FALSE(is_consolidated(c));  // no dense root holds the storage
+}
+
+TEST_CASE("a lazy stack's consolidated metadata is Python's LazyStackedTensorDict level", "[consolidate][lazy]") {
+  const json::Value m = metadata_of(to_bytes(ragged_stack(1)));
+  CHECK(m.find("cls")->as_string() == "LazyStackedTensorDict");
+  CHECK(m.find("cls_metadata")->dump() == R"({"stack_dim":1,"stack_dim_name":null,"is_locked":false})");
+  CHECK(m.find("leaves")->dump() == "{}");
+  CHECK(m.find("non_tensors")->dump() == "{}");
+  // Members are the children "0", "1" in order, each a TensorDict level with its own batch.
+  const json::Value* m0 = m.find("0");
+  const json::Value* m1 = m.find("1");
+  REQUIRE(m0 != nullptr);
+  REQUIRE(m1 != nullptr);
+  CHECK(m0->find("cls")->as_string() == "TensorDict");
+  CHECK(m0->find("leaves")->find("x")->dump() == R"(["torch.float32",[2,2],0,16,0])");
+  CHECK(m0->find("leaves")->find("r")->dump() == R"(["torch.int32",[2,3],16,40,0])");
+  CHECK(m1->find("leaves")->find("r")->dump() == R"(["torch.int32",[2,5],72,112,0])");
+  CHECK(m1->find("n")->find("leaves")->find("y")->dump() == R"(["torch.float16",[2],112,120,4])");
+  CHECK(m1->find("non_tensors")->find("tag")->dump() == R"(["one",[2],null])");
+  CHECK(m.find("2") == nullptr);
+}
+
+TEST_CASE("lazy stacks round-trip through bytes and files, also nested in a tensordict", "[consolidate][lazy]") {
+  TempDir dir;
+  LazyStackedTensorDict ls = ragged_stack();
+  check_same_members(LazyStackedTensorDict::from(from_bytes(to_bytes(ls))), ls);
+
+  // Nested: the root stays a consolidated TensorDict whose "envs" entry is a lazy stack.
+  TensorDict td({{"envs", ls}, {"w", at::ones({2}, at::kDouble)}}, {2});
+  ConsolidateOptions opts;
+  opts.filename = dir / "nested.bin";
+  TensorDict c = consolidate(td, opts);
+  CHECK(is_consolidated(c));
+  CHECK(LazyStackedTensorDict::is_lazy_stack(c.get_tensordict("envs")));
+  TensorDict back = from_consolidated(dir / "nested.bin");
+  REQUIRE(is_consolidated(back));
+  check_same_members(LazyStackedTensorDict::from(back.get_tensordict("envs")), ls);
+  CHECK(consolidated_metadata(back).find("envs")->find("cls")->as_string() == "LazyStackedTensorDict");
+  // The nested members' leaves view the root's storage, so a device move is still one copy.
+  const at::Tensor storage = consolidated_storage(back);
+  CHECK(LazyStackedTensorDict::from(back.get_tensordict("envs")).member(1).get("r").is_alias_of(storage));
+  TensorDict moved = back.to(at::Device(at::kMeta));
+  CHECK(is_consolidated(moved));
+  CHECK(LazyStackedTensorDict::is_lazy_stack(moved.get_tensordict("envs")));
+}
+
+TEST_CASE("a consolidated lazy stack written by Python loads as a lazy stack", "[consolidate][lazy]") {
+  // The layout Python v0.14 writes for LazyStackedTensorDict(td0, td1, stack_dim=1), where
+  // td0 = {a: zeros(3, 2) float32} and td1 = {a: ones(3, 2) float32, b: arange(3) int64}.
+  std::string storage(24 + 24 + 24, '\0');
+  std::vector<float> ones(6, 1.0F);
+  std::vector<int64_t> range{0, 1, 2};
+  std::memcpy(&storage[24], ones.data(), 24);
+  std::memcpy(&storage[48], range.data(), 24);
+  const std::string meta =
+      R"({"cls": "LazyStackedTensorDict", "non_tensors": {}, "leaves": {},)"
+      R"( "cls_metadata": {"stack_dim": 1, "stack_dim_name": null, "is_locked": false},)"
+      R"( "0": {"cls": "TensorDict", "non_tensors": {}, "leaves": {"a": ["torch.float32", [3, 2], 0, 24, 0]},)"
+      R"( "cls_metadata": {"device": null, "names": [null], "batch_size": [3], "is_locked": false}},)"
+      R"( "1": {"cls": "TensorDict", "non_tensors": {}, "leaves": {"a": ["torch.float32", [3, 2], 24, 48, 0],)"
+      R"( "b": ["torch.int64", [3], 48, 72, 0]},)"
+      R"( "cls_metadata": {"device": null, "names": [null], "batch_size": [3], "is_locked": false}}})";
+  const int64_t m = static_cast<int64_t>(meta.size());
+  std::string blob = storage + meta + std::string(8, '\0');
+  std::memcpy(&blob[blob.size() - 8], &m, 8);
+
+  LazyStackedTensorDict ls = LazyStackedTensorDict::from(from_bytes(blob));
+  CHECK(ls.stack_dim() == 1);
+  CHECK((ls.batch_size() == c10::IntArrayRef{3, 2}));
+  CHECK(at::equal(ls.get("a"), at::stack({at::zeros({3, 2}), at::ones({3, 2})}, 1)));
+  CHECK(ls.exclusive_keys() == std::vector<std::string>{"b"});
+  CHECK(at::equal(ls.member(1).get("b"), at::arange(3)));
+}
+
+TEST_CASE("malformed lazy stack levels raise StorageError naming the problem", "[consolidate][lazy][errors]") {
+  const std::string good = to_bytes(ragged_stack());
+  const json::Value meta = metadata_of(good);
+  const int64_t m = static_cast<int64_t>(meta.dump().size());
+  auto with_meta = [&](const std::string& text) {
+    const int64_t n = static_cast<int64_t>(text.size());
+    std::string blob = good.substr(0, good.size() - 8 - static_cast<size_t>(m)) + text + std::string(8, '\0');
+    std::memcpy(&blob[blob.size() - 8], &n, 8);
+    return blob;
+  };
+  auto replace = [&](std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  const std::string text = meta.dump();
+  REQUIRE_THROWS_WITH(from_bytes(with_meta(replace(text, R"("stack_dim":0)", R"("stack_dim":"0")"))),
+                      Catch::Contains("no integer cls_metadata.stack_dim"));
+  REQUIRE_THROWS_WITH(from_bytes(with_meta(replace(text, R"("1":{)", R"("7":{)"))),
+                      Catch::Contains("no member \"1\""));
+  REQUIRE_THROWS_WITH(from_bytes(with_meta(replace(text, R"("stack_dim":0)", R"("stack_dim":5)"))),
+                      Catch::Contains("do not stack"));
+  REQUIRE_THROWS_WITH(from_bytes(with_meta(replace(text, R"("leaves":{},)", R"("leaves":{"z":1},)"))),
+                      Catch::Contains("leaves of its own"));
+  REQUIRE_THROWS_AS(from_bytes(with_meta(replace(text, R"("cls":"LazyStackedTensorDict")", R"("cls":"Lazy")"))),
+                    StorageError);
 }

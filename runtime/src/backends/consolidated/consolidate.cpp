@@ -3,14 +3,17 @@
 #include <tensordict/backends/consolidated.h>
 
 #include <cstring>
+#include <utility>
 
 #include <ATen/ATen.h>
 
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/dtype.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
 #include "backends/in_memory/level_builder.h"
+#include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/table_backend.h"
 #include "core/file_io.h"
 #include "core/format.h"
@@ -71,8 +74,28 @@ struct Packed {
   int64_t nbytes;
 };
 
+json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves);
+
+// A lazy stack is Python's level {"cls": "LazyStackedTensorDict", cls_metadata {stack_dim,
+// stack_dim_name, is_locked}} with no leaves of its own and its members as children "0", "1", ...
+json::Value describe_lazy(const lazy::LazyStackImpl& ls, const NestedKey& where, int64_t& offset,
+                          std::vector<Packed>& leaves) {
+  json::Object meta{{"cls", "LazyStackedTensorDict"},
+                    {"non_tensors", json::Value(json::Object{})},
+                    {"leaves", json::Value(json::Object{})},
+                    {"cls_metadata", json::Value(json::Object{{"stack_dim", ls.stack_dim()},
+                                                              {"stack_dim_name", json::Value()},
+                                                              {"is_locked", ls.is_locked()}})}};
+  for (int64_t i = 0; i < ls.count(); ++i) {
+    const std::string name = std::to_string(i);
+    meta.emplace_back(name, describe(*ls.members()[i].impl(), where.child(name), offset, leaves));
+  }
+  return json::Value(std::move(meta));
+}
+
 // Builds the metadata of one level and lists its leaves with their offsets.
 json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves) {
+  if (const auto* ls = dynamic_cast<const lazy::LazyStackImpl*>(&td)) return describe_lazy(*ls, where, offset, leaves);
   json::Object non_tensors;
   json::Object leaf_meta;
   json::Object children;
@@ -135,17 +158,29 @@ std::vector<int64_t> read_ints(const json::Value& v, const std::string& source, 
   return out;
 }
 
-// The batch size of one level of the metadata.
-std::vector<int64_t> level_batch(const json::Value& meta, const std::string& source) {
+constexpr const char* kLazyClass = "LazyStackedTensorDict";
+
+// The class of one level of the metadata: TensorDict or LazyStackedTensorDict.
+const std::string& level_class(const json::Value& meta, const std::string& source) {
   if (!meta.is_object()) bad_metadata(source, "a level is not an object");
   const json::Value* cls = meta.find("cls");
   if (!cls || !cls->is_string()) bad_metadata(source, "a level has no \"cls\"");
-  TD_CHECK(cls->as_string() == "TensorDict", StorageError, source, ": consolidated class ", cls->as_string(),
-           " is not supported by the C++ loader");
+  TD_CHECK(cls->as_string() == "TensorDict" || cls->as_string() == kLazyClass, StorageError, source,
+           ": consolidated class ", cls->as_string(), " is not supported by the C++ loader");
+  return cls->as_string();
+}
+
+// The batch size of one TensorDict level of the metadata.
+std::vector<int64_t> level_batch(const json::Value& meta, const std::string& source) {
+  TD_CHECK(level_class(meta, source) == "TensorDict", StorageError, source, ": expected a TensorDict level, got ",
+           kLazyClass);
   const json::Value* cm = meta.find("cls_metadata");
   if (!cm || !cm->is_object() || !cm->find("batch_size")) bad_metadata(source, "no cls_metadata.batch_size");
   return read_ints(*cm->find("batch_size"), source, "batch_size");
 }
+
+TensorDict build_level(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
+                       const std::string& source);
 
 // Adds one level's entries, whose leaves view `storage`, to `out` (the root or a nested level).
 template <typename Out>
@@ -185,11 +220,46 @@ void fill_level(Out& out, const at::Tensor& storage, const json::Value& meta, st
   }
   for (const auto& [key, value] : meta.as_object()) {
     if (is_metadata_field(key)) continue;
-    // Nested levels are plain in-memory levels whose leaves view the root's storage.
-    LevelBuilder child(level_batch(value, source), device);
-    fill_level(child, storage, value, device, source);
-    out.append(key, child.finish());
+    out.append(key, build_level(storage, value, device, source));
   }
+}
+
+// A lazy stack level: its members are the children "0", "1", ..., "n-1" (Python reads them in
+// that order); it holds no leaves of its own.
+TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
+                            const std::string& source) {
+  const json::Value* cm = meta.find("cls_metadata");
+  const json::Value* dim = cm && cm->is_object() ? cm->find("stack_dim") : nullptr;
+  if (!dim || !dim->is_int()) bad_metadata(source, "a LazyStackedTensorDict level has no integer cls_metadata.stack_dim");
+  for (const char* own : {"leaves", "non_tensors"}) {
+    const json::Value* v = meta.find(own);
+    if (v && !(v->is_object() && v->as_object().empty()))
+      bad_metadata(source, std::string("a LazyStackedTensorDict level has ") + own + " of its own");
+  }
+  size_t children = 0;
+  for (const auto& field : meta.as_object()) children += is_metadata_field(field.first) ? 0 : 1;
+  std::vector<TensorDict> members;
+  for (size_t i = 0; i < children; ++i) {
+    const json::Value* member = meta.find(std::to_string(i));
+    if (!member) bad_metadata(source, "a LazyStackedTensorDict level has " + std::to_string(children) +
+                                          " children but no member \"" + std::to_string(i) + "\"");
+    members.push_back(build_level(storage, *member, device, source));
+  }
+  TD_CHECK(!members.empty(), StorageError, source, ": a LazyStackedTensorDict level has no members");
+  try {
+    return LazyStackedTensorDict(std::move(members), dim->as_int());
+  } catch (const Error& e) {
+    TD_THROW(StorageError, source, ": the members of a LazyStackedTensorDict level do not stack: ", e.message());
+  }
+}
+
+// A nested level: an in-memory level (or a lazy stack of them) whose leaves view `storage`.
+TensorDict build_level(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
+                       const std::string& source) {
+  if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
+  LevelBuilder child(level_batch(meta, source), device);
+  fill_level(child, storage, meta, device, source);
+  return child.finish();
 }
 
 // Adapts the root (a backend of its own) to fill_level's `append`.
@@ -203,6 +273,13 @@ struct RootAppender {
 
 TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
                    const std::string& source) {
+  // A lazy stack at the root stays a lazy stack whose members view the storage (there is no
+  // dense root to carry it, so is_consolidated() is false for it).
+  if (level_class(meta, source) == kLazyClass) {
+    TensorDict ls = build_lazy_stack(storage, meta, device, source);
+    ls.lock_();
+    return ls;
+  }
   auto root = c10::make_intrusive<ConsolidatedRoot>(level_batch(meta, source), device, storage, meta);
   RootAppender appender{*root};
   fill_level(appender, storage, meta, device, source);
@@ -252,36 +329,58 @@ const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
   return *root;
 }
 
-// Metadata equality, except for lock states (a consolidated copy is locked, its source maybe not).
-bool same_metadata(const json::Value& a, const json::Value& b) {
-  if (!a.is_object() || !b.is_object()) return a == b;
-  const json::Object& x = a.as_object();
-  const json::Object& y = b.as_object();
-  if (x.size() != y.size()) return false;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i].first != y[i].first) return false;
-    if (x[i].first != "is_locked" && !same_metadata(x[i].second, y[i].second)) return false;
+// True when `level` is what `meta` describes: the same classes, batch sizes, keys and
+// non-tensor values, every tensor leaf still the contiguous view of `storage` it was made as.
+// Key order is not compared: rebuilding puts a level's leaves before its children, whatever
+// order the source had (Python's loader does the same).
+bool level_matches(const TensorDictBase& level, const json::Value& meta, const at::Tensor& storage) {
+  const json::Value* cls = meta.find("cls");
+  const json::Value* cm = meta.find("cls_metadata");
+  if (!cls || !cls->is_string() || !cm) return false;
+  if (const auto* ls = dynamic_cast<const lazy::LazyStackImpl*>(&level)) {
+    const json::Value* dim = cm->find("stack_dim");
+    if (cls->as_string() != kLazyClass || !dim || !dim->is_int() || dim->as_int() != ls->stack_dim()) return false;
+    size_t children = 0;
+    for (const auto& field : meta.as_object()) children += is_metadata_field(field.first) ? 0 : 1;
+    if (children != ls->members().size()) return false;
+    for (int64_t i = 0; i < ls->count(); ++i) {
+      const json::Value* member = meta.find(std::to_string(i));
+      if (!member || !level_matches(*ls->members()[i].impl(), *member, storage)) return false;
+    }
+    return true;
   }
-  return true;
+  const json::Value* batch = cm->find("batch_size");
+  if (cls->as_string() != "TensorDict" || !batch || *batch != int_list(level.batch_size())) return false;
+  const auto* base = static_cast<const char*>(storage.data_ptr());
+  size_t expected = 0;
+  if (const json::Value* leaves = meta.find("leaves")) {
+    for (const auto& [key, spec] : leaves->as_object()) {
+      ++expected;
+      if (!level.has(key) || level.kind(key) != EntryKind::Tensor) return false;
+      const at::Tensor t = level.get(key).tensor();
+      const auto& a = spec.as_array();
+      if (a[0].as_string() != torch_dtype_name(t.scalar_type()) || a[1] != int_list(t.sizes())) return false;
+      if (t.numel() > 0 && (!t.is_contiguous() || t.data_ptr() != base + a[2].as_int())) return false;
+    }
+  }
+  if (const json::Value* nts = meta.find("non_tensors")) {
+    for (const auto& [key, spec] : nts->as_object()) {
+      ++expected;
+      if (!level.has(key) || level.kind(key) != EntryKind::NonTensor) return false;
+      const NonTensorData data = level.get(key).non_tensor();
+      if (data.is_stack() || data.value() != spec.as_array()[0]) return false;
+    }
+  }
+  for (const auto& [key, child] : meta.as_object()) {
+    if (is_metadata_field(key)) continue;
+    ++expected;
+    if (!level.has(key) || level.kind(key) != EntryKind::TensorDict) return false;
+    if (!level_matches(*level.get(key).tensordict().impl(), child, storage)) return false;
+  }
+  return level.num_entries() == expected;
 }
 
-bool ConsolidatedRoot::matches_metadata() const {
-  int64_t total = 0;
-  std::vector<Packed> leaves;
-  json::Value live;
-  try {
-    live = describe(*this, NestedKey(), total, leaves);
-  } catch (const Error&) {
-    return false;  // something consolidate cannot describe (a non-tensor stack) was written
-  }
-  if (total > storage_.numel() || !same_metadata(live, metadata_)) return false;
-  const auto* base = static_cast<const char*>(storage_.data_ptr());
-  for (const Packed& p : leaves) {
-    if (p.nbytes == 0) continue;
-    if (!p.leaf.is_contiguous() || p.leaf.data_ptr() != base + p.start) return false;
-  }
-  return true;
-}
+bool ConsolidatedRoot::matches_metadata() const { return level_matches(*this, metadata_, storage_); }
 
 TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                         std::optional<at::Device> device) const {
@@ -297,19 +396,27 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
 
 }  // namespace
 
-TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) {
+namespace {
+// Copies every leaf of `td` into one byte storage on `device` and describes where each went.
+std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device device) {
   int64_t total = 0;
   std::vector<Packed> leaves;
   json::Value meta = describe(*td.impl(), NestedKey(), total, leaves);
-  std::optional<at::Device> device = options.device ? options.device : td.device();
-  const at::Device storage_device = device.value_or(at::Device(at::kCPU));
-  TD_CHECK(options.filename.empty() || storage_device.is_cpu(), ValueError, "consolidate to a file needs the CPU, got device ",
-           storage_device.str());
-  at::Tensor storage = at::zeros({total}, at::TensorOptions().dtype(at::kByte).device(storage_device));
+  at::Tensor storage = at::zeros({total}, at::TensorOptions().dtype(at::kByte).device(device));
   for (const auto& p : leaves) {
     if (p.nbytes == 0) continue;
     storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
   }
+  return {std::move(storage), std::move(meta)};
+}
+}  // namespace
+
+TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) {
+  std::optional<at::Device> device = options.device ? options.device : td.device();
+  const at::Device storage_device = device.value_or(at::Device(at::kCPU));
+  TD_CHECK(options.filename.empty() || storage_device.is_cpu(), ValueError, "consolidate to a file needs the CPU, got device ",
+           storage_device.str());
+  auto [storage, meta] = pack_leaves(td, storage_device);
   if (options.filename.empty()) return rebuild_views(storage, meta, device, "consolidate");
   const std::string blob = pack(storage, meta);
   write_file(absolute_path(options.filename), blob.data(), blob.size(), /*existsok=*/true);
@@ -324,10 +431,12 @@ const json::Value& consolidated_metadata(const TensorDict& td) { return consolid
 
 std::string to_bytes(const TensorDict& td) {
   // A consolidated tensordict changed since it was made (its metadata is stale) packs anew.
-  const bool intact = is_consolidated(td) && consolidated_root(td).matches_metadata();
-  TensorDict packed = intact ? td : consolidate(td, ConsolidateOptions{at::Device(at::kCPU), {}});
-  const ConsolidatedRoot& root = consolidated_root(packed);
-  return pack(root.storage(), root.metadata());
+  if (is_consolidated(td) && consolidated_root(td).matches_metadata()) {
+    const ConsolidatedRoot& root = consolidated_root(td);
+    return pack(root.storage(), root.metadata());
+  }
+  auto [storage, meta] = pack_leaves(td, at::Device(at::kCPU));
+  return pack(storage, meta);
 }
 
 TensorDict from_bytes(std::string_view bytes) {
