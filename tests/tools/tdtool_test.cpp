@@ -33,6 +33,32 @@ TEST_CASE("tdtool info --stats adds sum, min and max of every numeric leaf", "[t
   CHECK_THAT(out2, Catch::Contains("  e: empty\n") && Catch::Contains("  g: sum=15, min=0, max=5\n"));
 }
 
+TEST_CASE("tdtool info lists lazy stacks with their exclusive keys and walks members for stats", "[tdtool][lazy]") {
+  TempDir dir;
+  TensorDict m0({{"x", at::ones({2, 3})}, {"cam", at::zeros({2, 4})}}, {2});
+  TensorDict m1({{"x", at::full({2, 5}, 2.0)}, {"lidar", at::ones({2, 8})}}, {2});
+  TensorDict m2({{"x", at::ones({2, 1})}, {"cam", at::ones({2, 4})}, {"lidar", at::ones({2, 8})}}, {2});
+  memmap(lazy_stack({m0, m1, m2}, 1), dir / "ls");
+  auto [code, out] = tdtool("info " + quoted(dir / "ls") + " --stats");
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::StartsWith(load_memmap(dir / "ls").repr() + "\n"));
+  CHECK_THAT(out, Catch::Contains("lazy stacks:\n  (root): 3 members along dim 1; exclusive keys: cam (member 0, 2), "
+                                  "lidar (member 1, 2)\n"));
+  // Ragged 'x' (3, 5 and 1 columns) cannot be stacked: stats go member by member.
+  CHECK_THAT(out, Catch::Contains("stats:\n  [0].x: sum=6, min=1, max=1\n  [0].cam: sum=0, min=0, max=0\n"
+                                  "  [1].x: sum=20, min=2, max=2\n"));
+
+  // A lazy stack nested in a tensordict is found and named by its key.
+  TensorDict outer({{"envs", lazy_stack({m0, m1})}, {"w", at::ones({2})}}, {2});
+  memmap(outer, dir / "outer");
+  auto [code2, out2] = tdtool("info " + quoted(dir / "outer"));
+  CHECK(code2 == 0);
+  CHECK_THAT(out2, Catch::Contains("lazy stacks:\n  envs: 2 members along dim 0; exclusive keys: cam (member 0), "
+                                   "lidar (member 1)\n"));
+  auto [code3, out3] = tdtool("info " + quoted(kExample));
+  CHECK_THAT(out3, !Catch::Contains("lazy stacks:"));
+}
+
 TEST_CASE("tdtool convert copies a memmap directory to a new one", "[tdtool]") {
   TempDir dir;
   for (const char* fixture : {"nested", "non_tensor", "encoded_keys"}) {

@@ -1,6 +1,7 @@
 // tdtool: inspect and convert stored tensordicts.
 //
-//   tdtool info PATH [--stats]        the tree in the repr layout; --stats adds sum/min/max
+//   tdtool info PATH [--stats]        the tree in the repr layout, then its lazy stacks and their
+//                                     exclusive keys; --stats adds sum/min/max
 //   tdtool convert SRC DST [--to FORMAT] [--threads N]
 //
 // Exit status: 0 on success, 1 on bad input (one line on stderr), 2 on bad usage.
@@ -26,6 +27,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using tensordict::LazyStackedTensorDict;
 using tensordict::TensorDict;
 
 constexpr const char* kUsage =
@@ -43,24 +45,68 @@ std::string format_number(double v) {
   return os.str();
 }
 
+void print_leaf_stats(const std::string& name, const at::Tensor& t) {
+  std::cout << "  " << name << ": ";
+  if (at::isComplexType(t.scalar_type())) {
+    std::cout << "complex (no min/max)\n";
+    return;
+  }
+  if (t.numel() == 0) {
+    std::cout << "empty\n";
+    return;
+  }
+  const LeafStats s = leaf_stats(t);
+  std::cout << "sum=" << format_number(s.sum) << ", min=" << format_number(s.min) << ", max=" << format_number(s.max)
+            << "\n";
+}
+
 // sum, min and max of every real-valued leaf, one line per leaf. One pass per chunk of a leaf:
 // the mapped bytes are read once, in cache-sized pieces, with no converted copy of the leaf.
-void print_stats(const TensorDict& td) {
-  std::cout << "stats:\n";
-  for (const auto& [key, entry] : td.items(/*include_nested=*/true, /*leaves_only=*/true)) {
-    const at::Tensor& t = entry.tensor();
-    std::cout << "  " << key.join(".") << ": ";
-    if (at::isComplexType(t.scalar_type())) {
-      std::cout << "complex (no min/max)\n";
-      continue;
+// A lazy stack is walked member by member (`[i].key`): its leaves may be ragged, and stacking
+// them would copy what the members already hold.
+void print_level_stats(const TensorDict& td, const std::string& prefix) {
+  if (LazyStackedTensorDict::is_lazy_stack(td)) {
+    const LazyStackedTensorDict ls = LazyStackedTensorDict::from(td);
+    for (int64_t i = 0; i < ls.num_members(); ++i)
+      print_level_stats(ls.member(i), prefix + "[" + std::to_string(i) + "].");
+    return;
+  }
+  for (const auto& [key, entry] : td.items(/*include_nested=*/false)) {
+    const std::string name = prefix + key.join(".");
+    if (entry.is_tensor()) print_leaf_stats(name, entry.tensor());
+    else if (entry.is_tensordict()) print_level_stats(entry.tensordict(), name + ".");
+  }
+}
+
+// One line per lazy stack in the tree: where it is, its members and its exclusive keys (the
+// keys only some members hold, which the stack's own keys do not list).
+void print_lazy_stacks(const TensorDict& td, const std::string& where, bool& header) {
+  if (LazyStackedTensorDict::is_lazy_stack(td)) {
+    const LazyStackedTensorDict ls = LazyStackedTensorDict::from(td);
+    if (!header) std::cout << "lazy stacks:\n";
+    header = true;
+    std::cout << "  " << (where.empty() ? "(root)" : where) << ": " << ls.num_members() << " members along dim "
+              << ls.stack_dim() << "; exclusive keys: ";
+    const std::vector<std::string> exclusive = ls.exclusive_keys();
+    if (exclusive.empty()) std::cout << "none";
+    for (size_t k = 0; k < exclusive.size(); ++k) {
+      std::cout << (k ? ", " : "") << exclusive[k] << " (member";
+      const char* sep = " ";
+      for (int64_t i = 0; i < ls.num_members(); ++i) {
+        if (!ls.member(i).contains(exclusive[k])) continue;
+        std::cout << sep << i;
+        sep = ", ";
+      }
+      std::cout << ")";
     }
-    if (t.numel() == 0) {
-      std::cout << "empty\n";
-      continue;
-    }
-    const LeafStats s = leaf_stats(t);
-    std::cout << "sum=" << format_number(s.sum) << ", min=" << format_number(s.min)
-              << ", max=" << format_number(s.max) << "\n";
+    std::cout << "\n";
+    for (int64_t i = 0; i < ls.num_members(); ++i)
+      print_lazy_stacks(ls.member(i), where + "[" + std::to_string(i) + "]", header);
+    return;
+  }
+  for (const auto& [key, entry] : td.items(/*include_nested=*/false)) {
+    if (entry.is_tensordict())
+      print_lazy_stacks(entry.tensordict(), where.empty() ? key.join(".") : where + "." + key.join("."), header);
   }
 }
 
@@ -107,7 +153,12 @@ int cmd_info(const std::vector<std::string>& args) {
   const auto& format = tdtool::detect_format(path);
   TensorDict td = format.load(path);
   std::cout << td.repr() << "\n";
-  if (stats) print_stats(td);
+  bool header = false;
+  print_lazy_stacks(td, "", header);
+  if (stats) {
+    std::cout << "stats:\n";
+    print_level_stats(td, "");
+  }
   return 0;
 }
 
