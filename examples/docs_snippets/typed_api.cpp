@@ -79,6 +79,15 @@ void wrapping() {
   std::cout << data.get("reward").sum().item<float>() << "\n";  // 3: writes reach `data`
 }
 
+// docs/typed-api.md#lazy-stacks-of-typed-objects
+void lazy_stacks(const game::Transition& t) {
+  game::Transition a = t.index({at::indexing::Slice(0, 4)});
+  game::Transition b = t.index({at::indexing::Slice(4, 8)});
+  game::Transition pair = game::Transition::lazy_stack({a, b});  // batch [2, 4], no copy
+  pair.index({1}).set_reward(at::zeros({4}));                    // writes b, hence t
+  std::cout << pair.reward().sizes() << "\n";                    // [2, 4]: the members stacked
+}
+
 // docs/typed-api.md#operations-keep-the-type
 void operations(const game::Transition& t) {
   game::Transition row = t.index({0});                 // batch []
@@ -116,6 +125,7 @@ int main() {
   optional_fields(make_batch());
   inheritance(make_batch());
   wrapping();
+  lazy_stacks(make_batch());
   operations(make_batch());
   tensor_class();
   traits();
