@@ -10,7 +10,9 @@
 #    other tenants' memory traffic moves the medians of both sides; the fastest repetition is the
 #    least disturbed), and the ratio to a hand-written unordered_map + vector at 100k; then
 #    `worst growth X (op)` of the fastest repetitions. BENCH_SCALING=0 skips it,
-#    BENCH_OPS=0 skips the op table.
+#    BENCH_OPS=0 skips the op table;
+# 3. the lazy-stack table (bench/lazy_bench.cpp): each lazy-stack op against its hand-written
+#    floor, `op lazy_ns floor_ns ratio`, then `lazy median ratio X` over the 64-member ops. BENCH_LAZY=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -70,7 +72,7 @@ if ratios:
 PY
 fi
 
-[[ "${BENCH_SCALING:-1}" == 0 ]] && exit 0
+if [[ "${BENCH_SCALING:-1}" != 0 ]]; then
 "$build_dir/bench/scaling_bench" \
   --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
   --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
@@ -108,4 +110,38 @@ for op in order:
           f"{f:11.1f} {c[2] / f:10.2f}")
 worst = max(growths, key=growths.get)
 print(f"worst growth {growths[worst]:.2f} ({worst}, fastest repetitions)")
+PY
+fi
+
+[[ "${BENCH_LAZY:-1}" == 0 ]] && exit 0
+"$build_dir/bench/lazy_bench" \
+  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
+  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
+  || { cat "$json.log" >&2; exit 1; }
+/usr/bin/python3 - "$json" <<'PY'
+import json, statistics, sys
+
+# run_name is "BM_<Op>_<Lazy|Floor>[/<members>]".
+median_ns = {}
+order = []
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    name, _, arg = b["run_name"].partition("/")
+    op, side = name[len("BM_"):].rsplit("_", 1)
+    op = f"{op}/{arg}" if arg else op
+    scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+    median_ns[(side, op)] = b["real_time"] * scale
+    if op not in order:
+        order.append(op)
+# The issue's op set runs on 64 members; index at 16 and 256 members only shows the growth.
+ratios = []
+for op in order:
+    lazy, floor = median_ns[("Lazy", op)], median_ns[("Floor", op)]
+    if "/" not in op or op.endswith("/64"):
+        ratios.append(lazy / floor)
+    print(f"lazy {op} {lazy:.1f} {floor:.1f} {lazy / floor:.3f}")
+print(f"lazy median ratio {statistics.median(ratios):.3f} (64 members)")
 PY

@@ -400,3 +400,34 @@ TEST_CASE("a lazy stack in Python's own layout (no member count) loads every mem
   write_text(dir / "meta.json", "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 1, \"num_members\": -2}");
   REQUIRE_THROWS_AS(load_memmap(dir.path()), StorageError);
 }
+
+TEST_CASE("get stacks leaves exactly as at::stack, whatever the stack dim and leaf layout", "[lazy][get]") {
+  // Plain leaves take the byte-copy path; transposed, autograd and conj leaves go through at::stack.
+  for (int64_t dim = 0; dim <= 1; ++dim) {
+    INFO("stack dim " << dim);
+    std::vector<TensorDict> members;
+    std::vector<at::Tensor> plain, strided, grads, empty;
+    for (int i = 0; i < 3; ++i) {
+      plain.push_back(at::randn({2, 3, 4}));
+      strided.push_back(at::randn({2, 4, 3}).transpose(1, 2));
+      grads.push_back(at::randn({2, 3}).requires_grad_());
+      empty.push_back(at::zeros({2, 0}));
+      members.push_back(TensorDict({{"plain", plain.back()}, {"strided", strided.back()},
+                                    {"grad", grads.back()}, {"empty", empty.back()},
+                                    {"c", at::randn({2, 3}, at::kComplexFloat).conj()}},
+                                   {2}));
+    }
+    LazyStackedTensorDict ls = lazy_stack(members, dim);
+    CHECK(at::equal(ls.get("plain"), at::stack(plain, dim)));
+    CHECK(ls.get("plain").is_contiguous());
+    CHECK(at::equal(ls.get("strided"), at::stack(strided, dim)));
+    CHECK((ls.get("empty").sizes() == at::stack(empty, dim).sizes()));
+    at::Tensor g = ls.get("grad");
+    CHECK(g.requires_grad());  // autograd sees the stack
+    g.sum().backward();
+    CHECK(at::equal(grads[1].grad(), at::ones({2, 3})));
+    std::vector<at::Tensor> cs;
+    for (auto& m : members) cs.push_back(m.get("c"));
+    CHECK(at::equal(ls.get("c").resolve_conj(), at::stack(cs, dim).resolve_conj()));
+  }
+}

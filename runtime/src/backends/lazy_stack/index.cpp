@@ -85,7 +85,23 @@ std::optional<MemberSelection> LazyStackImpl::select_members(const BatchIndex& i
   return sel;
 }
 
+namespace {
+// The member `index` picks when it is an integer on the stack dim and full slices elsewhere
+// (index({i})), or -1: the common case skips building a MemberSelection.
+int64_t single_member(const BatchIndex& index, int64_t stack_dim) {
+  int64_t member = -1;
+  int64_t source = 0;
+  for (const auto& item : index.items()) {
+    if (item.kind == Kind::Integer && source == stack_dim) member = item.integer;
+    else if (item.kind != Kind::Slice || !item.full) return -1;
+    ++source;
+  }
+  return member;
+}
+}  // namespace
+
 TensorDict LazyStackImpl::index(const BatchIndex& index) const {
+  if (const int64_t m = single_member(index, stack_dim_); m >= 0) return members_[static_cast<size_t>(m)];
   std::optional<MemberSelection> sel = select_members(index);
   if (!sel) return TensorDictBase::index(index);  // reads and indexes the stacked leaves
   auto indexed = [&](int64_t m) {

@@ -4,6 +4,7 @@
 #include "backends/lazy_stack/lazy_stack_impl.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <ATen/ATen.h>
 
@@ -31,6 +32,35 @@ NonTensorData member_non_tensor(const NonTensorData& value, int64_t stack_dim, i
   return part.is_uniform() ? NonTensorData(part.value()) : part;
 }
 
+
+// at::stack of equal-shaped leaves. For plain CPU tensors (contiguous, one dtype, no autograd,
+// no lazy conj/neg bits) the bytes are copied straight into the result: at::stack unsqueezes
+// every part and dispatches a cat, which costs more than the copy for the small per-member
+// leaves a lazy stack usually holds. Anything else goes through at::stack.
+at::Tensor stack_leaves(const std::vector<at::Tensor>& parts, int64_t dim) {
+  const at::Tensor& first = parts.front();
+  auto plain = [&](const at::Tensor& t) {
+    return t.layout() == at::kStrided && t.device().is_cpu() && t.scalar_type() == first.scalar_type() &&
+           !t.requires_grad() && !t.is_conj() && !t.is_neg() && t.is_contiguous();
+  };
+  if (!std::all_of(parts.begin(), parts.end(), plain)) return at::stack(parts, dim);
+  std::vector<int64_t> sizes = first.sizes().vec();
+  sizes.insert(sizes.begin() + dim, static_cast<int64_t>(parts.size()));
+  at::Tensor out = at::empty(sizes, first.options());
+  // Each part is `outer` blocks of `block` bytes; the result interleaves them part by part.
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= first.size(d);
+  const size_t block = static_cast<size_t>(outer == 0 ? 0 : first.numel() / outer) * first.element_size();
+  if (block == 0) return out;
+  auto* dst = static_cast<char*>(out.data_ptr());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const at::Tensor& part : parts) {
+      std::memcpy(dst, static_cast<const char*>(part.data_ptr()) + o * block, block);
+      dst += block;
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -157,23 +187,33 @@ void LazyStackImpl::repr_parts(std::vector<std::string>& parts) const {
 
 Entry LazyStackImpl::get(std::string_view key) const {
   // One read per member: a member without the key makes it exclusive (no entry), one holding
-  // another kind is an error.
-  std::vector<Entry> entries;
+  // another kind is an error. Members whose entries live in memory are read through peek, so a
+  // leaf is not copied into an Entry first (get is what every stacked read costs).
+  std::vector<Entry> held;  // entries of members that return them by value (reserved: no moves)
+  std::vector<const Entry*> entries;
+  held.reserve(members_.size());
   entries.reserve(members_.size());
   for (size_t i = 0; i < members_.size(); ++i) {
-    Entry e = members_[i].impl()->get(key);
-    if (!e.defined()) return Entry();
-    TD_CHECK(i == 0 || e.kind() == entries.front().kind(), TypeError, "LazyStackedTensorDict: member 0 holds ",
-             kind_name(entries.front().kind()), " at ", NestedKey(key).repr(), " but member ", i, " holds ",
-             kind_name(e.kind()));
-    entries.push_back(std::move(e));
+    const TensorDictBase& m = *members_[i].impl();
+    const Entry* e = nullptr;
+    if (m.entries_in_memory()) {
+      e = m.peek(key);
+    } else {
+      held.push_back(m.get(key));
+      e = held.back().defined() ? &held.back() : nullptr;
+    }
+    if (e == nullptr || !e->defined()) return Entry();
+    TD_CHECK(i == 0 || e->kind() == entries.front()->kind(), TypeError, "LazyStackedTensorDict: member 0 holds ",
+             kind_name(entries.front()->kind()), " at ", NestedKey(key).repr(), " but member ", i, " holds ",
+             kind_name(e->kind()));
+    entries.push_back(e);
   }
   if (entries.empty()) return Entry();
-  switch (entries.front().kind()) {
+  switch (entries.front()->kind()) {
     case EntryKind::Tensor: {
       std::vector<at::Tensor> parts;
       parts.reserve(entries.size());
-      for (const Entry& e : entries) parts.push_back(e.tensor_unchecked());
+      for (const Entry* e : entries) parts.push_back(e->tensor_unchecked());
       for (size_t i = 1; i < parts.size(); ++i) {
         TD_CHECK(parts[i].sizes() == parts.front().sizes(), RuntimeError,
                  "Failed to stack tensors within a tensordict. You can use nested tensors, padded tensors or return "
@@ -182,18 +222,18 @@ Entry LazyStackImpl::get(std::string_view key) const {
                  " has shape ", size_str(parts[i].sizes()),
                  "; LazyStackedTensorDict::get_as_list, get_padded and get_nested read ragged leaves)");
       }
-      return Entry(at::stack(parts, stack_dim_));
+      return Entry(stack_leaves(parts, stack_dim_));
     }
     case EntryKind::TensorDict: {
       std::vector<TensorDict> children;
       children.reserve(entries.size());
-      for (const Entry& e : entries) children.push_back(e.tensordict_unchecked());
+      for (const Entry* e : entries) children.push_back(e->tensordict_unchecked());
       return Entry(make_stack(std::move(children), stack_dim_));
     }
     case EntryKind::NonTensor: {
       std::vector<NonTensorData> items;
       items.reserve(entries.size());
-      for (const Entry& e : entries) items.push_back(e.non_tensor());
+      for (const Entry* e : entries) items.push_back(e->non_tensor());
       return Entry(NonTensorData::stack(items, stack_dim_, members_.front().batch_size()));
     }
     case EntryKind::Undefined: break;
@@ -202,7 +242,12 @@ Entry LazyStackImpl::get(std::string_view key) const {
 }
 
 void LazyStackImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
-  for (const std::string& key : keys()) fn(key, get(key));
+  // Member 0's keys, each read once: get() finds the exclusive ones (no entry) on its way.
+  if (members_.empty()) return;
+  for (const std::string& key : members_.front().impl()->keys()) {
+    Entry e = get(key);
+    if (e.defined()) fn(key, e);
+  }
 }
 
 LeafMeta LazyStackImpl::leaf_meta(std::string_view key) const {
