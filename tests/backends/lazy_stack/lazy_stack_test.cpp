@@ -431,3 +431,35 @@ TEST_CASE("get stacks leaves exactly as at::stack, whatever the stack dim and le
     CHECK(at::equal(ls.get("c").resolve_conj(), at::stack(cs, dim).resolve_conj()));
   }
 }
+
+TEST_CASE("view and reshape that keep the stack dim whole stay lazy and view the members", "[lazy][shape]") {
+  std::vector<TensorDict> members;
+  for (int i = 0; i < 3; ++i) members.push_back(TensorDict({{"x", at::randn({4, 6, 2})}}, {4, 6}));
+  LazyStackedTensorDict ls = lazy_stack(members, 1);  // batch [4, 3, 6]
+  const at::Tensor dense = ls.get("x");
+
+  TensorDict v = ls.view({2, 2, 3, 6});  // dims before the stack dim split: stack dim at 2
+  REQUIRE(LazyStackedTensorDict::is_lazy_stack(v));
+  CHECK(LazyStackedTensorDict::from(v).stack_dim() == 2);
+  CHECK(at::equal(v.get("x"), dense.view({2, 2, 3, 6, 2})));
+  TensorDict flat = ls.reshape({4, 3, 3, 2});  // dims after it
+  REQUIRE(LazyStackedTensorDict::is_lazy_stack(flat));
+  CHECK(at::equal(flat.get("x"), dense.reshape({4, 3, 3, 2, 2})));
+  // The members of the result view the original members: writes go through.
+  LazyStackedTensorDict::from(v).member(1).get("x").fill_(5.0);
+  CHECK(at::equal(members[1].get("x"), at::full({4, 6, 2}, 5.0)));
+
+  // Merging the stack dim with another reads the stacked leaves (dense), values as at::view.
+  TensorDict merged = ls.view({12, 6});
+  CHECK_FALSE(LazyStackedTensorDict::is_lazy_stack(merged));
+  CHECK(at::equal(merged.get("x"), ls.get("x").view({12, 6, 2})));
+  // flatten / unflatten of member dims stay lazy too.
+  CHECK(LazyStackedTensorDict::is_lazy_stack(ls.flatten(0, 0).unflatten(2, {2, 3})));
+  // A member that cannot be viewed (a transposed leaf) falls back to the stacked leaves.
+  std::vector<TensorDict> strided{TensorDict({{"x", at::randn({6, 4}).t()}}, {4, 6}),
+                                  TensorDict({{"x", at::randn({6, 4}).t()}}, {4, 6})};
+  LazyStackedTensorDict st = lazy_stack(strided, 0);
+  CHECK_FALSE(LazyStackedTensorDict::is_lazy_stack(st.view({2, 24})));
+  TensorDict r = st.reshape({2, 24});
+  CHECK(at::equal(r.get("x"), st.get("x").reshape({2, 24})));
+}

@@ -432,6 +432,37 @@ TensorDict LazyStackImpl::rearrange_batch(c10::IntArrayRef source) const {
   return make_stack(std::move(out), position);
 }
 
+TensorDict LazyStackImpl::map_batch(c10::IntArrayRef new_batch, FunctionRef<at::Tensor(const at::Tensor&)> fn) const {
+  const c10::IntArrayRef old = batch_size_;
+  auto product = [](c10::IntArrayRef dims) {
+    int64_t p = 1;
+    for (int64_t d : dims) p *= d;
+    return p;
+  };
+  const bool plain = count() > 0 && product(old) > 0 && std::none_of(old.begin(), old.end(), [](int64_t d) { return d < 0; });
+  if (plain) {
+    const int64_t before = product(old.slice(0, stack_dim_));
+    const int64_t after = product(old.slice(stack_dim_ + 1));
+    for (size_t p = 0; p < new_batch.size(); ++p) {
+      if (new_batch[p] != count() || product(new_batch.slice(0, p)) != before ||
+          product(new_batch.slice(p + 1)) != after)
+        continue;
+      // Element (a, i, b) of the stack is element (a, b) of member i on both sides of the view.
+      std::vector<int64_t> member_shape(new_batch.begin(), new_batch.end());
+      member_shape.erase(member_shape.begin() + static_cast<int64_t>(p));
+      std::vector<TensorDict> out;
+      out.reserve(members_.size());
+      try {
+        for (const TensorDict& m : members_) out.push_back(m.view(member_shape));
+      } catch (const Error&) {
+        break;  // a member cannot be viewed (a non-contiguous leaf): read the stacked leaves
+      }
+      return make_stack(std::move(out), static_cast<int64_t>(p));
+    }
+  }
+  return TensorDictBase::map_batch(new_batch, fn);
+}
+
 BatchSize LazyStackImpl::member_batch() const {
   BatchSize b(batch_size_.begin(), batch_size_.end());
   b.erase(b.begin() + stack_dim_);

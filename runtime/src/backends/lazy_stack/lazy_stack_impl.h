@@ -82,6 +82,9 @@ class LazyStackImpl final : public TensorDictBase {
   bool is_locked() const override;
   TensorDict index(const BatchIndex& index) const override;
   TensorDict rearrange_batch(c10::IntArrayRef source) const override;
+  /// A view or reshape that leaves the stack dim whole (the dims before it and after it keep
+  /// their products) views every member and stays lazy; anything else reads the stacked leaves.
+  TensorDict map_batch(c10::IntArrayRef new_batch_size, FunctionRef<at::Tensor(const at::Tensor&)> fn) const override;
   TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                         std::optional<at::Device> device) const override;
   void release_resources() override;
