@@ -1,0 +1,41 @@
+#pragma once
+// How an index over the batch dims becomes an HDF5 read or write of only the selected
+// elements. Each batch dim gets a sorted, duplicate-free set of positions (an integer: one, a
+// slice: a strided range, an index tensor or a 1-d mask: its unique positions), the file
+// selection is their product (hyperslabs), and a post-index applied to what was read restores
+// the requested order, repeats and dims. h5py passes fancy indices through to HDF5, which
+// refuses unsorted or repeated ones; this does not.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/TensorIndexing.h>
+
+#include <tensordict/batch_index.h>
+
+#include "backends/hdf5/h5_id.h"
+
+namespace tensordict {
+namespace h5 {
+
+struct Selection {
+  /// The dataset's dataspace with the selected elements selected.
+  H5Id file_space;
+  /// Shape of the block read (or written): per batch dim the number of positions, then the
+  /// dataset's remaining dims whole.
+  std::vector<int64_t> block_shape;
+  /// Applied to the block: gives `leaf[index]`.
+  std::vector<at::indexing::TensorIndex> post;
+  /// The block holds no element (nothing to read or write).
+  bool empty = false;
+};
+
+/// The selection of `index` over a dataset of shape `shape`, or nullopt when the index cannot be
+/// split per dim (several index tensors, a mask over several dims): read the whole dataset then.
+std::optional<Selection> select(hid_t dataset, const std::vector<int64_t>& shape, const BatchIndex& index,
+                                const std::string& where);
+
+}  // namespace h5
+}  // namespace tensordict

@@ -1,0 +1,73 @@
+// PersistentTensorDict's public factories and accessors.
+
+#include <tensordict/backends/persistent.h>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+
+#include "backends/hdf5/persistent_impl.h"
+
+namespace tensordict {
+
+PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, const std::string& mode,
+                                                   std::optional<std::vector<int64_t>> batch_size) {
+  return PersistentTensorDict(h5::open_file(path, mode, std::move(batch_size), H5Options{}));
+}
+
+PersistentTensorDict PersistentTensorDict::to_h5(const TensorDict& td, const std::string& path, const H5Options& options) {
+  TensorDict root = h5::open_file(path, "w", td.batch_size().vec(), options);
+  root.impl()->set_batch_size(td.batch_size());  // stores the batch attribute
+  // Entries go in as sets on the new file (nested levels become groups); the batch and device
+  // of every level are stored as group attributes.
+  td.impl()->for_each([&](const std::string& key, const Entry& entry) { root.impl()->insert_or_assign(key, entry); });
+  if (td.is_locked()) root.lock_();
+  return PersistentTensorDict(std::move(root));
+}
+
+PersistentTensorDict PersistentTensorDict::from_schema(
+    const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
+    c10::IntArrayRef batch_size, const std::string& path, const H5Options& options) {
+  // Datasets are created but never written: HDF5 reads unwritten data as the fill value, 0.
+  TensorDict root = h5::open_file(path, "w", batch_size.vec(), options);
+  root.impl()->set_batch_size(batch_size);
+  for (const auto& [key, spec] : schema) {
+    TD_CHECK(key.size() > 0, ValueError, path, ": from_schema: an empty key");
+    std::vector<int64_t> shape = batch_size.vec();
+    shape.insert(shape.end(), spec.first.begin(), spec.first.end());
+    // Intermediate groups take the root's batch size.
+    TensorDict level = root;
+    for (size_t i = 0; i + 1 < key.size(); ++i) {
+      const std::string& part = key.parts()[i];
+      if (!level.impl()->has(part)) level.impl()->make_child(part, batch_size);
+      level = level.impl()->get(part).tensordict();
+    }
+    dynamic_cast<h5::H5Level&>(*level.impl()).create_zeroed(key.parts().back(), shape, spec.second);
+  }
+  return PersistentTensorDict(std::move(root));
+}
+
+PersistentTensorDict PersistentTensorDict::from(const TensorDict& td) {
+  TD_CHECK(is_persistent(td), TypeError, "expected a PersistentTensorDict, got a ", td.impl()->type_name());
+  return PersistentTensorDict(td);
+}
+
+bool PersistentTensorDict::is_persistent(const TensorDict& td) {
+  return dynamic_cast<const h5::H5Level*>(td.impl()) != nullptr || dynamic_cast<const h5::H5View*>(td.impl()) != nullptr;
+}
+
+const std::string& PersistentTensorDict::filename() const { return h5::file_of(*impl())->path; }
+
+const std::string& PersistentTensorDict::mode() const { return h5::file_of(*impl())->mode; }
+
+std::string PersistentTensorDict::group_name() const {
+  if (const auto* level = dynamic_cast<const h5::H5Level*>(impl())) return level->group();
+  return dynamic_cast<const h5::H5View*>(impl())->source()->group();
+}
+
+void PersistentTensorDict::close() { h5::file_of(*impl())->close(); }
+
+bool PersistentTensorDict::is_open() const { return h5::file_of(*impl())->file.valid(); }
+
+}  // namespace tensordict

@@ -1,0 +1,768 @@
+// PersistentTensorDict's backend: groups, datasets, attributes and selections of an HDF5 file
+// (docs/backends.md, "HDF5 files").
+
+#include "backends/hdf5/persistent_impl.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/dtype.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/non_tensor.h>
+
+#include "backends/hdf5/h5_selection.h"
+#include "backends/hdf5/h5_types.h"
+#include "core/format.h"
+
+namespace tensordict {
+namespace h5 {
+
+using detail::size_str;
+
+// ---- The file ---------------------------------------------------------------------------------
+
+hid_t H5File::id() const {
+  TD_CHECK(file.valid(), StorageError, path, ": the HDF5 file is closed");
+  return file.get();
+}
+
+void H5File::check_writable(const std::string& what) const {
+  id();
+  TD_CHECK(writable, StorageError, path, ": cannot ", what, ": the file was opened read-only (mode '", mode, "')");
+}
+
+std::string child_path(const std::string& group, std::string_view key) {
+  return group == "/" ? "/" + std::string(key) : group + "/" + std::string(key);
+}
+
+namespace {
+
+std::string location(const H5File& f, const std::string& object) { return f.path + ":" + object; }
+
+void check_key(const H5File& f, const std::string& group, std::string_view key) {
+  TD_CHECK(!key.empty() && key != "." && key != ".." && key.find('/') == std::string_view::npos && key.find('\0') == std::string_view::npos, ValueError, location(f, group),
+           ": the key '", std::string(key), "' cannot name an HDF5 object ('/' nests groups; empty, '.' and '..' are "
+           "reserved): rename it first");
+}
+
+// ---- Attributes (JSON text in a variable-length UTF-8 string) ---------------------------------
+
+std::optional<std::string> read_string_attribute(hid_t obj, const char* name, const std::string& where) {
+  const htri_t exists = H5Aexists(obj, name);
+  check(exists, where, "H5Aexists");
+  if (exists == 0) return std::nullopt;
+  H5Id attr = check_id(H5Aopen(obj, name, H5P_DEFAULT), where, "H5Aopen");
+  H5Id type = check_id(H5Aget_type(attr.get()), where, "H5Aget_type");
+  if (H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    H5Id mem = string_type();
+    char* value = nullptr;
+    check(H5Aread(attr.get(), mem.get(), &value), where, "H5Aread");
+    std::string out = value ? value : "";
+    H5free_memory(value);
+    return out;
+  }
+  std::string out(H5Tget_size(type.get()), '\0');
+  check(H5Aread(attr.get(), type.get(), out.data()), where, "H5Aread");
+  return std::string(out.c_str());
+}
+
+void write_string_attribute(hid_t obj, const char* name, const std::string& value, const std::string& where) {
+  if (H5Aexists(obj, name) > 0) check(H5Adelete(obj, name), where, "H5Adelete");
+  H5Id type = string_type();
+  H5Id space = check_id(H5Screate(H5S_SCALAR), where, "H5Screate");
+  H5Id attr = check_id(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, "H5Acreate2");
+  const char* text = value.c_str();
+  check(H5Awrite(attr.get(), type.get(), &text), where, "H5Awrite");
+}
+
+void write_level_attributes(hid_t group, c10::IntArrayRef batch, const std::optional<at::Device>& device,
+                            const std::string& where) {
+  json::Array dims;
+  for (int64_t d : batch) dims.emplace_back(d);
+  write_string_attribute(group, kBatchSizeAttribute, json::Value(std::move(dims)).dump(), where);
+  if (device) write_string_attribute(group, kDeviceAttribute, device->str(), where);
+}
+
+// ---- Datasets -----------------------------------------------------------------------------------
+
+std::vector<int64_t> space_shape(hid_t space, const std::string& where) {
+  const int rank = H5Sget_simple_extent_ndims(space);
+  check(rank, where, "H5Sget_simple_extent_ndims");
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), where, "H5Sget_simple_extent_dims");
+  return std::vector<int64_t>(dims.begin(), dims.end());
+}
+
+struct Dataset {
+  H5Id id;
+  H5Id type;
+  StoredType stored;
+  std::vector<int64_t> shape;
+};
+
+// Opens a dataset and works out what it holds; TypeError naming the file and dataset for a
+// type that is neither a tensor nor a non-tensor value tensordict-cpp can read.
+Dataset open_dataset(const H5File& f, const std::string& path) {
+  const std::string where = location(f, path);
+  Dataset d;
+  d.id = check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Dopen2");
+  d.type = check_id(H5Dget_type(d.id.get()), where, "H5Dget_type");
+  d.stored = classify(d.type.get());
+  H5Id space = check_id(H5Dget_space(d.id.get()), where, "H5Dget_space");
+  d.shape = space_shape(space.get(), where);
+  if (d.stored.kind == StoredType::Kind::Tensor && d.stored.dtype == at::kBFloat16) {
+    // uint16 data is only bfloat16 when C++ said so; numpy's uint16 has no LibTorch dtype.
+    const auto named = read_string_attribute(d.id.get(), kDtypeAttribute, where);
+    if (!named || *named != "torch.bfloat16") {
+      d.stored = StoredType{};
+      d.stored.description = "uint16 (LibTorch has no such dtype)";
+    }
+  }
+  TD_CHECK(d.stored.kind != StoredType::Kind::Unsupported, TypeError, where, ": unsupported dataset type ",
+           d.stored.description);
+  return d;
+}
+
+at::Tensor read_block(const H5File& f, const std::string& path, const Dataset& d, const std::vector<int64_t>& shape,
+                      hid_t file_space) {
+  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(d.stored.dtype));
+  if (out.numel() == 0) return out;
+  H5Id mem_type = tensor_type(d.stored.dtype);
+  H5Id mem_space;
+  if (file_space != H5S_ALL) {
+    std::vector<hsize_t> dims(shape.begin(), shape.end());
+    mem_space = check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), location(f, path),
+                         "H5Screate_simple");
+  }
+  check(H5Dread(d.id.get(), mem_type.get(), file_space == H5S_ALL ? H5S_ALL : mem_space.get(), file_space,
+                H5P_DEFAULT, out.data_ptr()),
+        location(f, path), "H5Dread");
+  return out;
+}
+
+void write_block(const H5File& f, const std::string& path, const Dataset& d, const at::Tensor& block,
+                 hid_t file_space) {
+  if (block.numel() == 0) return;
+  const at::Tensor data = block.contiguous();
+  H5Id mem_type = tensor_type(d.stored.dtype);
+  H5Id mem_space;
+  if (file_space != H5S_ALL) {
+    std::vector<hsize_t> dims(data.sizes().begin(), data.sizes().end());
+    mem_space = check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), location(f, path),
+                         "H5Screate_simple");
+  }
+  check(H5Dwrite(d.id.get(), mem_type.get(), file_space == H5S_ALL ? H5S_ALL : mem_space.get(), file_space,
+                 H5P_DEFAULT, data.data_ptr()),
+        location(f, path), "H5Dwrite");
+}
+
+NonTensorData read_non_tensor(const H5File& f, const std::string& path, const Dataset& d) {
+  const std::string where = location(f, path);
+  if (d.stored.kind == StoredType::Kind::String) {
+    TD_CHECK(d.shape.empty(), TypeError, where, ": string datasets of shape ", size_str(d.shape),
+             " are not supported (scalars only)");
+    std::string text;
+    if (H5Tis_variable_str(d.type.get()) > 0) {
+      H5Id mem = string_type();
+      char* value = nullptr;
+      check(H5Dread(d.id.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), where, "H5Dread");
+      text = value ? value : "";
+      H5free_memory(value);
+    } else {
+      std::string buffer(H5Tget_size(d.type.get()), '\0');
+      check(H5Dread(d.id.get(), d.type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), where, "H5Dread");
+      text = buffer.c_str();
+    }
+    const auto encoding = read_string_attribute(d.id.get(), kEncodingAttribute, where);
+    if (encoding && *encoding == "json") return NonTensorData(json::parse(text, where));
+    return NonTensorData(json::Value(std::move(text)));
+  }
+  // h5py's opaque numpy scalars: the value's bytes, tagged with its numpy dtype.
+  TD_CHECK(d.shape.empty(), TypeError, where, ": opaque datasets of shape ", size_str(d.shape),
+           " are not supported (numpy scalars only)");
+  const size_t size = H5Tget_size(d.type.get());
+  std::string bytes(size, '\0');
+  check(H5Dread(d.id.get(), d.type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()), where, "H5Dread");
+  const std::string& tag = d.stored.tag;
+  auto as = [&](auto zero) {
+    decltype(zero) v{};
+    TD_CHECK(size == sizeof(v), TypeError, where, ": opaque value tagged ", tag, " has ", size, " bytes");
+    std::memcpy(&v, bytes.data(), sizeof(v));
+    return v;
+  };
+  if (tag == "<i8") return NonTensorData(json::Value(as(int64_t{})));
+  if (tag == "<i4") return NonTensorData(json::Value(static_cast<int64_t>(as(int32_t{}))));
+  if (tag == "<f8") return NonTensorData(json::Value(as(double{})));
+  if (tag == "<f4") return NonTensorData(json::Value(static_cast<double>(as(float{}))));
+  if (tag == "|b1") return NonTensorData(json::Value(as(uint8_t{}) != 0));
+  TD_THROW(TypeError, where, ": unsupported opaque value of numpy dtype ", tag);
+}
+
+H5Id creation_properties(const H5File& f, const std::vector<int64_t>& shape, int64_t element_size,
+                         const std::string& where) {
+  H5Id dcpl = check_id(H5Pcreate(H5P_DATASET_CREATE), where, "H5Pcreate");
+  const H5Options& o = f.options;
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  const bool filtered = o.gzip_level >= 0 || o.shuffle || !o.chunks.empty();
+  if (!filtered || shape.empty() || numel == 0) return dcpl;  // scalars and empty data: contiguous
+  std::vector<hsize_t> chunk(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t c = d < o.chunks.size() ? o.chunks[d] : shape[d];
+    chunk[d] = static_cast<hsize_t>(std::max<int64_t>(1, std::min(c, shape[d])));
+  }
+  if (o.chunks.empty()) {
+    // HDF5 needs chunks for filters: rows of the first dim, up to about 1 MiB a chunk.
+    const int64_t row = std::max<int64_t>(1, numel / shape[0] * element_size);
+    chunk[0] = static_cast<hsize_t>(std::max<int64_t>(1, std::min<int64_t>(shape[0], (1 << 20) / row)));
+  }
+  check(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()), where, "H5Pset_chunk");
+  if (o.shuffle) check(H5Pset_shuffle(dcpl.get()), where, "H5Pset_shuffle");
+  if (o.gzip_level >= 0) check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(o.gzip_level)), where, "H5Pset_deflate");
+  return dcpl;
+}
+
+// Creates the dataset `path` for a tensor of `shape` and `dtype` (zero-filled until written).
+Dataset create_dataset(const H5File& f, const std::string& path, const std::vector<int64_t>& shape,
+                       at::ScalarType dtype) {
+  const std::string where = location(f, path);
+  Dataset d;
+  d.type = tensor_type(dtype);
+  d.stored.kind = StoredType::Kind::Tensor;
+  d.stored.dtype = dtype;
+  d.shape = shape;
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  H5Id space = check_id(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                        where, "H5Screate");
+  H5Id dcpl = creation_properties(f, shape, static_cast<int64_t>(c10::elementSize(dtype)), where);
+  d.id = check_id(H5Dcreate2(f.id(), path.c_str(), d.type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                  where, "H5Dcreate2");
+  if (dtype == at::kBFloat16) write_string_attribute(d.id.get(), kDtypeAttribute, "torch.bfloat16", where);
+  return d;
+}
+
+void write_tensor_dataset(const H5File& f, const std::string& path, const at::Tensor& value) {
+  TD_CHECK(!value.requires_grad(), RuntimeError, location(f, path),
+           ": cannot store a tensor that requires grad; detach() it first");
+  const at::Tensor data = value.detach().to(at::kCPU).contiguous();
+  Dataset d = create_dataset(f, path, data.sizes().vec(), data.scalar_type());
+  write_block(f, path, d, data, H5S_ALL);
+}
+
+void write_scalar(const H5File& f, const std::string& path, hid_t type, const void* data) {
+  const std::string where = location(f, path);
+  H5Id space = check_id(H5Screate(H5S_SCALAR), where, "H5Screate");
+  H5Id ds = check_id(H5Dcreate2(f.id(), path.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where,
+                     "H5Dcreate2");
+  check(H5Dwrite(ds.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), where, "H5Dwrite");
+}
+
+// A non-tensor value as h5py stores it: strings as variable-length UTF-8 scalars, ints, floats
+// and bools as numpy scalars in an opaque type; other JSON values (null, lists, objects) as
+// their JSON text, marked so C++ parses it back (Python reads the text).
+void write_non_tensor_dataset(const H5File& f, const std::string& path, const NonTensorData& data) {
+  TD_CHECK(data.is_uniform(), NotImplementedError, location(f, path),
+           ": HDF5 stores one non-tensor value per key (as h5py and Python do); this one differs per batch element");
+  const json::Value& v = data.value();
+  const std::string where = location(f, path);
+  auto opaque = [&](const char* tag, const void* bytes, size_t size) {
+    H5Id type = check_id(H5Tcreate(H5T_OPAQUE, size), where, "H5Tcreate");
+    check(H5Tset_tag(type.get(), tag), where, "H5Tset_tag");
+    write_scalar(f, path, type.get(), bytes);
+  };
+  if (v.is_string() || !(v.is_int() || v.is_double() || v.is_bool())) {
+    const std::string text = v.is_string() ? v.as_string() : v.dump();
+    H5Id type = string_type();
+    const char* p = text.c_str();
+    write_scalar(f, path, type.get(), &p);
+    if (!v.is_string()) {
+      H5Id ds = check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Dopen2");
+      write_string_attribute(ds.get(), kEncodingAttribute, "json", where);
+    }
+  } else if (v.is_bool()) {
+    const uint8_t b = v.as_bool() ? 1 : 0;
+    opaque("NUMPY:|b1", &b, 1);
+  } else if (v.is_int()) {
+    const int64_t i = v.as_int();
+    opaque("NUMPY:<i8", &i, 8);
+  } else {
+    const double x = v.as_double();
+    opaque("NUMPY:<f8", &x, 8);
+  }
+}
+
+H5Id create_group(H5File& f, const std::string& path, c10::IntArrayRef batch, const std::optional<at::Device>& device) {
+  const std::string where = location(f, path);
+  H5Id g = check_id(H5Gcreate2(f.id(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where, "H5Gcreate2");
+  write_level_attributes(g.get(), batch, device, where);
+  f.batches[path] = BatchSize(batch.begin(), batch.end());
+  return g;
+}
+
+void forget_batches(H5File& f, const std::string& path) {
+  for (auto it = f.batches.lower_bound(path); it != f.batches.end();) {
+    if (it->first == path || it->first.rfind(path + "/", 0) == 0) it = f.batches.erase(it);
+    else if (it->first > path + "/\xff") break;
+    else ++it;
+  }
+}
+
+// Writes every entry of `td` under the existing group `path`.
+void write_entries(H5File& f, const std::string& path, const TensorDict& td) {
+  td.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    check_key(f, path, key);
+    const std::string child = child_path(path, key);
+    if (entry.is_tensor()) {
+      write_tensor_dataset(f, child, entry.tensor());
+    } else if (entry.is_non_tensor()) {
+      write_non_tensor_dataset(f, child, entry.non_tensor());
+    } else if (entry.is_tensordict()) {
+      const TensorDict& sub = entry.tensordict();
+      create_group(f, child, sub.batch_size(), sub.device());
+      write_entries(f, child, sub);
+    }
+  });
+}
+
+bool link_exists(const H5File& f, const std::string& path) {
+  const htri_t e = H5Lexists(f.id(), path.c_str(), H5P_DEFAULT);
+  check(e, location(f, path), "H5Lexists");
+  return e > 0;
+}
+
+EntryKind object_kind(const H5File& f, const std::string& path) {
+  if (!link_exists(f, path)) return EntryKind::Undefined;
+  H5Id obj = check_id(H5Oopen(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Oopen");
+  const H5I_type_t t = H5Iget_type(obj.get());
+  if (t == H5I_GROUP) return EntryKind::TensorDict;
+  if (t != H5I_DATASET) return EntryKind::Undefined;  // a named datatype: not an entry
+  H5Id type = check_id(H5Dget_type(obj.get()), location(f, path), "H5Dget_type");
+  const StoredType::Kind k = classify(type.get()).kind;
+  return k == StoredType::Kind::String || k == StoredType::Kind::Opaque ? EntryKind::NonTensor : EntryKind::Tensor;
+}
+
+herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+std::vector<std::string> group_keys(const H5File& f, const std::string& path) {
+  std::vector<std::string> names;
+  H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
+  hsize_t idx = 0;
+  check(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, collect_name, &names), location(f, path), "H5Literate");
+  return names;
+}
+
+// ---- Batch sizes at open ------------------------------------------------------------------------
+
+BatchSize parse_batch_attribute(const std::string& text, const std::string& where) {
+  json::Value v;
+  try {
+    v = json::parse(text, where);
+  } catch (const Error& e) {
+    TD_THROW(StorageError, where, ": malformed ", kBatchSizeAttribute, " attribute: ", e.message());
+  }
+  TD_CHECK(v.is_array(), StorageError, where, ": ", kBatchSizeAttribute, " is not a list of sizes");
+  BatchSize out;
+  for (const auto& d : v.as_array()) {
+    TD_CHECK(d.is_int() && d.as_int() >= 0, StorageError, where, ": ", kBatchSizeAttribute, " holds ", d.dump(),
+             ", not a size");
+    out.push_back(d.as_int());
+  }
+  return out;
+}
+
+bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix) {
+  return shape.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), shape.begin());
+}
+
+// Sets f.batches for `path` and every group below it. With `explicit_batch` (the caller gave
+// the root's batch size), a group without a stored batch takes its parent's (Python's rule);
+// otherwise batches are the stored attribute, or Python's inference: the longest leading prefix
+// shared by the group's tensor datasets and its sub-groups' batches.
+BatchSize resolve_batches(H5File& f, const std::string& path, const std::optional<BatchSize>& root_batch,
+                          const BatchSize* parent, bool explicit_batch, int depth) {
+  const std::string where = location(f, path);
+  TD_CHECK(depth < 512, StorageError, where, ": groups nested more than 512 levels deep");
+  H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Gopen2");
+  std::optional<BatchSize> batch = root_batch;
+  if (!batch) {
+    if (auto text = read_string_attribute(g.get(), kBatchSizeAttribute, where)) batch = parse_batch_attribute(*text, where);
+  }
+  if (!batch && explicit_batch && parent) batch = *parent;
+  std::optional<BatchSize> common;
+  auto meet = [&](c10::IntArrayRef shape) {
+    if (!common) {
+      common = BatchSize(shape.begin(), shape.end());
+      return;
+    }
+    size_t n = 0;
+    while (n < common->size() && n < shape.size() && (*common)[n] == shape[n]) ++n;
+    common->resize(n);
+  };
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  std::vector<std::string> groups;
+  for (const std::string& key : group_keys(f, path)) {
+    const std::string child = child_path(path, key);
+    const EntryKind kind = object_kind(f, child);
+    if (kind == EntryKind::TensorDict) groups.push_back(child);
+    if (kind == EntryKind::Tensor) {
+      H5Id ds = check_id(H5Dopen2(f.id(), child.c_str(), H5P_DEFAULT), location(f, child), "H5Dopen2");
+      H5Id space = check_id(H5Dget_space(ds.get()), location(f, child), "H5Dget_space");
+      tensors.emplace_back(child, space_shape(space.get(), location(f, child)));
+      meet(tensors.back().second);
+    }
+  }
+  if (batch) {
+    for (const std::string& child : groups) resolve_batches(f, child, std::nullopt, &*batch, explicit_batch, depth + 1);
+  } else {
+    // Sub-groups first: their batches take part in this group's; then check they extend it.
+    std::vector<BatchSize> children;
+    for (const std::string& child : groups)
+      children.push_back(resolve_batches(f, child, std::nullopt, nullptr, explicit_batch, depth + 1));
+    for (const BatchSize& c : children) meet(c);
+    batch = common.value_or(BatchSize{});
+    for (size_t i = 0; i < groups.size(); ++i) {
+      TD_CHECK(starts_with(children[i], *batch), ValueError, location(f, groups[i]), ": batch size ",
+               size_str(children[i]), " does not extend the parent group's ", size_str(*batch));
+    }
+  }
+  if (parent) {
+    TD_CHECK(starts_with(*batch, *parent), ValueError, where, ": batch size ", size_str(*batch),
+             " does not extend the parent group's ", size_str(*parent));
+  }
+  for (const auto& [child, shape] : tensors) {
+    TD_CHECK(starts_with(shape, *batch), ValueError, location(f, child), ": batch size and array size mismatch: ",
+             "the dataset has shape ", size_str(shape), ", the group's batch size is ", size_str(*batch));
+  }
+  f.batches[path] = *batch;
+  return *batch;
+}
+
+}  // namespace
+
+// ---- H5Level ------------------------------------------------------------------------------------
+
+H5Level::H5Level(std::shared_ptr<H5File> file, std::string group, c10::IntArrayRef batch_size,
+                 std::optional<at::Device> device)
+    : TensorDictBase(batch_size, device, StoragePolicy{}), file_(std::move(file)), group_(std::move(group)) {}
+
+std::string H5Level::where(std::string_view key) const { return location(*file_, child_path(group_, key)); }
+
+size_t H5Level::num_entries() const { return keys().size(); }
+
+std::vector<std::string> H5Level::keys() const {
+  std::vector<std::string> out;
+  for (std::string& key : group_keys(*file_, group_)) {
+    if (object_kind(*file_, child_path(group_, key)) != EntryKind::Undefined) out.push_back(std::move(key));
+  }
+  return out;
+}
+
+bool H5Level::has(std::string_view key) const { return kind(key) != EntryKind::Undefined; }
+
+EntryKind H5Level::kind(std::string_view key) const {
+  if (key.empty() || key.find('/') != std::string_view::npos || key == "." || key == "..") return EntryKind::Undefined;
+  return object_kind(*file_, child_path(group_, key));
+}
+
+void H5Level::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  for (const std::string& key : group_keys(*file_, group_)) {
+    const EntryKind k = object_kind(*file_, child_path(group_, key));
+    if (k != EntryKind::Undefined) fn(key, k);
+  }
+}
+
+c10::intrusive_ptr<H5Level> H5Level::child(std::string_view key) const {
+  const std::string path = child_path(group_, key);
+  auto it = file_->batches.find(path);
+  c10::IntArrayRef batch = it != file_->batches.end() ? c10::IntArrayRef(it->second) : batch_size();
+  return c10::make_intrusive<H5Level>(file_, path, batch, device_);
+}
+
+Entry H5Level::get(std::string_view key) const {
+  switch (kind(key)) {
+    case EntryKind::Undefined: return Entry();
+    case EntryKind::TensorDict: return Entry(TensorDict(child(key)));
+    case EntryKind::NonTensor: {
+      const std::string path = child_path(group_, key);
+      return Entry(read_non_tensor(*file_, path, open_dataset(*file_, path)));
+    }
+    case EntryKind::Tensor: {
+      const std::string path = child_path(group_, key);
+      Dataset d = open_dataset(*file_, path);
+      at::Tensor t = read_block(*file_, path, d, d.shape, H5S_ALL);
+      return Entry(device_ && !device_->is_cpu() ? t.to(*device_) : t);
+    }
+  }
+  return Entry();
+}
+
+Entry H5Level::read_at(std::string_view key, const BatchIndex& index) const {
+  const std::string path = child_path(group_, key);
+  Dataset d = open_dataset(*file_, path);
+  if (d.stored.kind != StoredType::Kind::Tensor) return Entry(read_non_tensor(*file_, path, d));
+  std::optional<Selection> sel = select(d.id.get(), d.shape, index, location(*file_, path));
+  at::Tensor out;
+  if (!sel) {
+    out = index.apply(read_block(*file_, path, d, d.shape, H5S_ALL));
+  } else {
+    at::Tensor block = sel->empty ? at::empty(sel->block_shape, at::TensorOptions().dtype(d.stored.dtype))
+                                  : read_block(*file_, path, d, sel->block_shape, sel->file_space.get());
+    out = block.index(sel->post);
+  }
+  return Entry(device_ && !device_->is_cpu() ? out.to(*device_) : out);
+}
+
+void H5Level::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  for (const std::string& key : keys()) fn(key, get(key));
+}
+
+LeafMeta H5Level::leaf_meta(std::string_view key) const {
+  Dataset d = open_dataset(*file_, child_path(group_, key));
+  return LeafMeta{BatchSize(d.shape.begin(), d.shape.end()), d.stored.dtype, device_.value_or(at::Device(at::kCPU))};
+}
+
+void H5Level::insert_or_assign(std::string_view key, Entry value) {
+  H5File& f = *file_;
+  f.check_writable("set '" + std::string(key) + "'");
+  check_key(f, group_, key);
+  const std::string path = child_path(group_, key);
+  if (value.is_tensordict()) {
+    // The handle stores back the level it got from get(): it is already in the file.
+    if (auto* level = dynamic_cast<const H5Level*>(value.tensordict().impl()); level && level->file_ == file_ && level->group_ == path)
+      return;
+  }
+  if (link_exists(f, path)) {
+    check(H5Ldelete(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Ldelete");
+    forget_batches(f, path);
+  }
+  if (value.is_tensor()) {
+    write_tensor_dataset(f, path, value.tensor());
+  } else if (value.is_non_tensor()) {
+    write_non_tensor_dataset(f, path, value.non_tensor());
+  } else if (value.is_tensordict()) {
+    const TensorDict& sub = value.tensordict();
+    create_group(f, path, sub.batch_size(), sub.device());
+    write_entries(f, path, sub);
+  }
+  bump_layout_version();
+}
+
+void H5Level::erase(std::string_view key) {
+  H5File& f = *file_;
+  if (!has(key)) return;
+  f.check_writable("erase '" + std::string(key) + "'");
+  const std::string path = child_path(group_, key);
+  check(H5Ldelete(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Ldelete");
+  forget_batches(f, path);
+  bump_layout_version();
+}
+
+void H5Level::rename(std::string_view from, std::string_view to) {
+  H5File& f = *file_;
+  f.check_writable("rename '" + std::string(from) + "'");
+  check_key(f, group_, to);
+  const std::string src = child_path(group_, from), dst = child_path(group_, to);
+  check(H5Lmove(f.id(), src.c_str(), f.id(), dst.c_str(), H5P_DEFAULT, H5P_DEFAULT), location(f, src), "H5Lmove");
+  // Batch sizes of the moved groups follow them.
+  std::vector<std::pair<std::string, BatchSize>> moved;
+  for (const auto& [p, b] : f.batches) {
+    if (p == src || p.rfind(src + "/", 0) == 0) moved.emplace_back(dst + p.substr(src.size()), b);
+  }
+  forget_batches(f, src);
+  for (auto& [p, b] : moved) f.batches[p] = std::move(b);
+  bump_layout_version();
+}
+
+void H5Level::write_(std::string_view key, const at::Tensor& value) {
+  H5File& f = *file_;
+  f.check_writable("write '" + std::string(key) + "'");
+  const std::string path = child_path(group_, key);
+  Dataset d = open_dataset(f, path);
+  TD_CHECK(d.stored.kind == StoredType::Kind::Tensor, TypeError, location(f, path), ": not a tensor dataset");
+  write_block(f, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape), H5S_ALL);
+}
+
+void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  H5File& f = *file_;
+  f.check_writable("write '" + std::string(key) + "'");
+  const std::string path = child_path(group_, key);
+  Dataset d = open_dataset(f, path);
+  TD_CHECK(d.stored.kind == StoredType::Kind::Tensor, TypeError, location(f, path), ": not a tensor dataset");
+  const at::Tensor v = value.detach().to(at::kCPU, d.stored.dtype);
+  std::optional<Selection> sel = select(d.id.get(), d.shape, index, location(f, path));
+  if (!sel) {
+    at::Tensor all = read_block(f, path, d, d.shape, H5S_ALL);
+    index.assign(all, v);
+    write_block(f, path, d, all, H5S_ALL);
+    return;
+  }
+  if (sel->empty) return;
+  // Read the selected block, write the value into it at the post-index, write it back: only
+  // the selected elements move, whatever the index.
+  at::Tensor block = read_block(f, path, d, sel->block_shape, sel->file_space.get());
+  block.index_put_(sel->post, v);
+  write_block(f, path, d, block, sel->file_space.get());
+}
+
+void H5Level::create_zeroed(std::string_view key, const std::vector<int64_t>& shape, at::ScalarType dtype) {
+  H5File& f = *file_;
+  f.check_writable("create '" + std::string(key) + "'");
+  check_key(f, group_, key);
+  create_dataset(f, child_path(group_, key), shape, dtype);
+  bump_layout_version();
+}
+
+void H5Level::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  insert_or_assign(key, Entry(value));
+}
+
+TensorDict H5Level::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
+  H5File& f = *file_;
+  f.check_writable("create the group '" + std::string(key) + "'");
+  check_key(f, group_, key);
+  const std::string path = child_path(group_, key);
+  create_group(f, path, batch_size, device_);
+  return TensorDict(c10::make_intrusive<H5Level>(file_, path, batch_size, device_));
+}
+
+void H5Level::set_batch_size(c10::IntArrayRef batch_size) {
+  H5File& f = *file_;
+  f.check_writable("change the batch size");
+  H5Id g = check_id(H5Gopen2(f.id(), group_.c_str(), H5P_DEFAULT), location(f, group_), "H5Gopen2");
+  write_level_attributes(g.get(), batch_size, device_, location(f, group_));
+  f.batches[group_] = BatchSize(batch_size.begin(), batch_size.end());
+  TensorDictBase::set_batch_size(batch_size);
+}
+
+TensorDict H5Level::index(const BatchIndex& index) const {
+  auto self = c10::intrusive_ptr<H5Level>::reclaim_copy(const_cast<H5Level*>(this));
+  return TensorDict(c10::make_intrusive<H5View>(std::move(self), index, index.result_batch_size()));
+}
+
+void H5Level::release_resources() {
+  file_.reset();
+  TensorDictBase::release_resources();
+}
+
+// ---- H5View -------------------------------------------------------------------------------------
+
+H5View::H5View(c10::intrusive_ptr<H5Level> source, BatchIndex index, c10::IntArrayRef batch_size)
+    : TensorDictBase(batch_size, source->device(), StoragePolicy{}), source_(std::move(source)), index_(std::move(index)) {}
+
+Entry H5View::get(std::string_view key) const {
+  switch (source_->kind(key)) {
+    case EntryKind::Undefined: return Entry();
+    case EntryKind::TensorDict: {
+      c10::intrusive_ptr<H5Level> child = source_->child(key);
+      // The child's own batch dims after the indexed ones.
+      BatchSize batch(batch_size_.begin(), batch_size_.end());
+      batch.append(child->batch_size().begin() + index_.source_batch_dims(), child->batch_size().end());
+      return Entry(TensorDict(c10::make_intrusive<H5View>(std::move(child), index_, batch)));
+    }
+    default: return source_->read_at(key, index_);
+  }
+}
+
+void H5View::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  for (const std::string& key : keys()) fn(key, get(key));
+}
+
+void H5View::write_(std::string_view key, const at::Tensor& value) { source_->write_at_(key, index_, value); }
+
+void H5View::insert_or_assign(std::string_view key, Entry value) {
+  const EntryKind existing = source_->kind(key);
+  if (value.is_tensor() && existing == EntryKind::Tensor) return write_(key, value.tensor());
+  if (value.is_tensordict() && existing == EntryKind::TensorDict) {
+    if (dynamic_cast<const H5View*>(value.tensordict().impl())) return;  // the view get() gave
+  }
+  unsupported("add or replace an entry through an indexed view",
+              "set the key on the file's tensordict, or write values in place (set_, index_put_)");
+}
+
+void H5View::erase(std::string_view) { unsupported("erase an entry through an indexed view", "erase it on the file's tensordict"); }
+
+void H5View::rename(std::string_view, std::string_view) {
+  unsupported("rename an entry through an indexed view", "rename it on the file's tensordict");
+}
+
+void H5View::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  const Entry current = source_->get(key);
+  if (current.is_non_tensor() && current.non_tensor() == value) return;
+  unsupported("write a non-tensor value through an indexed view",
+              "HDF5 stores one value per key; set it on the file's tensordict");
+}
+
+void H5View::set_batch_size(c10::IntArrayRef) { unsupported("change the batch size of an indexed view", "it follows the file"); }
+
+void H5View::release_resources() {
+  source_.reset();
+  TensorDictBase::release_resources();
+}
+
+// ---- Opening ------------------------------------------------------------------------------------
+
+const std::shared_ptr<H5File>& file_of(const TensorDictBase& impl) {
+  if (const auto* level = dynamic_cast<const H5Level*>(&impl)) return level->file();
+  if (const auto* view = dynamic_cast<const H5View*>(&impl)) return view->source()->file();
+  TD_THROW(TypeError, "expected a PersistentTensorDict, got a ", impl.type_name());
+}
+
+TensorDict open_file(const std::string& path, const std::string& mode, std::optional<std::vector<int64_t>> batch_size,
+                     const H5Options& options) {
+  silence_errors();
+  namespace fs = std::filesystem;
+  TD_CHECK(mode == "r" || mode == "r+" || mode == "w" || mode == "w-" || mode == "x" || mode == "a", ValueError,
+           path, ": invalid mode '", mode, "' (expected r, r+, w, w-, x or a, as h5py)");
+  auto f = std::make_shared<H5File>();
+  f->path = path;
+  f->mode = mode;
+  f->options = options;
+  f->writable = mode != "r";
+  const bool exists = fs::exists(path);
+  const bool create = mode == "w" || mode == "w-" || mode == "x" || (mode == "a" && !exists);
+  H5Id fapl = check_id(H5Pcreate(H5P_FILE_ACCESS), path, "H5Pcreate");
+  check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path, "H5Pset_fclose_degree");
+  if (create) {
+    TD_CHECK(!(exists && (mode == "w-" || mode == "x")), StorageError, path, ": file exists (mode '", mode, "')");
+    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()),
+                       path, "creating the HDF5 file");
+  } else {
+    TD_CHECK(exists, StorageError, path, ": no such file (mode '", mode, "' opens an existing file)");
+    const htri_t is_h5 = H5Fis_hdf5(path.c_str());
+    TD_CHECK(is_h5 > 0, StorageError, path, ": not an HDF5 file",
+             is_h5 < 0 ? " (" + error_stack() + ")" : std::string());
+    f->file = check_id(H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl.get()), path,
+                       "opening the HDF5 file");
+  }
+  std::optional<BatchSize> given;
+  if (batch_size) given = BatchSize(batch_size->begin(), batch_size->end());
+  BatchSize root;
+  if (create) {
+    root = given.value_or(BatchSize{});
+    f->batches["/"] = root;
+  } else {
+    root = resolve_batches(*f, "/", given, nullptr, given.has_value(), 0);
+  }
+  std::optional<at::Device> device;
+  H5Id g = check_id(H5Gopen2(f->file.get(), "/", H5P_DEFAULT), path, "H5Gopen2");
+  if (auto d = read_string_attribute(g.get(), kDeviceAttribute, location(*f, "/"))) {
+    try {
+      device = at::Device(*d);
+    } catch (const std::exception&) {
+      TD_THROW(StorageError, path, ": malformed ", kDeviceAttribute, " attribute '", *d, "'");
+    }
+  }
+  return TensorDict(c10::make_intrusive<H5Level>(f, "/", root, device));
+}
+
+}  // namespace h5
+}  // namespace tensordict

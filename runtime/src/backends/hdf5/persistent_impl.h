@@ -1,0 +1,125 @@
+#pragma once
+// The backend behind PersistentTensorDict. H5Level is one group of an open file (the root or a
+// nested group); H5View is `level[index]`, whose leaves read and write only the selected
+// elements. Both share the H5File they belong to. Reads are fresh tensors (no aliasing), so
+// every write reaches the file through write_, write_at_ or insert_or_assign
+// (Note [Reads, copies and writes] in tensor_dict_base.h).
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tensordict/backends/persistent.h>
+#include <tensordict/batch_index.h>
+#include <tensordict/tensor_dict.h>
+#include <tensordict/tensor_dict_base.h>
+
+#include "backends/hdf5/h5_id.h"
+
+namespace tensordict {
+namespace h5 {
+
+/// An open file, shared by every level and view of it.
+struct H5File {
+  H5Id file;
+  std::string path;
+  std::string mode;
+  bool writable = false;
+  H5Options options;
+  /// Batch size of every group, by absolute path ("/", "/a", "/a/b"): set when the file is
+  /// opened (stored attributes, or Python's inference) and kept current by the writes.
+  std::map<std::string, BatchSize> batches;
+
+  /// StorageError "<path>: the file is closed" once close() ran.
+  hid_t id() const;
+  /// StorageError naming the file and `what` when it was opened read-only.
+  void check_writable(const std::string& what) const;
+  void close() { file.reset(); }
+};
+
+/// "/a" + "b" -> "/a/b".
+std::string child_path(const std::string& group, std::string_view key);
+
+class H5Level final : public TensorDictBase {
+ public:
+  H5Level(std::shared_ptr<H5File> file, std::string group, c10::IntArrayRef batch_size,
+          std::optional<at::Device> device);
+
+  const char* type_name() const override { return "PersistentTensorDict"; }
+  const std::shared_ptr<H5File>& file() const { return file_; }
+  const std::string& group() const { return group_; }
+
+  size_t num_entries() const override;
+  std::vector<std::string> keys() const override;
+  bool has(std::string_view key) const override;
+  Entry get(std::string_view key) const override;
+  void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
+  void insert_or_assign(std::string_view key, Entry value) override;
+  void erase(std::string_view key) override;
+  void rename(std::string_view from, std::string_view to) override;
+
+  EntryKind kind(std::string_view key) const override;
+  void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
+  LeafMeta leaf_meta(std::string_view key) const override;
+  void write_(std::string_view key, const at::Tensor& value) override;
+  void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) override;
+  void write_non_tensor_(std::string_view key, const NonTensorData& value) override;
+  TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const override;
+  void set_batch_size(c10::IntArrayRef batch_size) override;
+  TensorDict index(const BatchIndex& index) const override;
+  void release_resources() override;
+
+  /// The leaf `key` read at `index` (only the selected elements).
+  Entry read_at(std::string_view key, const BatchIndex& index) const;
+  /// The nested level at `key`.
+  c10::intrusive_ptr<H5Level> child(std::string_view key) const;
+  /// A new dataset `key` of `shape` and `dtype`, never written: it reads as zeros.
+  void create_zeroed(std::string_view key, const std::vector<int64_t>& shape, at::ScalarType dtype);
+
+ private:
+  std::string where(std::string_view key) const;
+
+  std::shared_ptr<H5File> file_;
+  std::string group_;
+};
+
+class H5View final : public TensorDictBase {
+ public:
+  H5View(c10::intrusive_ptr<H5Level> source, BatchIndex index, c10::IntArrayRef batch_size);
+
+  const char* type_name() const override { return "PersistentTensorDict"; }
+
+  size_t num_entries() const override { return source_->num_entries(); }
+  std::vector<std::string> keys() const override { return source_->keys(); }
+  bool has(std::string_view key) const override { return source_->has(key); }
+  EntryKind kind(std::string_view key) const override { return source_->kind(key); }
+  void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override {
+    source_->for_each_key(fn);
+  }
+  Entry get(std::string_view key) const override;
+  void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
+  void insert_or_assign(std::string_view key, Entry value) override;
+  void erase(std::string_view key) override;
+  void rename(std::string_view from, std::string_view to) override;
+  void write_(std::string_view key, const at::Tensor& value) override;
+  void write_non_tensor_(std::string_view key, const NonTensorData& value) override;
+  void set_batch_size(c10::IntArrayRef batch_size) override;
+  void release_resources() override;
+
+  const c10::intrusive_ptr<H5Level>& source() const { return source_; }
+
+ private:
+  c10::intrusive_ptr<H5Level> source_;
+  BatchIndex index_;
+};
+
+/// Opens (or creates) `path` in h5py's `mode` and returns its root level.
+TensorDict open_file(const std::string& path, const std::string& mode, std::optional<std::vector<int64_t>> batch_size,
+                     const H5Options& options);
+/// The H5File behind a PersistentTensorDict handle (a level or a view).
+const std::shared_ptr<H5File>& file_of(const TensorDictBase& impl);
+
+}  // namespace h5
+}  // namespace tensordict

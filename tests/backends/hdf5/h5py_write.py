@@ -1,0 +1,41 @@
+"""Writes the h5py-side fixtures of the HDF5 tests: usage h5py_write.py KIND PATH.
+
+KIND is "mixed" (nested groups, bool, ints, floats, complex, a string, a gzip dataset, a 3-D
+dataset, opaque numpy scalars as Python tensordict stores non-tensors), "auto_batch" (Python's
+test_auto_batch_size layout: root [3, 4], group b [3, 4, 5]) or "uint16" (a dtype LibTorch 1.13
+lacks). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
+"""
+import sys
+
+import h5py
+import numpy as np
+
+kind, path = sys.argv[1], sys.argv[2]
+with h5py.File(path, "w") as f:
+    if kind == "mixed":
+        f.create_dataset("b", data=np.array([[True, False, True], [False, False, True]]))
+        f.create_dataset("i8", data=np.arange(6, dtype=np.int8).reshape(2, 3))
+        f.create_dataset("i64", data=np.arange(2, dtype=np.int64) * 1000000000000)
+        f.create_dataset("u8", data=np.array([[1, 2, 255], [0, 7, 9]], dtype=np.uint8))
+        f.create_dataset("f16", data=np.array([0.5, -2.0], dtype=np.float16))
+        f.create_dataset("f64", data=np.linspace(0, 1, 6).reshape(2, 3))
+        f.create_dataset("c64", data=(np.arange(2) + 1j * np.arange(2, 4)).astype(np.complex64))
+        f.create_dataset("cube", data=np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4))
+        f.create_dataset("gz", data=np.arange(2 * 100, dtype=np.int32).reshape(2, 100), compression="gzip",
+                         compression_opts=9)
+        f.create_dataset("s", data="a string!")
+        for name, value in (("oi", 7), ("of", 2.5), ("ob", True)):
+            a = np.array(value)
+            f.create_dataset(name, data=a.astype(h5py.opaque_dtype(a.dtype)))
+        g = f.create_group("nested")
+        g.create_dataset("x", data=np.ones((2, 5), dtype=np.float32))
+        g.create_group("deeper").create_dataset("y", data=np.full((2,), 3, dtype=np.int16))
+    elif kind == "auto_batch":
+        f.create_dataset("a", data=np.zeros((3, 4, 5)))
+        f.create_dataset("c", data=np.zeros((3, 4)))
+        f.create_dataset("b/d", data=np.zeros((3, 4, 5, 6)))
+        f.create_dataset("b/e", data=np.zeros((3, 4, 5)))
+    elif kind == "uint16":
+        f.create_dataset("u16", data=np.arange(4, dtype=np.uint16))
+    else:
+        raise SystemExit(f"unknown kind {kind}")

@@ -1,0 +1,287 @@
+// PersistentTensorDict (issue 14): HDF5 files as a live backend, checked against h5py (Debian's
+// python3-h5py) and h5dump in both directions.
+
+#include "support/catch_torch.h"
+
+#include <fstream>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/backends/persistent.h>
+#include <tensordict/json.h>
+
+// support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro.
+#include "backends/memmap/support.h"
+
+using namespace tensordict;
+using memmap_test::quoted;
+using memmap_test::run;
+using memmap_test::TempDir;
+using at::indexing::None;
+using at::indexing::Slice;
+
+namespace {
+
+// at::tensor has no bool overload in LibTorch 1.13.
+at::Tensor bools(std::initializer_list<int> values) {
+  return at::tensor(std::vector<int64_t>(values.begin(), values.end())).to(at::kBool);
+}
+
+std::string h5_script(const std::string& name) {
+  return std::string(TENSORDICT_SOURCE_DIR) + "/tests/backends/hdf5/" + name;
+}
+
+void h5py_write(const std::string& kind, const std::string& path) {
+  auto [code, out] = run("/usr/bin/python3 " + quoted(h5_script("h5py_write.py")) + " " + kind + " " + quoted(path) + " 2>&1");
+  INFO(out);
+  REQUIRE(code == 0);
+}
+
+json::Value h5py_read(const std::string& path) {
+  auto [code, out] = run("/usr/bin/python3 " + quoted(h5_script("h5py_read.py")) + " " + quoted(path) + " 2>&1");
+  INFO(out);
+  REQUIRE(code == 0);
+  return json::parse(out);
+}
+
+TensorDict sample() {
+  TensorDict td({{"obs", at::arange(24, at::kFloat).view({4, 6})},
+                 {"done", bools({1, 0, 0, 1})},
+                 {"n", {{"a", at::arange(4 * 3 * 2, at::kLong).view({4, 3, 2})}, {"h", at::ones({4, 3}, at::kHalf)}}}},
+                {4});
+  td.get_tensordict("n").set_batch_size({4, 3});
+  td.set_non_tensor("name", json::Value("run 1"));
+  return td;
+}
+
+}  // namespace
+
+TEST_CASE("to_h5 and from_h5 round-trip every dtype, nesting, batch sizes and non-tensors", "[h5]") {
+  TempDir dir;
+  TensorDict td = sample();
+  td.set("i8", at::arange(4, at::kChar));
+  td.set("u8", at::arange(4, at::kByte));
+  td.set("i16", at::arange(4, at::kShort));
+  td.set("i32", at::arange(4, at::kInt));
+  td.set("f64", at::randn({4, 2}, at::kDouble));
+  td.set("bf", at::randn({4}).to(at::kBFloat16));
+  td.set("c64", at::randn({4}, at::kComplexFloat));
+  td.set("c128", at::randn({4, 1}, at::kComplexDouble));
+  td.set("scalar_row", at::randn({4}));
+  td.set_non_tensor("count", json::Value(int64_t{3}));
+  td.set_non_tensor("scale", json::Value(0.25));
+  td.set_non_tensor("flag", json::Value(true));
+  td.set_non_tensor("meta", json::parse(R"({"a": [1, 2], "b": null})"));
+
+  PersistentTensorDict::to_h5(td, dir / "all.h5").close();
+  PersistentTensorDict back = PersistentTensorDict::from_h5(dir / "all.h5");
+  CHECK(back.mode() == "r");
+  CHECK((back.batch_size() == c10::IntArrayRef{4}));
+  CHECK((back.get_tensordict("n").batch_size() == c10::IntArrayRef{4, 3}));  // stored, not re-inferred
+  for (auto& [key, entry] : td.items(true, true)) {
+    INFO(key.repr());
+    if (!entry.is_tensor()) continue;
+    at::Tensor got = back.get(key);
+    CHECK(got.scalar_type() == entry.tensor().scalar_type());
+    CHECK(at::equal(got, entry.tensor()));
+  }
+  CHECK(back.get_non_tensor("name").value() == json::Value("run 1"));  // a string, not bytes
+  CHECK(back.get_non_tensor("count").value() == json::Value(int64_t{3}));
+  CHECK(back.get_non_tensor("scale").value() == json::Value(0.25));
+  CHECK(back.get_non_tensor("flag").value() == json::Value(true));
+  CHECK(back.get_non_tensor("meta").value() == json::parse(R"({"a": [1, 2], "b": null})"));
+  // Keys come in h5py's order (by name).
+  CHECK(back.keys().front() == NestedKey("bf"));
+}
+
+TEST_CASE("h5py reads what C++ writes, value for value, with h5py's types", "[h5][interop]") {
+  TempDir dir;
+  TensorDict td = sample();
+  td.set("c64", at::tensor({1.0, 2.0}).view({1, 2}).expand({4, 2}).contiguous().to(at::kComplexFloat) * c10::complex<float>(1, 2));
+  td.set("bf", at::tensor({1.5, -2.0, 0.25, 8.0}).to(at::kBFloat16));
+  H5Options options;
+  options.gzip_level = 4;
+  PersistentTensorDict::to_h5(td, dir / "cpp.h5", options).close();
+  json::Value seen = h5py_read(dir / "cpp.h5");
+  auto ds = [&](const char* name) -> const json::Value& {
+    const json::Value* v = seen.find(name);
+    INFO(name);
+    REQUIRE(v != nullptr);
+    return *v;
+  };
+  CHECK(ds("obs").find("dtype")->as_string() == "float32");
+  REQUIRE(ds("obs").find("value")->as_array().size() == 24);
+  CHECK(ds("obs").find("value")->as_array()[23].as_double() == 23.0);
+  CHECK(ds("done").find("dtype")->as_string() == "bool");
+  CHECK(ds("done").find("value")->dump() == "[true,false,false,true]");
+  CHECK(ds("n/h").find("dtype")->as_string() == "float16");
+  CHECK(ds("n/a").find("shape")->dump() == "[4,3,2]");
+  CHECK(ds("c64").find("dtype")->as_string() == "complex64");
+  CHECK(ds("c64").find("value")->as_array()[1].dump() == "[2.0,4.0]");
+  // bfloat16: h5py sees the uint16 bits and the attribute naming the dtype.
+  CHECK(ds("bf").find("dtype")->as_string() == "uint16");
+  CHECK(ds("bf").find("attrs")->find("tensordict_dtype")->as_string() == "torch.bfloat16");
+  CHECK(ds("name").find("value")->as_string() == "run 1");
+  // Compression on every dataset but scalars and strings (where h5py refuses filters).
+  CHECK(ds("obs").find("compression")->as_string() == "gzip");
+  CHECK(ds("n/a").find("compression")->as_string() == "gzip");
+  CHECK(ds("name").find("compression")->is_null());
+  // Batch sizes and devices are group attributes (Python ignores them).
+  CHECK(ds("/").find("attrs")->find("tensordict_batch_size")->as_string() == "[4]");
+  CHECK(ds("n").find("attrs")->find("tensordict_batch_size")->as_string() == "[4,3]");
+
+  auto [code, dump] = run("h5dump -H " + quoted(dir / "cpp.h5"));
+  REQUIRE(code == 0);
+  CHECK_THAT(dump, Catch::Contains("GROUP \"n\"") && Catch::Contains("DATASET \"obs\"") &&
+                       Catch::Contains("\"FALSE\"            0;") && Catch::Contains("H5T_IEEE_F32LE \"r\";") &&
+                       Catch::Contains("CSET H5T_CSET_UTF8;"));
+}
+
+TEST_CASE("files written by h5py load, every value checked", "[h5][interop]") {
+  TempDir dir;
+  h5py_write("mixed", dir / "py.h5");
+  PersistentTensorDict td = PersistentTensorDict::from_h5(dir / "py.h5");
+  CHECK((td.batch_size() == c10::IntArrayRef{2}));  // Python's inference: common leading dims
+  CHECK(at::equal(td.get("b"), bools({1, 0, 1, 0, 0, 1}).view({2, 3})));
+  CHECK(at::equal(td.get("i8"), at::arange(6, at::kChar).view({2, 3})));
+  CHECK(at::equal(td.get("i64"), at::arange(2, at::kLong) * int64_t{1000000000000}));
+  CHECK(at::equal(td.get("u8"), at::tensor({1, 2, 255, 0, 7, 9}, at::kByte).view({2, 3})));
+  CHECK(at::equal(td.get("f16"), at::tensor({0.5, -2.0}).to(at::kHalf)));
+  CHECK(at::allclose(td.get("f64"), at::linspace(0, 1, 6, at::kDouble).view({2, 3})));
+  CHECK(at::equal(td.get("c64"), at::complex(at::arange(2, at::kFloat), at::arange(2, 4, at::kFloat))));
+  CHECK(at::equal(td.get("cube"), at::arange(24, at::kFloat).view({2, 3, 4})));
+  CHECK(at::equal(td.get("gz"), at::arange(200, at::kInt).view({2, 100})));
+  CHECK(td.get_non_tensor("s").value() == json::Value("a string!"));
+  CHECK(td.get_non_tensor("oi").value() == json::Value(int64_t{7}));
+  CHECK(td.get_non_tensor("of").value() == json::Value(2.5));
+  CHECK(td.get_non_tensor("ob").value() == json::Value(true));
+  CHECK(at::equal(td.get({"nested", "x"}), at::ones({2, 5})));
+  CHECK(at::equal(td.get({"nested", "deeper", "y"}), at::full({2}, 3, at::kShort)));
+  // nested/x is [2, 5] and nested/deeper/y [2]: their common prefix.
+  CHECK((td.get_tensordict("nested").batch_size() == c10::IntArrayRef{2}));
+
+  h5py_write("auto_batch", dir / "auto.h5");
+  PersistentTensorDict ab = PersistentTensorDict::from_h5(dir / "auto.h5");
+  CHECK((ab.batch_size() == c10::IntArrayRef{3, 4}));
+  CHECK((ab.get_tensordict("b").batch_size() == c10::IntArrayRef{3, 4, 5}));
+  // An explicit batch size: checked against every dataset, inherited by the groups.
+  PersistentTensorDict given = PersistentTensorDict::from_h5(dir / "auto.h5", "r", std::vector<int64_t>{3});
+  CHECK((given.get_tensordict("b").batch_size() == c10::IntArrayRef{3}));
+  REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(dir / "auto.h5", "r", std::vector<int64_t>{3, 5}),
+                      Catch::Contains("batch size and array size mismatch") && Catch::Contains("auto.h5"));
+}
+
+TEST_CASE("indexed views read only the selection, for every index kind", "[h5][index]") {
+  TempDir dir;
+  TensorDict td = sample();
+  PersistentTensorDict f = PersistentTensorDict::to_h5(td, dir / "idx.h5");
+  const at::Tensor unsorted = at::tensor({3, 0, 3, 1}, at::kLong);
+  const at::Tensor mask = bools({1, 0, 1, 1});
+  using Index = std::vector<at::indexing::TensorIndex>;
+  // Over the root (batch [4]) and over the nested level (batch [4, 3]).
+  std::vector<std::pair<std::string, Index>> cases = {
+      {"", {0}}, {"", {-1}}, {"", {Slice(1, 3)}}, {"", {Slice(None, None, 2)}}, {"", {unsorted}}, {"", {mask}},
+      {"", {None, Slice(0, 2)}}, {"", {at::tensor({2}, at::kLong)}}, {"", {Slice(2, 2)}}, {"", {true}},
+      {"n", {Slice(), 1}}, {"n", {unsorted, Slice(0, 3, 2)}}, {"n", {2, at::tensor({2, 0, 2}, at::kLong)}},
+      {"n", {Slice(1, 3), bools({0, 1, 1})}}, {"n", {at::indexing::Ellipsis, 0}}};
+  for (const auto& [level, idx] : cases) {
+    TensorDict source = level.empty() ? TensorDict(f) : f.get_tensordict(level);
+    TensorDict reference = level.empty() ? td : td.get_tensordict(level);
+    TensorDict view = source.index(idx);
+    TensorDict expected = reference.index(idx);
+    INFO(level << " " << BatchIndex(idx, reference.batch_size()).repr());
+    CHECK(PersistentTensorDict::is_persistent(view));
+    CHECK(view.batch_size() == expected.batch_size());
+    for (auto& [key, entry] : expected.items(true, true)) {
+      INFO(key.repr());
+      if (entry.is_tensor()) CHECK(at::equal(view.get(key), entry.tensor()));
+    }
+  }
+  // Several index tensors (numpy's pairing rules) read the dataset and index it in memory.
+  TensorDict pairs = f.get_tensordict("n").index({at::tensor({0, 3}, at::kLong), at::tensor({2, 1}, at::kLong)});
+  CHECK(at::equal(pairs.get("a"), td.get({"n", "a"}).index({at::tensor({0, 3}, at::kLong), at::tensor({2, 1}, at::kLong)})));
+}
+
+TEST_CASE("writes go to the file: set, set_, index_put_, set_at_, in-place math, erase, rename", "[h5][write]") {
+  TempDir dir;
+  const std::string path = dir / "w.h5";
+  {
+    PersistentTensorDict f = PersistentTensorDict::to_h5(sample(), path);
+    f.set("new", at::full({4, 2}, 5.0));                      // a new dataset
+    f.set("obs", at::zeros({4, 1}, at::kInt));                // replaced: recreated
+    f.set_("done", bools({0, 0, 1, 1}));   // in place
+    f.index_put_({at::tensor({3, 1, 3})}, TensorDict({{"new", at::full({3, 2}, 7.0)}}, {3}));
+    f.set_at_("new", at::full({2}, -1.0), {0});
+    f.get_tensordict("n").set_at_("a", at::full({3, 2}, 9, at::kLong), {2});
+    f.index({Slice(2, 4)}).set_("new", at::full({2, 2}, 1.5));
+    f.apply_([](const at::Tensor& x) { return x.is_floating_point() ? x * 2 : x; });
+    f.erase({"n", "h"});
+    f.rename_key_("new", "renamed");
+    f.set({"g", "x"}, at::ones({4, 3}));  // a new group on the fly
+  }
+  PersistentTensorDict back = PersistentTensorDict::from_h5(path);
+  CHECK_FALSE(back.contains("new"));
+  // new: 5, rows 1 and 3 put to 7, row 0 set to -1, rows 2:4 set to 1.5, then doubled.
+  CHECK(at::equal(back.get("renamed"), at::tensor({-2.0F, -2.0F, 14.0F, 14.0F, 3.0F, 3.0F, 3.0F, 3.0F}).view({4, 2})));
+  CHECK(at::equal(back.get("obs"), at::zeros({4, 1}, at::kInt)));
+  CHECK(at::equal(back.get("done"), bools({0, 0, 1, 1})));
+  CHECK(at::equal(back.get({"n", "a"}).select(0, 2), at::full({3, 2}, 9, at::kLong)));
+  CHECK_FALSE(back.contains({"n", "h"}));
+  CHECK(at::equal(back.get({"g", "x"}), at::ones({4, 3})));
+  CHECK((back.get_tensordict("g").batch_size() == c10::IntArrayRef{4}));
+}
+
+TEST_CASE("a file opened read-only refuses every write, naming the file", "[h5][errors]") {
+  TempDir dir;
+  PersistentTensorDict::to_h5(sample(), dir / "ro.h5").close();
+  PersistentTensorDict ro = PersistentTensorDict::from_h5(dir / "ro.h5", "r");
+// (a macro: Catch's combined matchers point at their parts, which must outlive the check)
+#define TD_READ_ONLY Catch::Contains("ro.h5") && Catch::Contains("read-only")
+  REQUIRE_THROWS_WITH(ro.set("x", at::ones({4})), TD_READ_ONLY);
+  REQUIRE_THROWS_WITH(ro.set_("obs", at::ones({4, 6})), TD_READ_ONLY);
+  REQUIRE_THROWS_WITH(ro.index_put_({0}, 1.0), TD_READ_ONLY);
+  REQUIRE_THROWS_WITH(ro.erase("obs"), TD_READ_ONLY);
+  REQUIRE_THROWS_WITH(ro.rename_key_("obs", "o"), TD_READ_ONLY);
+#undef TD_READ_ONLY
+  CHECK(at::equal(PersistentTensorDict::from_h5(dir / "ro.h5").get("obs"), sample().get("obs")));
+  // close(): later reads raise instead of touching a closed file.
+  ro.close();
+  CHECK_FALSE(ro.is_open());
+  REQUIRE_THROWS_WITH(ro.get("obs"), Catch::Contains("closed"));
+}
+
+TEST_CASE("bad files get a typed error naming the file and the object", "[h5][errors]") {
+  TempDir dir;
+  REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(dir / "missing.h5"),
+                      Catch::Contains("missing.h5") && Catch::Contains("no such file"));
+  dir.write("text.h5", "not an hdf5 file at all");
+  REQUIRE_THROWS_AS(PersistentTensorDict::from_h5(dir / "text.h5"), StorageError);
+  REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(dir / "text.h5"), Catch::Contains("not an HDF5 file"));
+  // A truncated file: the first 2 KiB of a real one.
+  PersistentTensorDict::to_h5(sample(), dir / "full.h5").close();
+  std::string bytes = memmap_test::read_file(dir / "full.h5");
+  dir.write("cut.h5", bytes.substr(0, 2048));
+  REQUIRE_THROWS_AS(PersistentTensorDict::from_h5(dir / "cut.h5"), StorageError);
+  h5py_write("uint16", dir / "u16.h5");
+  PersistentTensorDict u = PersistentTensorDict::from_h5(dir / "u16.h5");
+  REQUIRE_THROWS_WITH(u.get("u16"), Catch::Contains("u16.h5:/u16") && Catch::Contains("uint16"));
+  REQUIRE_THROWS_AS(PersistentTensorDict::from_h5(dir / "x.h5", "q"), ValueError);
+  PersistentTensorDict::to_h5(sample(), dir / "exists.h5").close();
+  REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(dir / "exists.h5", "w-"), Catch::Contains("file exists"));
+}
+
+TEST_CASE("from_schema preallocates zeros without writing data", "[h5]") {
+  TempDir dir;
+  PersistentTensorDict::from_schema({{"obs", {{84, 84}, at::kByte}}, {{"next", "reward"}, {{}, at::kFloat}}}, {1000},
+                                    dir / "schema.h5")
+      .close();
+  // Nothing was written: the file is far smaller than the data it describes.
+  CHECK(std::filesystem::file_size(dir / "schema.h5") < 100000);
+  PersistentTensorDict f = PersistentTensorDict::from_h5(dir / "schema.h5", "r+");
+  CHECK((f.batch_size() == c10::IntArrayRef{1000}));
+  CHECK((f.get("obs").sizes() == c10::IntArrayRef{1000, 84, 84}));
+  CHECK(f.get({"next", "reward"}).sum().item<float>() == 0.0F);
+  f.index_put_({5}, TensorDict({{"obs", at::ones({84, 84}, at::kByte)}}, {}));
+  CHECK(f.index({5}).get("obs").sum().item<int64_t>() == 84 * 84);
+  CHECK(f.index({4}).get("obs").sum().item<int64_t>() == 0);
+}
