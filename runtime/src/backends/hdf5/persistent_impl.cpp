@@ -297,9 +297,19 @@ void write_non_tensor_dataset(const H5File& f, const std::string& path, const No
   }
 }
 
+// Group (and file) creation properties: links keep their creation order, so keys come back in
+// the order they were set, as a tensordict's do (h5py lists such groups by name unless asked).
+H5Id ordered_links(hid_t list_class, const std::string& where) {
+  H5Id plist = check_id(H5Pcreate(list_class), where, "H5Pcreate");
+  check(H5Pset_link_creation_order(plist.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), where,
+        "H5Pset_link_creation_order");
+  return plist;
+}
+
 H5Id create_group(H5File& f, const std::string& path, c10::IntArrayRef batch, const std::optional<at::Device>& device) {
   const std::string where = location(f, path);
-  H5Id g = check_id(H5Gcreate2(f.id(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where, "H5Gcreate2");
+  H5Id gcpl = ordered_links(H5P_GROUP_CREATE, where);
+  H5Id g = check_id(H5Gcreate2(f.id(), path.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), where, "H5Gcreate2");
   write_level_attributes(g.get(), batch, device, where);
   f.batches[path] = BatchSize(batch.begin(), batch.end());
   return g;
@@ -355,8 +365,13 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
 std::vector<std::string> group_keys(const H5File& f, const std::string& path) {
   std::vector<std::string> names;
   H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
+  // Creation order where the group tracks it (groups C++ makes), else by name (h5py's order).
+  H5Id gcpl = check_id(H5Gget_create_plist(g.get()), location(f, path), "H5Gget_create_plist");
+  unsigned order = 0;
+  check(H5Pget_link_creation_order(gcpl.get(), &order), location(f, path), "H5Pget_link_creation_order");
+  const H5_index_t by = (order & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
   hsize_t idx = 0;
-  check(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, collect_name, &names), location(f, path), "H5Literate");
+  check(H5Literate(g.get(), by, H5_ITER_INC, &idx, collect_name, &names), location(f, path), "H5Literate");
   return names;
 }
 
@@ -481,10 +496,13 @@ void H5Level::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) 
 }
 
 c10::intrusive_ptr<H5Level> H5Level::child(std::string_view key) const {
+  if (auto cached = children_.find(key); cached != children_.end()) return cached->second;
   const std::string path = child_path(group_, key);
   auto it = file_->batches.find(path);
   c10::IntArrayRef batch = it != file_->batches.end() ? c10::IntArrayRef(it->second) : batch_size();
-  return c10::make_intrusive<H5Level>(file_, path, batch, device_);
+  auto level = c10::make_intrusive<H5Level>(file_, path, batch, device_);
+  children_.emplace(std::string(key), level);
+  return level;
 }
 
 Entry H5Level::get(std::string_view key) const {
@@ -540,10 +558,21 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
     if (auto* level = dynamic_cast<const H5Level*>(value.tensordict().impl()); level && level->file_ == file_ && level->group_ == path)
       return;
   }
+  if (value.is_tensor() && object_kind(f, path) == EntryKind::Tensor) {
+    // Same dtype and shape: written in place, so the key keeps its position (and its
+    // creation options) instead of being recreated at the end.
+    Dataset d = open_dataset(f, path);
+    const at::Tensor& t = value.tensor();
+    if (!t.requires_grad() && d.stored.dtype == t.scalar_type() && d.shape == t.sizes().vec()) {
+      write_block(f, path, d, t.to(at::kCPU), H5S_ALL);
+      return;
+    }
+  }
   if (link_exists(f, path)) {
     check(H5Ldelete(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Ldelete");
     forget_batches(f, path);
   }
+  if (auto cached = children_.find(key); cached != children_.end()) children_.erase(cached);
   if (value.is_tensor()) {
     write_tensor_dataset(f, path, value.tensor());
   } else if (value.is_non_tensor()) {
@@ -563,6 +592,7 @@ void H5Level::erase(std::string_view key) {
   const std::string path = child_path(group_, key);
   check(H5Ldelete(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Ldelete");
   forget_batches(f, path);
+  if (auto cached = children_.find(key); cached != children_.end()) children_.erase(cached);
   bump_layout_version();
 }
 
@@ -579,6 +609,7 @@ void H5Level::rename(std::string_view from, std::string_view to) {
   }
   forget_batches(f, src);
   for (auto& [p, b] : moved) f.batches[p] = std::move(b);
+  if (auto cached = children_.find(from); cached != children_.end()) children_.erase(cached);
   bump_layout_version();
 }
 
@@ -631,7 +662,7 @@ TensorDict H5Level::make_child(std::string_view key, c10::IntArrayRef batch_size
   check_key(f, group_, key);
   const std::string path = child_path(group_, key);
   create_group(f, path, batch_size, device_);
-  return TensorDict(c10::make_intrusive<H5Level>(file_, path, batch_size, device_));
+  return TensorDict(child(key));
 }
 
 void H5Level::set_batch_size(c10::IntArrayRef batch_size) {
@@ -649,6 +680,7 @@ TensorDict H5Level::index(const BatchIndex& index) const {
 }
 
 void H5Level::release_resources() {
+  children_.clear();
   file_.reset();
   TensorDictBase::release_resources();
 }
@@ -733,7 +765,8 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
   check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path, "H5Pset_fclose_degree");
   if (create) {
     TD_CHECK(!(exists && (mode == "w-" || mode == "x")), StorageError, path, ": file exists (mode '", mode, "')");
-    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()),
+    H5Id fcpl = ordered_links(H5P_FILE_CREATE, path);
+    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl.get()),
                        path, "creating the HDF5 file");
   } else {
     TD_CHECK(exists, StorageError, path, ": no such file (mode '", mode, "' opens an existing file)");

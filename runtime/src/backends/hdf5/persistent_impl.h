@@ -83,6 +83,10 @@ class H5Level final : public TensorDictBase {
 
   std::shared_ptr<H5File> file_;
   std::string group_;
+  // The levels of the sub-groups handed out so far: one object per group, so its state (the
+  // lock) is the same whichever handle reaches it. Dropped when the entry is replaced, erased
+  // or renamed.
+  mutable std::map<std::string, c10::intrusive_ptr<H5Level>, std::less<>> children_;
 };
 
 class H5View final : public TensorDictBase {
