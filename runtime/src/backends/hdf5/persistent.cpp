@@ -18,7 +18,6 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
 
 PersistentTensorDict PersistentTensorDict::to_h5(const TensorDict& td, const std::string& path, const H5Options& options) {
   TensorDict root = h5::open_file(path, "w", td.batch_size().vec(), options);
-  root.impl()->set_batch_size(td.batch_size());  // stores the batch attribute
   // Entries go in as sets on the new file (nested levels become groups); the batch and device
   // of every level are stored as group attributes.
   td.impl()->for_each([&](const std::string& key, const Entry& entry) { root.impl()->insert_or_assign(key, entry); });
@@ -31,7 +30,6 @@ PersistentTensorDict PersistentTensorDict::from_schema(
     c10::IntArrayRef batch_size, const std::string& path, const H5Options& options) {
   // Datasets are created but never written: HDF5 reads unwritten data as the fill value, 0.
   TensorDict root = h5::open_file(path, "w", batch_size.vec(), options);
-  root.impl()->set_batch_size(batch_size);
   for (const auto& [key, spec] : schema) {
     TD_CHECK(key.size() > 0, ValueError, path, ": from_schema: an empty key");
     std::vector<int64_t> shape = batch_size.vec();

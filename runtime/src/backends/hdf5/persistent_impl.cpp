@@ -44,8 +44,15 @@ namespace {
 
 std::string location(const H5File& f, const std::string& object) { return f.path + ":" + object; }
 
+// False for keys no HDF5 link can have ('/' nests groups; empty, "." and ".." name the
+// group itself): they are never entries.
+bool linkable(std::string_view key) {
+  return !key.empty() && key != "." && key != ".." && key.find('/') == std::string_view::npos &&
+         key.find('\0') == std::string_view::npos;
+}
+
 void check_key(const H5File& f, const std::string& group, std::string_view key) {
-  TD_CHECK(!key.empty() && key != "." && key != ".." && key.find('/') == std::string_view::npos && key.find('\0') == std::string_view::npos, ValueError, location(f, group),
+  TD_CHECK(linkable(key), ValueError, location(f, group),
            ": the key '", std::string(key), "' cannot name an HDF5 object ('/' nests groups; empty, '.' and '..' are "
            "reserved): rename it first");
 }
@@ -106,12 +113,12 @@ struct Dataset {
   std::vector<int64_t> shape;
 };
 
-// Opens a dataset and works out what it holds; TypeError naming the file and dataset for a
-// type that is neither a tensor nor a non-tensor value tensordict-cpp can read.
-Dataset open_dataset(const H5File& f, const std::string& path) {
+// What the open dataset `id` holds; an unsupported type is reported, not raised (listing
+// keys must not fail on it: reading it does, through require_readable).
+Dataset describe(const H5File& f, const std::string& path, H5Id id) {
   const std::string where = location(f, path);
   Dataset d;
-  d.id = check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Dopen2");
+  d.id = std::move(id);
   d.type = check_id(H5Dget_type(d.id.get()), where, "H5Dget_type");
   d.stored = classify(d.type.get());
   H5Id space = check_id(H5Dget_space(d.id.get()), where, "H5Dget_space");
@@ -124,10 +131,29 @@ Dataset open_dataset(const H5File& f, const std::string& path) {
       d.stored.description = "uint16 (LibTorch has no such dtype)";
     }
   }
-  TD_CHECK(d.stored.kind != StoredType::Kind::Unsupported, TypeError, where, ": unsupported dataset type ",
-           d.stored.description);
   return d;
 }
+
+// TypeError naming the file and dataset for a type that is neither a tensor nor a non-tensor
+// value tensordict-cpp can read.
+const Dataset& require_readable(const H5File& f, const std::string& path, const Dataset& d) {
+  TD_CHECK(d.stored.kind != StoredType::Kind::Unsupported, TypeError, location(f, path),
+           ": unsupported dataset type ", d.stored.description);
+  return d;
+}
+
+Dataset open_dataset(const H5File& f, const std::string& path) {
+  Dataset d = describe(f, path, check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Dopen2"));
+  require_readable(f, path, d);
+  return d;
+}
+
+// The object at `path`, opened once: what entry it is and, for a dataset, its description.
+// Datasets of unsupported types count as tensors, so reading them raises the TypeError.
+struct Object {
+  EntryKind kind = EntryKind::Undefined;
+  Dataset dataset;
+};
 
 at::Tensor read_block(const H5File& f, const std::string& path, const Dataset& d, const std::vector<int64_t>& shape,
                       hid_t file_space) {
@@ -316,11 +342,9 @@ H5Id create_group(H5File& f, const std::string& path, c10::IntArrayRef batch, co
 }
 
 void forget_batches(H5File& f, const std::string& path) {
-  for (auto it = f.batches.lower_bound(path); it != f.batches.end();) {
-    if (it->first == path || it->first.rfind(path + "/", 0) == 0) it = f.batches.erase(it);
-    else if (it->first > path + "/\xff") break;
-    else ++it;
-  }
+  f.batches.erase(path);
+  // Paths below it: from path + "/" up to path + "0" ('0' follows '/').
+  f.batches.erase(f.batches.lower_bound(path + "/"), f.batches.lower_bound(path + "0"));
 }
 
 // Writes every entry of `td` under the existing group `path`.
@@ -346,16 +370,20 @@ bool link_exists(const H5File& f, const std::string& path) {
   return e > 0;
 }
 
-EntryKind object_kind(const H5File& f, const std::string& path) {
-  if (!link_exists(f, path)) return EntryKind::Undefined;
+Object open_object(const H5File& f, const std::string& path) {
+  Object out;
+  if (!link_exists(f, path)) return out;
   H5Id obj = check_id(H5Oopen(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Oopen");
   const H5I_type_t t = H5Iget_type(obj.get());
-  if (t == H5I_GROUP) return EntryKind::TensorDict;
-  if (t != H5I_DATASET) return EntryKind::Undefined;  // a named datatype: not an entry
-  H5Id type = check_id(H5Dget_type(obj.get()), location(f, path), "H5Dget_type");
-  const StoredType::Kind k = classify(type.get()).kind;
-  return k == StoredType::Kind::String || k == StoredType::Kind::Opaque ? EntryKind::NonTensor : EntryKind::Tensor;
+  if (t == H5I_GROUP) out.kind = EntryKind::TensorDict;
+  if (t != H5I_DATASET) return out;  // a group, or a named datatype: not an entry
+  out.dataset = describe(f, path, std::move(obj));
+  const StoredType::Kind k = out.dataset.stored.kind;
+  out.kind = k == StoredType::Kind::String || k == StoredType::Kind::Opaque ? EntryKind::NonTensor : EntryKind::Tensor;
+  return out;
 }
+
+EntryKind object_kind(const H5File& f, const std::string& path) { return open_object(f, path).kind; }
 
 herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->emplace_back(name);
@@ -426,12 +454,10 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
   std::vector<std::string> groups;
   for (const std::string& key : group_keys(f, path)) {
     const std::string child = child_path(path, key);
-    const EntryKind kind = object_kind(f, child);
-    if (kind == EntryKind::TensorDict) groups.push_back(child);
-    if (kind == EntryKind::Tensor) {
-      H5Id ds = check_id(H5Dopen2(f.id(), child.c_str(), H5P_DEFAULT), location(f, child), "H5Dopen2");
-      H5Id space = check_id(H5Dget_space(ds.get()), location(f, child), "H5Dget_space");
-      tensors.emplace_back(child, space_shape(space.get(), location(f, child)));
+    Object obj = open_object(f, child);
+    if (obj.kind == EntryKind::TensorDict) groups.push_back(child);
+    if (obj.kind == EntryKind::Tensor) {
+      tensors.emplace_back(child, std::move(obj.dataset.shape));
       meet(tensors.back().second);
     }
   }
@@ -461,6 +487,15 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
   return *batch;
 }
 
+// The existing tensor dataset `path`, for a write: StorageError on a read-only file, TypeError
+// when it holds something else.
+Dataset writable_tensor(const H5File& f, const std::string& path) {
+  f.check_writable("write '" + path + "'");
+  Dataset d = open_dataset(f, path);
+  TD_CHECK(d.stored.kind == StoredType::Kind::Tensor, TypeError, location(f, path), ": not a tensor dataset");
+  return d;
+}
+
 }  // namespace
 
 // ---- H5Level ------------------------------------------------------------------------------------
@@ -468,8 +503,6 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
 H5Level::H5Level(std::shared_ptr<H5File> file, std::string group, c10::IntArrayRef batch_size,
                  std::optional<at::Device> device)
     : TensorDictBase(batch_size, device, StoragePolicy{}), file_(std::move(file)), group_(std::move(group)) {}
-
-std::string H5Level::where(std::string_view key) const { return location(*file_, child_path(group_, key)); }
 
 size_t H5Level::num_entries() const { return keys().size(); }
 
@@ -484,8 +517,7 @@ std::vector<std::string> H5Level::keys() const {
 bool H5Level::has(std::string_view key) const { return kind(key) != EntryKind::Undefined; }
 
 EntryKind H5Level::kind(std::string_view key) const {
-  if (key.empty() || key.find('/') != std::string_view::npos || key == "." || key == "..") return EntryKind::Undefined;
-  return object_kind(*file_, child_path(group_, key));
+  return linkable(key) ? object_kind(*file_, child_path(group_, key)) : EntryKind::Undefined;
 }
 
 void H5Level::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
@@ -505,32 +537,35 @@ c10::intrusive_ptr<H5Level> H5Level::child(std::string_view key) const {
   return level;
 }
 
-Entry H5Level::get(std::string_view key) const {
-  switch (kind(key)) {
-    case EntryKind::Undefined: return Entry();
-    case EntryKind::TensorDict: return Entry(TensorDict(child(key)));
-    case EntryKind::NonTensor: {
-      const std::string path = child_path(group_, key);
-      return Entry(read_non_tensor(*file_, path, open_dataset(*file_, path)));
-    }
-    case EntryKind::Tensor: {
-      const std::string path = child_path(group_, key);
-      Dataset d = open_dataset(*file_, path);
-      at::Tensor t = read_block(*file_, path, d, d.shape, H5S_ALL);
-      return Entry(device_ && !device_->is_cpu() ? t.to(*device_) : t);
-    }
-  }
-  return Entry();
-}
+Entry H5Level::get(std::string_view key) const { return read(key, nullptr); }
 
-Entry H5Level::read_at(std::string_view key, const BatchIndex& index) const {
+Entry H5Level::read_at(std::string_view key, const BatchIndex& index) const { return read(key, &index); }
+
+Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
+  if (!linkable(key)) return Entry();
   const std::string path = child_path(group_, key);
-  Dataset d = open_dataset(*file_, path);
-  if (d.stored.kind != StoredType::Kind::Tensor) return Entry(read_non_tensor(*file_, path, d));
-  std::optional<Selection> sel = select(d.id.get(), d.shape, index, location(*file_, path));
+  Object obj = open_object(*file_, path);
+  switch (obj.kind) {
+    case EntryKind::Undefined: return Entry();
+    case EntryKind::TensorDict: {
+      c10::intrusive_ptr<H5Level> sub = child(key);
+      if (index == nullptr) return Entry(TensorDict(std::move(sub)));
+      // The indexed batch dims, then the child's own extra ones.
+      BatchSize batch(index->result_batch_size().begin(), index->result_batch_size().end());
+      batch.append(sub->batch_size().begin() + index->source_batch_dims(), sub->batch_size().end());
+      return Entry(TensorDict(c10::make_intrusive<H5View>(std::move(sub), *index, batch)));
+    }
+    case EntryKind::NonTensor: return Entry(read_non_tensor(*file_, path, obj.dataset));
+    case EntryKind::Tensor: break;
+  }
+  const Dataset& d = require_readable(*file_, path, obj.dataset);
+  std::optional<Selection> sel;
+  if (index != nullptr) sel = select(d.id.get(), d.shape, *index, location(*file_, path));
   at::Tensor out;
-  if (!sel) {
-    out = index.apply(read_block(*file_, path, d, d.shape, H5S_ALL));
+  if (index == nullptr) {
+    out = read_block(*file_, path, d, d.shape, H5S_ALL);
+  } else if (!sel) {
+    out = index->apply(read_block(*file_, path, d, d.shape, H5S_ALL));
   } else {
     at::Tensor block = sel->empty ? at::empty(sel->block_shape, at::TensorOptions().dtype(d.stored.dtype))
                                   : read_block(*file_, path, d, sel->block_shape, sel->file_space.get());
@@ -540,7 +575,10 @@ Entry H5Level::read_at(std::string_view key, const BatchIndex& index) const {
 }
 
 void H5Level::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
-  for (const std::string& key : keys()) fn(key, get(key));
+  for (const std::string& key : group_keys(*file_, group_)) {
+    Entry e = get(key);
+    if (e.defined()) fn(key, e);
+  }
 }
 
 LeafMeta H5Level::leaf_meta(std::string_view key) const {
@@ -558,12 +596,14 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
     if (auto* level = dynamic_cast<const H5Level*>(value.tensordict().impl()); level && level->file_ == file_ && level->group_ == path)
       return;
   }
-  if (value.is_tensor() && object_kind(f, path) == EntryKind::Tensor) {
+  if (value.is_tensor()) {
     // Same dtype and shape: written in place, so the key keeps its position (and its
     // creation options) instead of being recreated at the end.
-    Dataset d = open_dataset(f, path);
+    const Object obj = open_object(f, path);
+    const Dataset& d = obj.dataset;
     const at::Tensor& t = value.tensor();
-    if (!t.requires_grad() && d.stored.dtype == t.scalar_type() && d.shape == t.sizes().vec()) {
+    if (obj.kind == EntryKind::Tensor && d.stored.kind == StoredType::Kind::Tensor && !t.requires_grad() &&
+        d.stored.dtype == t.scalar_type() && d.shape == t.sizes().vec()) {
       write_block(f, path, d, t.to(at::kCPU), H5S_ALL);
       return;
     }
@@ -614,20 +654,15 @@ void H5Level::rename(std::string_view from, std::string_view to) {
 }
 
 void H5Level::write_(std::string_view key, const at::Tensor& value) {
-  H5File& f = *file_;
-  f.check_writable("write '" + std::string(key) + "'");
   const std::string path = child_path(group_, key);
-  Dataset d = open_dataset(f, path);
-  TD_CHECK(d.stored.kind == StoredType::Kind::Tensor, TypeError, location(f, path), ": not a tensor dataset");
-  write_block(f, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape), H5S_ALL);
+  const Dataset d = writable_tensor(*file_, path);
+  write_block(*file_, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape), H5S_ALL);
 }
 
 void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
   H5File& f = *file_;
-  f.check_writable("write '" + std::string(key) + "'");
   const std::string path = child_path(group_, key);
-  Dataset d = open_dataset(f, path);
-  TD_CHECK(d.stored.kind == StoredType::Kind::Tensor, TypeError, location(f, path), ": not a tensor dataset");
+  const Dataset d = writable_tensor(f, path);
   const at::Tensor v = value.detach().to(at::kCPU, d.stored.dtype);
   std::optional<Selection> sel = select(d.id.get(), d.shape, index, location(f, path));
   if (!sel) {
@@ -690,19 +725,7 @@ void H5Level::release_resources() {
 H5View::H5View(c10::intrusive_ptr<H5Level> source, BatchIndex index, c10::IntArrayRef batch_size)
     : TensorDictBase(batch_size, source->device(), StoragePolicy{}), source_(std::move(source)), index_(std::move(index)) {}
 
-Entry H5View::get(std::string_view key) const {
-  switch (source_->kind(key)) {
-    case EntryKind::Undefined: return Entry();
-    case EntryKind::TensorDict: {
-      c10::intrusive_ptr<H5Level> child = source_->child(key);
-      // The child's own batch dims after the indexed ones.
-      BatchSize batch(batch_size_.begin(), batch_size_.end());
-      batch.append(child->batch_size().begin() + index_.source_batch_dims(), child->batch_size().end());
-      return Entry(TensorDict(c10::make_intrusive<H5View>(std::move(child), index_, batch)));
-    }
-    default: return source_->read_at(key, index_);
-  }
-}
+Entry H5View::get(std::string_view key) const { return source_->read_at(key, index_); }
 
 void H5View::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
   for (const std::string& key : keys()) fn(key, get(key));
@@ -780,8 +803,11 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
   if (batch_size) given = BatchSize(batch_size->begin(), batch_size->end());
   BatchSize root;
   if (create) {
+    // A new file's root stores its batch size at once, as every group C++ creates does.
     root = given.value_or(BatchSize{});
     f->batches["/"] = root;
+    H5Id g = check_id(H5Gopen2(f->file.get(), "/", H5P_DEFAULT), path, "H5Gopen2");
+    write_level_attributes(g.get(), root, std::nullopt, location(*f, "/"));
   } else {
     root = resolve_batches(*f, "/", given, nullptr, given.has_value(), 0);
   }

@@ -71,7 +71,7 @@ class H5Level final : public TensorDictBase {
   TensorDict index(const BatchIndex& index) const override;
   void release_resources() override;
 
-  /// The leaf `key` read at `index` (only the selected elements).
+  /// The entry `key` read at `index`: a leaf's selected elements only, a group as a view.
   Entry read_at(std::string_view key, const BatchIndex& index) const;
   /// The nested level at `key`.
   c10::intrusive_ptr<H5Level> child(std::string_view key) const;
@@ -79,7 +79,8 @@ class H5Level final : public TensorDictBase {
   void create_zeroed(std::string_view key, const std::vector<int64_t>& shape, at::ScalarType dtype);
 
  private:
-  std::string where(std::string_view key) const;
+  /// get (index null) and read_at: the object is opened once.
+  Entry read(std::string_view key, const BatchIndex* index) const;
 
   std::shared_ptr<H5File> file_;
   std::string group_;
