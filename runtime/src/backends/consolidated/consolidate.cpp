@@ -356,8 +356,9 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
   if (const json::Value* leaves = meta.find("leaves")) {
     for (const auto& [key, spec] : leaves->as_object()) {
       ++expected;
-      if (!level.has(key) || level.kind(key) != EntryKind::Tensor) return false;
-      const at::Tensor t = level.get(key).tensor();
+      const Entry e = level.get(key);
+      if (!e.is_tensor()) return false;
+      const at::Tensor& t = e.tensor();
       const auto& a = spec.as_array();
       if (a[0].as_string() != torch_dtype_name(t.scalar_type()) || a[1] != int_list(t.sizes())) return false;
       if (t.numel() > 0 && (!t.is_contiguous() || t.data_ptr() != base + a[2].as_int())) return false;
@@ -366,16 +367,17 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
   if (const json::Value* nts = meta.find("non_tensors")) {
     for (const auto& [key, spec] : nts->as_object()) {
       ++expected;
-      if (!level.has(key) || level.kind(key) != EntryKind::NonTensor) return false;
-      const NonTensorData data = level.get(key).non_tensor();
+      const Entry e = level.get(key);
+      if (!e.is_non_tensor()) return false;
+      const NonTensorData& data = e.non_tensor();
       if (data.is_stack() || data.value() != spec.as_array()[0]) return false;
     }
   }
   for (const auto& [key, child] : meta.as_object()) {
     if (is_metadata_field(key)) continue;
     ++expected;
-    if (!level.has(key) || level.kind(key) != EntryKind::TensorDict) return false;
-    if (!level_matches(*level.get(key).tensordict().impl(), child, storage)) return false;
+    const Entry e = level.get(key);
+    if (!e.is_tensordict() || !level_matches(*e.tensordict().impl(), child, storage)) return false;
   }
   return level.num_entries() == expected;
 }
