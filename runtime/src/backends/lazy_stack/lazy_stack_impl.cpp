@@ -191,7 +191,6 @@ Entry LazyStackImpl::get(std::string_view key) const {
   // leaf is not copied into an Entry first (get is what every stacked read costs).
   std::vector<Entry> held;  // entries of members that return them by value (reserved: no moves)
   std::vector<const Entry*> entries;
-  held.reserve(members_.size());
   entries.reserve(members_.size());
   for (size_t i = 0; i < members_.size(); ++i) {
     const TensorDictBase& m = *members_[i].impl();
@@ -199,6 +198,7 @@ Entry LazyStackImpl::get(std::string_view key) const {
     if (m.entries_in_memory()) {
       e = m.peek(key);
     } else {
+      if (held.empty()) held.reserve(members_.size());  // once, before the first: pointers stay valid
       held.push_back(m.get(key));
       e = held.back().defined() ? &held.back() : nullptr;
     }
