@@ -155,8 +155,12 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   // ---- Structure: hooks with defaults ---------------------------------------------------------
 
   /// Removes every entry of this level. The default erases key by key; a backend that can drop
-  /// its whole table at once overrides it (select_ clears, then re-inserts what it keeps).
+  /// its whole table at once overrides it.
   virtual void clear();
+  /// Moves the existing entry `key` after every other one (select_ orders what it keeps this
+  /// way). The default takes the entry out and re-inserts it; a backend whose nested levels
+  /// live in its storage (a file's groups) overrides it, so erasing never drops them.
+  virtual void move_to_end(std::string_view key);
 
   /// A new, empty collection of this backend's kind for a nested key created on the fly
   /// (`set({"a","b"}, x)` with no "a"). The default is an in-memory TensorDict.

@@ -97,6 +97,12 @@ void TensorDictBase::clear() {
   for (const std::string& key : keys()) erase(key);
 }
 
+void TensorDictBase::move_to_end(std::string_view key) {
+  Entry entry = get(key);
+  erase(key);
+  insert_or_assign(key, std::move(entry));
+}
+
 TensorDict TensorDictBase::make_child(std::string_view /*key*/, c10::IntArrayRef batch_size) const {
   return TensorDict(in_memory::make_level(batch_size, device_));
 }

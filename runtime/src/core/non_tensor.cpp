@@ -6,6 +6,8 @@
 
 #include <tensordict/errors.h>
 
+#include "core/non_tensor_write.h"
+
 namespace tensordict {
 
 NonTensorData::NonTensorData(json::Value value)
@@ -145,4 +147,21 @@ bool operator==(const NonTensorData& a, const NonTensorData& b) {
   return stack.is_uniform() && stack.value() == single.value();
 }
 
+namespace detail {
+
+NonTensorData assign_non_tensor(const NonTensorData& current, c10::IntArrayRef batch, const BatchIndex& index,
+                                const NonTensorData& incoming) {
+  const NonTensorData stacked = current.as_stack(batch);
+  std::vector<json::Value> pool = stacked.pool();
+  const NonTensorData src = incoming.as_stack(index.result_batch_size());
+  at::Tensor ids = stacked.ids().clone();
+  index.assign(ids, src.ids() + static_cast<int64_t>(pool.size()));
+  pool.insert(pool.end(), src.pool().begin(), src.pool().end());
+  // Row-by-row writes would otherwise grow the pool without bound: compacted.
+  NonTensorData updated = NonTensorData::from_ids(std::move(pool), ids).compacted();
+  if (updated.is_uniform()) return NonTensorData(updated.value());
+  return updated;
+}
+
+}  // namespace detail
 }  // namespace tensordict

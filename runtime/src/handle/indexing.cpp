@@ -9,6 +9,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "core/format.h"
+#include "core/non_tensor_write.h"
 #include "core/validate.h"
 
 namespace tensordict {
@@ -63,17 +64,8 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
                full.repr(), " which holds ", kind_name(existing.kind()));
       const NonTensorData& cur = existing.non_tensor();
       if (!cur.is_stack() && !src.is_stack() && cur.value() == src.value()) return;
-      NonTensorData stacked = cur.as_stack(dest.batch_size());
-      std::vector<json::Value> pool = stacked.pool();
-      NonTensorData incoming = src.as_stack(index.result_batch_size());
-      at::Tensor ids = stacked.ids().clone();
-      index.assign(ids, incoming.ids() + static_cast<int64_t>(pool.size()));
-      pool.insert(pool.end(), incoming.pool().begin(), incoming.pool().end());
-      // Through the backend: a memmapped level rewrites its NonTensorStack directory. A stack
-      // that became uniform is stored as one value again (what every format can hold).
-      // Row-by-row writes would otherwise grow the pool without bound: compacted.
-      NonTensorData updated = NonTensorData::from_ids(std::move(pool), ids).compacted();
-      if (updated.is_uniform()) updated = NonTensorData(updated.value());
+      // Through the backend: a memmapped level rewrites its NonTensorStack directory.
+      NonTensorData updated = detail::assign_non_tensor(cur, dest.batch_size(), index, src);
       dest.write_non_tensor_(key, updated);
       return;
     }

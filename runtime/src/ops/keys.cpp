@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
@@ -109,21 +110,28 @@ TensorDict exclude_level(const TensorDictBase& td, const std::vector<NestedKey>&
 // were rejected (strict) or are skipped, so every key used here exists.
 void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
   detail::check_unlocked(td);
-  std::vector<std::pair<std::string, Entry>> kept;
+  std::vector<std::string> kept;
   for (const KeyGroup& g : group_keys(keys).groups) {
-    Entry e = td.get(g.head);
-    if (!e.defined()) continue;
+    const EntryKind kind = td.kind(g.head);
+    if (kind == EntryKind::Undefined) continue;
     if (!g.rest.empty()) {
-      if (!e.is_tensordict()) {
+      if (kind != EntryKind::TensorDict) {
         if (!g.whole) continue;
       } else {
-        select_in_place(*e.tensordict_unchecked().impl(), g.rest);
+        select_in_place(*td.get(g.head).tensordict_unchecked().impl(), g.rest);
       }
     }
-    kept.emplace_back(g.head, std::move(e));
+    kept.push_back(g.head);
   }
-  td.clear();
-  for (auto& [key, e] : kept) td.insert_or_assign(key, std::move(e));
+  // The rest is erased; what stays is put in selection order only when it is not already.
+  // Entries stay where they are stored (a file's groups are never taken out and put back).
+  const std::unordered_set<std::string_view> keep(kept.begin(), kept.end());
+  for (const std::string& key : td.keys()) {
+    if (keep.count(key) == 0) td.erase(key);
+  }
+  if (td.keys() != kept) {
+    for (const std::string& key : kept) td.move_to_end(key);
+  }
 }
 
 void exclude_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {

@@ -1,0 +1,20 @@
+#pragma once
+// An indexed write of non-tensor values (index_put_ of strings), shared by every level that
+// stores whole values: the handle's index_put_ and a file view's set_non_tensor_.
+
+#include <c10/util/ArrayRef.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/non_tensor.h>
+
+namespace tensordict {
+namespace detail {
+
+/// `current` (uniform, or a stack shaped `batch`) with the elements `index` selects replaced
+/// by `incoming` (uniform, or shaped like the index's result). The pool is compacted, and a
+/// result whose values all agree is one uniform value again (what every format can hold).
+NonTensorData assign_non_tensor(const NonTensorData& current, c10::IntArrayRef batch, const BatchIndex& index,
+                                const NonTensorData& incoming);
+
+}  // namespace detail
+}  // namespace tensordict
