@@ -11,6 +11,8 @@ out = {}
 
 
 def value_of(arr):
+    if arr.dtype.kind in "OS":
+        return [v.decode() if isinstance(v, bytes) else str(v) for v in arr.reshape(-1)]
     if arr.dtype.kind == "c":
         return [[float(v.real), float(v.imag)] for v in arr.reshape(-1)]
     if arr.dtype.kind == "b":

@@ -287,3 +287,122 @@ TEST_CASE("from_schema preallocates zeros without writing data", "[h5]") {
   CHECK(f.index({5}).get("obs").sum().item<int64_t>() == 84 * 84);
   CHECK(f.index({4}).get("obs").sum().item<int64_t>() == 0);
 }
+
+namespace {
+// Bytes this process has read through read(2)/pread(2) so far (/proc/self/io's rchar): HDF5's
+// default driver reads with pread, so the difference around a call is what it read.
+int64_t bytes_read_so_far() {
+  std::ifstream io("/proc/self/io");
+  std::string name;
+  int64_t value = 0;
+  while (io >> name >> value) {
+    if (name == "rchar:") return value;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("an indexed read reads the selected rows' bytes, not the dataset", "[h5][index][io]") {
+  TempDir dir;
+  const std::string path = dir / "big.h5";
+  // 64 MiB: 16384 rows of 4 KiB.
+  constexpr int64_t kRows = 16384, kCols = 1024, kRowBytes = kCols * 4;
+  {
+    TensorDict f = PersistentTensorDict::from_schema({{"obs", {{kCols}, at::kFloat}}}, {kRows}, path);
+    for (int64_t r = 0; r < kRows; r += 4096) f.index({Slice(r, r + 4096)}).set_("obs", at::full({4096, kCols}, 1.0));
+  }
+  REQUIRE(std::filesystem::file_size(path) >= static_cast<uintmax_t>(kRows * kRowBytes));
+  PersistentTensorDict f = PersistentTensorDict::from_h5(path, "r");
+  REQUIRE(bytes_read_so_far() >= 0);
+  auto cost = [&](const std::vector<at::indexing::TensorIndex>& idx, int64_t rows) {
+    const int64_t before = bytes_read_so_far();
+    at::Tensor t = f.index(idx).get("obs");
+    const int64_t read = bytes_read_so_far() - before;
+    CHECK(t.size(0) == rows);
+    CHECK(t.sum().item<double>() == static_cast<double>(rows * kCols));
+    return read;
+  };
+  // Rows 0..9: about 10 rows (40 KiB) plus HDF5's metadata, far from the 64 MiB.
+  const int64_t slice = cost({Slice(0, 10)}, 10);
+  CHECK(slice >= 10 * kRowBytes);
+  CHECK(slice < 10 * kRowBytes + 64 * 1024);
+  // Unsorted, repeated rows far apart: each distinct row once. HDF5 reads the separate pieces
+  // of a contiguous dataset through its 64 KiB sieve buffer: at most that much per piece.
+  constexpr int64_t kSieve = 64 * 1024;
+  const int64_t picked = cost({at::tensor({9000, 5, 9000, 16000}, at::kLong)}, 4);
+  CHECK(picked >= 3 * kRowBytes);
+  CHECK(picked <= 3 * kSieve + 4096);
+  // A mask selecting 3 rows.
+  at::Tensor mask = at::zeros({kRows}, at::kBool);
+  mask.index_put_({at::tensor({1, 100, 10000}, at::kLong)}, true);
+  CHECK(cost({mask}, 3) <= 3 * kSieve + 4096);
+}
+
+TEST_CASE("per-element strings are string arrays h5py reads, written row by row in place", "[h5][non_tensor][interop]") {
+  TempDir dir;
+  const std::string path = dir / "s.h5";
+  {
+    PersistentTensorDict f = PersistentTensorDict::to_h5(
+        TensorDict({{"x", at::zeros({4})}, {"note", "none"}, {"last", at::ones({4})}}, {4}), path);
+    f.index_put_({1}, TensorDict({{"note", "one"}}));
+    f.index_put_({at::tensor({3, 0}, at::kLong)},
+                 TensorDict({{"note", NonTensorData::from_list(json::parse(R"(["three", "zero"])"), {2})}}, {2}));
+    f.index({2}).set_non_tensor_("note", NonTensorData("two"));  // through a view
+    // Values that are not all strings are stored as JSON text per element.
+    f.set("mixed", NonTensorData::from_list(json::parse(R"([1, "b", null, [2]])"), {4}));
+    CHECK((f.keys() == std::vector<NestedKey>{"x", "note", "last", "mixed"}));  // written in place
+  }
+  PersistentTensorDict back = PersistentTensorDict::from_h5(path, "r");
+  CHECK(back.get_non_tensor("note").tolist().python_str() == "['zero', 'one', 'two', 'three']");
+  CHECK(back.get_non_tensor("mixed").tolist().python_str() == "[1, 'b', None, [2]]");
+  CHECK(back.index({Slice(1, 3)}).get_non_tensor("note").tolist().python_str() == "['one', 'two']");
+  CHECK(back.index({2}).get_non_tensor("note").value().as_string() == "two");
+  const json::Value seen = h5py_read(path);
+  // (find() returns nullptr for a missing name: the REQUIREs keep the reads safe)
+  const json::Value* note = seen.find("note");
+  const json::Value* mixed = seen.find("mixed");
+  REQUIRE(note != nullptr);
+  REQUIRE(mixed != nullptr);
+  CHECK(note->find("dtype")->as_string() == "object");
+  CHECK(note->find("value")->dump() == R"(["zero","one","two","three"])");
+  CHECK(mixed->find("attrs")->find("tensordict_encoding")->as_string() == "json");
+
+  // h5py's string arrays (str and fixed-length bytes) load as per-row strings.
+  h5py_write("strings", dir / "py.h5");
+  PersistentTensorDict py = PersistentTensorDict::from_h5(dir / "py.h5", "r");
+  CHECK((py.batch_size() == c10::IntArrayRef{3}));
+  CHECK(py.get_non_tensor("tags").tolist().python_str() == "['a', 'bb', 'a']");
+  CHECK(py.get_non_tensor("codes").tolist().python_str() == "['x', 'yy', 'z']");
+  CHECK(py.index({at::tensor({2, 0}, at::kLong)}).get_non_tensor("tags").value().as_string() == "a");
+}
+
+TEST_CASE("select_, rename and replace keep groups and key positions in the file", "[h5][write][keys]") {
+  TempDir dir;
+  const std::string path = dir / "k.h5";
+  PersistentTensorDict f = PersistentTensorDict::to_h5(
+      TensorDict({{"a", at::zeros({2})}, {"b", {{"c", at::ones({2})}, {"d", at::ones({2})}}}, {"e", at::ones({2})}},
+                 {2}),
+      path);
+  f.rename_key_("a", "z");
+  CHECK((f.keys() == std::vector<NestedKey>{"z", "b", "e"}));
+  f.set("z", at::ones({2, 3}));  // another shape: recreated where it was
+  CHECK((f.keys() == std::vector<NestedKey>{"z", "b", "e"}));
+  // select_ narrows the group in the file and orders what it keeps as asked.
+  f.select_({"e", {"b", "d"}});
+  PersistentTensorDict back = PersistentTensorDict::from_h5(path, "r");
+  CHECK((back.keys() == std::vector<NestedKey>{"e", "b"}));
+  CHECK((back.keys(true, true) == std::vector<NestedKey>{"e", {"b", "d"}}));
+  CHECK(at::equal(back.get({"b", "d"}), at::ones({2})));
+}
+
+TEST_CASE("the device is stored with the file, and from() names what it got", "[h5][errors]") {
+  TempDir dir;
+  const at::Device cpu(at::kCPU);
+  PersistentTensorDict f = PersistentTensorDict::to_h5(TensorDict({{"a", at::ones({2})}}, {2}, cpu), dir / "d.h5");
+  CHECK(f.device() == cpu);
+  CHECK(f.to(cpu).is_same(f));
+  CHECK(PersistentTensorDict::from_h5(dir / "d.h5", "r").device() == cpu);
+  REQUIRE_THROWS_AS(PersistentTensorDict::from(TensorDict({{"a", at::ones({2})}}, {2})), TypeError);
+  REQUIRE_THROWS_WITH(PersistentTensorDict::from(TensorDict({{"a", at::ones({2})}}, {2})),
+                      Catch::Contains("expected a PersistentTensorDict, got a TensorDict"));
+}

@@ -2,11 +2,18 @@
 
 #include <tensordict/backends/persistent.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+
 #include <ATen/ATen.h>
 
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
+#include <tensordict/function_ref.h>
 
+#include "backends/hdf5/h5_id.h"
 #include "backends/hdf5/persistent_impl.h"
 
 namespace tensordict {
@@ -16,11 +23,41 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
   return PersistentTensorDict(h5::open_file(path, mode, std::move(batch_size), H5Options{}));
 }
 
+namespace {
+
+// Writes a new file through `fill(root)` under a temporary name in the destination's directory,
+// renamed to `path` last: an existing file is replaced only by a complete one, and a failed
+// write (a key HDF5 cannot name, a full disk) leaves nothing at `path`. Messages name `path`.
+TensorDict write_new_file(const std::string& path, c10::IntArrayRef batch_size, const H5Options& options,
+                          std::optional<at::Device> device, FunctionRef<void(TensorDict&)> fill) {
+  static std::atomic<int> counter{0};
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  TensorDict root = h5::open_file(temp, "w", batch_size.vec(), options, device);
+  const std::shared_ptr<h5::H5File>& file = h5::file_of(*root.impl());
+  file->path = path;
+  try {
+    fill(root);
+    h5::check(H5Fflush(file->id(), H5F_SCOPE_GLOBAL), path, "H5Fflush");
+    std::error_code ec;
+    std::filesystem::rename(temp, path, ec);
+    TD_CHECK(!ec, StorageError, path, ": cannot move the new file into place: ", ec.message());
+  } catch (...) {
+    file->close();
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    throw;
+  }
+  return root;
+}
+
+}  // namespace
+
 PersistentTensorDict PersistentTensorDict::to_h5(const TensorDict& td, const std::string& path, const H5Options& options) {
-  TensorDict root = h5::open_file(path, "w", td.batch_size().vec(), options);
   // Entries go in as sets on the new file (nested levels become groups); the batch and device
   // of every level are stored as group attributes.
-  td.impl()->for_each([&](const std::string& key, const Entry& entry) { root.impl()->insert_or_assign(key, entry); });
+  TensorDict root = write_new_file(path, td.batch_size(), options, td.device(), [&](TensorDict& out) {
+    td.impl()->for_each([&](const std::string& key, const Entry& entry) { out.impl()->insert_or_assign(key, entry); });
+  });
   if (td.is_locked()) root.lock_();
   return PersistentTensorDict(std::move(root));
 }
@@ -29,20 +66,21 @@ PersistentTensorDict PersistentTensorDict::from_schema(
     const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
     c10::IntArrayRef batch_size, const std::string& path, const H5Options& options) {
   // Datasets are created but never written: HDF5 reads unwritten data as the fill value, 0.
-  TensorDict root = h5::open_file(path, "w", batch_size.vec(), options);
-  for (const auto& [key, spec] : schema) {
-    TD_CHECK(key.size() > 0, ValueError, path, ": from_schema: an empty key");
-    std::vector<int64_t> shape = batch_size.vec();
-    shape.insert(shape.end(), spec.first.begin(), spec.first.end());
-    // Intermediate groups take the root's batch size.
-    TensorDict level = root;
-    for (size_t i = 0; i + 1 < key.size(); ++i) {
-      const std::string& part = key.parts()[i];
-      if (!level.impl()->has(part)) level.impl()->make_child(part, batch_size);
-      level = level.impl()->get(part).tensordict();
+  TensorDict root = write_new_file(path, batch_size, options, std::nullopt, [&](TensorDict& out) {
+    for (const auto& [key, spec] : schema) {
+      TD_CHECK(key.size() > 0, ValueError, path, ": from_schema: an empty key");
+      std::vector<int64_t> shape = batch_size.vec();
+      shape.insert(shape.end(), spec.first.begin(), spec.first.end());
+      // Intermediate groups take the root's batch size.
+      TensorDict level = out;
+      for (size_t i = 0; i + 1 < key.size(); ++i) {
+        const std::string& part = key.parts()[i];
+        if (!level.impl()->has(part)) level.impl()->make_child(part, batch_size);
+        level = level.impl()->get(part).tensordict();
+      }
+      dynamic_cast<h5::H5Level&>(*level.impl()).create_zeroed(key.parts().back(), shape, spec.second);
     }
-    dynamic_cast<h5::H5Level&>(*level.impl()).create_zeroed(key.parts().back(), shape, spec.second);
-  }
+  });
   return PersistentTensorDict(std::move(root));
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <unordered_map>
 
 #include <ATen/ATen.h>
 
@@ -18,6 +19,7 @@
 #include "backends/hdf5/h5_selection.h"
 #include "backends/hdf5/h5_types.h"
 #include "core/format.h"
+#include "core/non_tensor_write.h"
 
 namespace tensordict {
 namespace h5 {
@@ -188,26 +190,60 @@ void write_block(const H5File& f, const std::string& path, const Dataset& d, con
         location(f, path), "H5Dwrite");
 }
 
-NonTensorData read_non_tensor(const H5File& f, const std::string& path, const Dataset& d) {
+// The strings of the string dataset `d`, variable-length (C++'s and h5py's str) or fixed-length
+// (numpy's bytes), in row-major order.
+std::vector<std::string> read_strings(const H5File& f, const std::string& path, const Dataset& d) {
+  const std::string where = location(f, path);
+  size_t count = 1;
+  for (int64_t s : d.shape) count *= static_cast<size_t>(s);
+  std::vector<std::string> out;
+  out.reserve(count);
+  if (count == 0) return out;
+  if (H5Tis_variable_str(d.type.get()) > 0) {
+    H5Id mem = string_type();
+    std::vector<char*> values(count, nullptr);
+    check(H5Dread(d.id.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where, "H5Dread");
+    for (char* v : values) {
+      out.emplace_back(v ? v : "");
+      H5free_memory(v);
+    }
+    return out;
+  }
+  const size_t size = H5Tget_size(d.type.get());
+  std::string buffer(count * size, '\0');
+  check(H5Dread(d.id.get(), d.type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), where, "H5Dread");
+  for (size_t i = 0; i < count; ++i) {
+    const char* s = buffer.data() + i * size;
+    out.emplace_back(s, strnlen(s, size));
+  }
+  return out;
+}
+
+// A non-tensor entry of a level whose batch size is `batch`: a string scalar is one value, a
+// string array of the batch's shape one value per element (a stack).
+NonTensorData read_non_tensor(const H5File& f, const std::string& path, const Dataset& d, c10::IntArrayRef batch) {
   const std::string where = location(f, path);
   if (d.stored.kind == StoredType::Kind::String) {
-    TD_CHECK(d.shape.empty(), TypeError, where, ": string datasets of shape ", size_str(d.shape),
-             " are not supported (scalars only)");
-    std::string text;
-    if (H5Tis_variable_str(d.type.get()) > 0) {
-      H5Id mem = string_type();
-      char* value = nullptr;
-      check(H5Dread(d.id.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), where, "H5Dread");
-      text = value ? value : "";
-      H5free_memory(value);
-    } else {
-      std::string buffer(H5Tget_size(d.type.get()), '\0');
-      check(H5Dread(d.id.get(), d.type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), where, "H5Dread");
-      text = buffer.c_str();
-    }
     const auto encoding = read_string_attribute(d.id.get(), kEncodingAttribute, where);
-    if (encoding && *encoding == "json") return NonTensorData(json::parse(text, where));
-    return NonTensorData(json::Value(std::move(text)));
+    const bool is_json = encoding && *encoding == "json";
+    std::vector<std::string> texts = read_strings(f, path, d);
+    auto decode = [&](std::string& text) {
+      return is_json ? json::parse(text, where) : json::Value(std::move(text));
+    };
+    if (d.shape.empty()) return NonTensorData(decode(texts.front()));
+    TD_CHECK(c10::IntArrayRef(d.shape) == batch, TypeError, where, ": a string dataset of shape ", size_str(d.shape),
+             " is one value per batch element of its group, whose batch size is ", size_str(batch));
+    // Equal strings share one pool value.
+    std::vector<json::Value> pool;
+    std::unordered_map<std::string, int64_t> seen;
+    at::Tensor ids = at::empty(d.shape, at::kLong);
+    int64_t* id = ids.data_ptr<int64_t>();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      auto [it, fresh] = seen.emplace(texts[i], static_cast<int64_t>(pool.size()));
+      if (fresh) pool.push_back(decode(texts[i]));
+      id[i] = it->second;
+    }
+    return NonTensorData::from_ids(std::move(pool), ids);
   }
   // h5py's opaque numpy scalars: the value's bytes, tagged with its numpy dtype.
   TD_CHECK(d.shape.empty(), TypeError, where, ": opaque datasets of shape ", size_str(d.shape),
@@ -292,9 +328,47 @@ void write_scalar(const H5File& f, const std::string& path, hid_t type, const vo
 // A non-tensor value as h5py stores it: strings as variable-length UTF-8 scalars, ints, floats
 // and bools as numpy scalars in an opaque type; other JSON values (null, lists, objects) as
 // their JSON text, marked so C++ parses it back (Python reads the text).
+// A per-element value: a string array shaped like the batch (what h5py makes of a numpy array
+// of str), holding the strings, or every value's JSON text (marked) when some are not strings.
+// Written into `existing` when it is such an array of that shape already, else created.
+void write_non_tensor_stack(const H5File& f, const std::string& path, const NonTensorData& data,
+                            const Dataset* existing) {
+  const std::string where = location(f, path);
+  const std::vector<json::Value>& pool = data.pool();
+  const bool all_strings = std::all_of(pool.begin(), pool.end(), [](const json::Value& v) { return v.is_string(); });
+  std::vector<std::string> texts;
+  texts.reserve(pool.size());
+  for (const json::Value& v : pool) texts.push_back(all_strings ? v.as_string() : v.dump());
+  const at::Tensor ids = data.ids().to(at::kCPU).contiguous();
+  const int64_t* id = ids.data_ptr<int64_t>();
+  std::vector<const char*> values(static_cast<size_t>(ids.numel()));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = texts[static_cast<size_t>(id[i])].c_str();
+  H5Id type = string_type();
+  H5Id ds;
+  if (existing != nullptr) {
+    ds = existing->id;
+  } else {
+    std::vector<hsize_t> dims(ids.sizes().begin(), ids.sizes().end());
+    H5Id space = check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), where, "H5Screate");
+    ds = check_id(H5Dcreate2(f.id(), path.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                  where, "H5Dcreate2");
+  }
+  if (!values.empty()) check(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where, "H5Dwrite");
+  if (!all_strings) {
+    write_string_attribute(ds.get(), kEncodingAttribute, "json", where);
+  } else if (H5Aexists(ds.get(), kEncodingAttribute) > 0) {
+    check(H5Adelete(ds.get(), kEncodingAttribute), where, "H5Adelete");
+  }
+}
+
+// True when `d` can take `data` in place: both are string arrays of the same shape.
+bool holds_stack_like(const Dataset& d, const NonTensorData& data) {
+  return d.stored.kind == StoredType::Kind::String && H5Tis_variable_str(d.type.get()) > 0 && !d.shape.empty() &&
+         data.is_stack() && c10::IntArrayRef(d.shape) == data.ids().sizes();
+}
+
 void write_non_tensor_dataset(const H5File& f, const std::string& path, const NonTensorData& data) {
-  TD_CHECK(data.is_uniform(), NotImplementedError, location(f, path),
-           ": HDF5 stores one non-tensor value per key (as h5py and Python do); this one differs per batch element");
+  if (!data.is_uniform()) return write_non_tensor_stack(f, path, data, nullptr);
   const json::Value& v = data.value();
   const std::string where = location(f, path);
   auto opaque = [&](const char* tag, const void* bytes, size_t size) {
@@ -390,17 +464,47 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   return 0;
 }
 
+// True for groups that list their links in creation order (the ones C++ makes); others list
+// them by name (h5py's default).
+bool tracks_order(const H5File& f, const std::string& path, hid_t group) {
+  H5Id gcpl = check_id(H5Gget_create_plist(group), location(f, path), "H5Gget_create_plist");
+  unsigned order = 0;
+  check(H5Pget_link_creation_order(gcpl.get(), &order), location(f, path), "H5Pget_link_creation_order");
+  return (order & H5P_CRT_ORDER_INDEXED) != 0;
+}
+
 std::vector<std::string> group_keys(const H5File& f, const std::string& path) {
   std::vector<std::string> names;
   H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
-  // Creation order where the group tracks it (groups C++ makes), else by name (h5py's order).
-  H5Id gcpl = check_id(H5Gget_create_plist(g.get()), location(f, path), "H5Gget_create_plist");
-  unsigned order = 0;
-  check(H5Pget_link_creation_order(gcpl.get(), &order), location(f, path), "H5Pget_link_creation_order");
-  const H5_index_t by = (order & H5P_CRT_ORDER_INDEXED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+  const H5_index_t by = tracks_order(f, path, g.get()) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
   hsize_t idx = 0;
   check(H5Literate(g.get(), by, H5_ITER_INC, &idx, collect_name, &names), location(f, path), "H5Literate");
   return names;
+}
+
+// A link moved with H5Lmove is created anew, so it lists last: `key` is moved to a free
+// temporary name and back. Metadata only; the object is untouched.
+void relink_last(const H5File& f, const std::string& group, const std::string& key) {
+  std::string temp = child_path(group, ".tensordict-relink");
+  while (link_exists(f, temp)) temp += "_";
+  const std::string path = child_path(group, key);
+  check(H5Lmove(f.id(), path.c_str(), f.id(), temp.c_str(), H5P_DEFAULT, H5P_DEFAULT), location(f, path), "H5Lmove");
+  check(H5Lmove(f.id(), temp.c_str(), f.id(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT), location(f, path), "H5Lmove");
+}
+
+// Puts the links of `group` back in `order` (its link names, as listed before a replace or a
+// rename) by relinking, from the first one out of place on. Groups listed by name keep that.
+void keep_order(const H5File& f, const std::string& group, const std::vector<std::string>& order) {
+  {
+    H5Id g = check_id(H5Gopen2(f.id(), group.c_str(), H5P_DEFAULT), location(f, group), "H5Gopen2");
+    if (!tracks_order(f, group, g.get())) return;
+  }
+  const std::vector<std::string> now = group_keys(f, group);
+  size_t first = 0;
+  while (first < now.size() && first < order.size() && now[first] == order[first]) ++first;
+  for (size_t i = first; i < order.size(); ++i) {
+    if (link_exists(f, child_path(group, order[i]))) relink_last(f, group, order[i]);
+  }
 }
 
 // ---- Batch sizes at open ------------------------------------------------------------------------
@@ -460,6 +564,8 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
       tensors.emplace_back(child, std::move(obj.dataset.shape));
       meet(tensors.back().second);
     }
+    // A string array holds one value per batch element: its shape is the batch's.
+    if (obj.kind == EntryKind::NonTensor && !obj.dataset.shape.empty()) meet(obj.dataset.shape);
   }
   if (batch) {
     for (const std::string& child : groups) resolve_batches(f, child, std::nullopt, &*batch, explicit_batch, depth + 1);
@@ -555,7 +661,11 @@ Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
       batch.append(sub->batch_size().begin() + index->source_batch_dims(), sub->batch_size().end());
       return Entry(TensorDict(c10::make_intrusive<H5View>(std::move(sub), *index, batch)));
     }
-    case EntryKind::NonTensor: return Entry(read_non_tensor(*file_, path, obj.dataset));
+    case EntryKind::NonTensor: {
+      NonTensorData value = read_non_tensor(*file_, path, obj.dataset, batch_size());
+      if (index != nullptr && value.is_stack()) value = value.with_ids(index->apply(value.ids()));
+      return Entry(std::move(value));
+    }
     case EntryKind::Tensor: break;
   }
   const Dataset& d = require_readable(*file_, path, obj.dataset);
@@ -608,7 +718,10 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
       return;
     }
   }
+  // A replaced entry keeps its position: the links are put back in their order afterwards.
+  std::vector<std::string> order;
   if (link_exists(f, path)) {
+    order = group_keys(f, group_);
     check(H5Ldelete(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Ldelete");
     forget_batches(f, path);
   }
@@ -622,6 +735,7 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
     create_group(f, path, sub.batch_size(), sub.device());
     write_entries(f, path, sub);
   }
+  if (!order.empty()) keep_order(f, group_, order);
   bump_layout_version();
 }
 
@@ -641,6 +755,9 @@ void H5Level::rename(std::string_view from, std::string_view to) {
   f.check_writable("rename '" + std::string(from) + "'");
   check_key(f, group_, to);
   const std::string src = child_path(group_, from), dst = child_path(group_, to);
+  // The entry keeps its position under the new name.
+  std::vector<std::string> order = group_keys(f, group_);
+  std::replace(order.begin(), order.end(), std::string(from), std::string(to));
   check(H5Lmove(f.id(), src.c_str(), f.id(), dst.c_str(), H5P_DEFAULT, H5P_DEFAULT), location(f, src), "H5Lmove");
   // Batch sizes of the moved groups follow them.
   std::vector<std::pair<std::string, BatchSize>> moved;
@@ -650,6 +767,14 @@ void H5Level::rename(std::string_view from, std::string_view to) {
   forget_batches(f, src);
   for (auto& [p, b] : moved) f.batches[p] = std::move(b);
   if (auto cached = children_.find(from); cached != children_.end()) children_.erase(cached);
+  keep_order(f, group_, order);
+  bump_layout_version();
+}
+
+void H5Level::move_to_end(std::string_view key) {
+  H5File& f = *file_;
+  f.check_writable("reorder '" + std::string(key) + "'");
+  relink_last(f, group_, std::string(key));
   bump_layout_version();
 }
 
@@ -688,6 +813,15 @@ void H5Level::create_zeroed(std::string_view key, const std::vector<int64_t>& sh
 }
 
 void H5Level::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  // A stack replacing a stack of its shape is written into the same dataset.
+  const std::string path = child_path(group_, key);
+  if (value.is_stack() && !value.is_uniform() && linkable(key)) {
+    file_->check_writable("write '" + path + "'");
+    const Object obj = open_object(*file_, path);
+    if (obj.kind == EntryKind::NonTensor && holds_stack_like(obj.dataset, value)) {
+      return write_non_tensor_stack(*file_, path, value, &obj.dataset);
+    }
+  }
   insert_or_assign(key, Entry(value));
 }
 
@@ -736,6 +870,7 @@ void H5View::write_(std::string_view key, const at::Tensor& value) { source_->wr
 void H5View::insert_or_assign(std::string_view key, Entry value) {
   const EntryKind existing = source_->kind(key);
   if (value.is_tensor() && existing == EntryKind::Tensor) return write_(key, value.tensor());
+  if (value.is_non_tensor() && existing == EntryKind::NonTensor) return write_non_tensor_(key, value.non_tensor());
   if (value.is_tensordict() && existing == EntryKind::TensorDict) {
     if (dynamic_cast<const H5View*>(value.tensordict().impl())) return;  // the view get() gave
   }
@@ -750,10 +885,11 @@ void H5View::rename(std::string_view, std::string_view) {
 }
 
 void H5View::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  // The selected elements of the stored value are replaced (a uniform value becomes a stack).
   const Entry current = source_->get(key);
-  if (current.is_non_tensor() && current.non_tensor() == value) return;
-  unsupported("write a non-tensor value through an indexed view",
-              "HDF5 stores one value per key; set it on the file's tensordict");
+  TD_CHECK(current.is_non_tensor(), TypeError, location(*source_->file(), child_path(source_->group(), key)),
+           ": not a non-tensor entry");
+  source_->write_non_tensor_(key, detail::assign_non_tensor(current.non_tensor(), source_->batch_size(), index_, value));
 }
 
 void H5View::set_batch_size(c10::IntArrayRef) { unsupported("change the batch size of an indexed view", "it follows the file"); }
@@ -772,7 +908,7 @@ const std::shared_ptr<H5File>& file_of(const TensorDictBase& impl) {
 }
 
 TensorDict open_file(const std::string& path, const std::string& mode, std::optional<std::vector<int64_t>> batch_size,
-                     const H5Options& options) {
+                     const H5Options& options, std::optional<at::Device> device) {
   silence_errors();
   namespace fs = std::filesystem;
   TD_CHECK(mode == "r" || mode == "r+" || mode == "w" || mode == "w-" || mode == "x" || mode == "a", ValueError,
@@ -807,11 +943,10 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
     root = given.value_or(BatchSize{});
     f->batches["/"] = root;
     H5Id g = check_id(H5Gopen2(f->file.get(), "/", H5P_DEFAULT), path, "H5Gopen2");
-    write_level_attributes(g.get(), root, std::nullopt, location(*f, "/"));
+    write_level_attributes(g.get(), root, device, location(*f, "/"));
   } else {
     root = resolve_batches(*f, "/", given, nullptr, given.has_value(), 0);
   }
-  std::optional<at::Device> device;
   H5Id g = check_id(H5Gopen2(f->file.get(), "/", H5P_DEFAULT), path, "H5Gopen2");
   if (auto d = read_string_attribute(g.get(), kDeviceAttribute, location(*f, "/"))) {
     try {

@@ -59,6 +59,7 @@ class H5Level final : public TensorDictBase {
   void insert_or_assign(std::string_view key, Entry value) override;
   void erase(std::string_view key) override;
   void rename(std::string_view from, std::string_view to) override;
+  void move_to_end(std::string_view key) override;
 
   EntryKind kind(std::string_view key) const override;
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
@@ -120,9 +121,10 @@ class H5View final : public TensorDictBase {
   BatchIndex index_;
 };
 
-/// Opens (or creates) `path` in h5py's `mode` and returns its root level.
+/// Opens (or creates) `path` in h5py's `mode` and returns its root level. A file created here
+/// stores `device` as its root's device.
 TensorDict open_file(const std::string& path, const std::string& mode, std::optional<std::vector<int64_t>> batch_size,
-                     const H5Options& options);
+                     const H5Options& options, std::optional<at::Device> device = std::nullopt);
 /// The H5File behind a PersistentTensorDict handle (a level or a view).
 const std::shared_ptr<H5File>& file_of(const TensorDictBase& impl);
 
