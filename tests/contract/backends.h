@@ -13,6 +13,11 @@
 //                                                // (writes through them reach it), shape ops and
 //                                                // copies stay lazy, nested reads are new stacks,
 //                                                // the batch size cannot change
+//   static constexpr bool kViewsWriteThrough;    // td.index(any index) is a view of the storage:
+//                                                // set_ on it writes the selected elements
+//   static constexpr bool kStoresAutograd;       // leaves that require grad can be stored
+//   static constexpr bool kAnyKeyName;           // every string is a key (a file's links cannot be
+//                                                // empty or hold '/')
 //   static tensordict::TensorDict reload(const tensordict::TensorDict& td);
 //     -> what a new process reads from td's storage (itself for storage held in memory)
 // Every TEMPLATE_LIST_TEST_CASE over ContractBackends runs against each of them.
@@ -44,6 +49,9 @@ struct InMemoryBackend {
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static constexpr bool kLazyStack = false;
+  static constexpr bool kViewsWriteThrough = false;
+  static constexpr bool kStoresAutograd = true;
+  static constexpr bool kAnyKeyName = true;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) { return reference; }
   static tensordict::TensorDict reload(const tensordict::TensorDict& td) { return td; }
 };
@@ -60,6 +68,9 @@ struct MemmapBackend {
   static constexpr const char* kLeafClass = "MemoryMappedTensor";
   static constexpr const char* kDefaultDevice = "cpu";
   static constexpr bool kLazyStack = false;
+  static constexpr bool kViewsWriteThrough = false;
+  static constexpr bool kStoresAutograd = true;
+  static constexpr bool kAnyKeyName = true;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     // One directory per test process, removed at exit (mappings stay valid after unlink).
     static testing_support::TempDir scratch("td_contract");
@@ -84,6 +95,9 @@ struct ConsolidatedBackend {
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static constexpr bool kLazyStack = false;
+  static constexpr bool kViewsWriteThrough = false;
+  static constexpr bool kStoresAutograd = true;
+  static constexpr bool kAnyKeyName = true;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     return tensordict::consolidate(reference);
   }
@@ -104,6 +118,9 @@ struct CopyOnReadBackend {
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static constexpr bool kLazyStack = false;
+  static constexpr bool kViewsWriteThrough = false;
+  static constexpr bool kStoresAutograd = true;
+  static constexpr bool kAnyKeyName = true;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     return testing_backends::CopyOnRead::from(reference);
   }
@@ -123,6 +140,9 @@ struct LazyStackBackend {
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static constexpr bool kLazyStack = true;
+  static constexpr bool kViewsWriteThrough = false;
+  static constexpr bool kStoresAutograd = true;
+  static constexpr bool kAnyKeyName = true;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     // Without a batch dim, or with none to unbind, there are no members to stack.
     if (reference.batch_dims() == 0 || reference.size(0) == 0) return reference;
@@ -135,22 +155,22 @@ struct LazyStackBackend {
 };
 
 #ifdef TENSORDICT_TEST_HDF5
-/// An HDF5 file: the reference written with to_h5 and reopened "r+". Not in ContractBackends
-/// yet: 96 of the 113 cases pass; left are keys keeping their position when replaced with a new
-/// shape or renamed and select_'s argument order (HDF5 orders links by creation), indexed
-/// views writing through (the suite expects copies from advanced indices), requires-grad
-/// leaves, non-tensor stacks and to(cpu) returning itself. Issue 14. Reads are copies; every
-/// write goes to the file. Non-tensor values are one per key (h5py's layout): stacks are
-/// refused with NotImplementedError.
+/// An HDF5 file: the reference written with to_h5 and reopened "r+". Reads are copies; every
+/// write goes to the file, and an indexed view (any index kind) reads and writes only its
+/// elements. Per-element strings are string arrays shaped like the batch. Leaves that require
+/// grad are refused (as Python does), and keys must name HDF5 links (not empty, no '/').
 struct H5Backend {
   static constexpr const char* name = "PersistentTensorDict";
   static constexpr bool kMutableKeys = true;
   static constexpr bool kLeavesAliasStorage = false;
-  static constexpr bool kNonTensorStacks = false;
+  static constexpr bool kNonTensorStacks = true;
   static constexpr const char* kTypeName = "PersistentTensorDict";
   static constexpr const char* kLeafClass = "Tensor";
   static constexpr const char* kDefaultDevice = "None";
   static constexpr bool kLazyStack = false;
+  static constexpr bool kViewsWriteThrough = true;
+  static constexpr bool kStoresAutograd = false;
+  static constexpr bool kAnyKeyName = false;
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     static testing_support::TempDir scratch("td_contract_h5");
     static int counter = 0;
@@ -166,7 +186,12 @@ struct H5Backend {
 };
 #endif
 
+#ifdef TENSORDICT_TEST_HDF5
+using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend,
+                                    LazyStackBackend, H5Backend>;
+#else
 using ContractBackends =
     std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend, LazyStackBackend>;
+#endif
 
 }  // namespace contract

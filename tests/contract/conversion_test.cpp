@@ -95,10 +95,18 @@ TEMPLATE_LIST_TEST_CASE("clone copies data - clone(false) shares the leaves", "[
 
 TEMPLATE_LIST_TEST_CASE("detach and contiguous", "[contract][conversion]", ContractBackends) {
   TensorDict td = TestType::make(TensorDict({{"a", at::ones({3, 2})}}, {3}));
-  TensorDict grad = TestType::make(TensorDict({{"w", at::ones({3, 2}).requires_grad_()}}, {3}));
-  TensorDict d = grad.detach();
-  CHECK_FALSE(d.get("w").requires_grad());
-  if (TestType::kLeavesAliasStorage) CHECK(shares_storage(d.get("w"), grad.get("w")));
+  const TensorDict with_grad({{"w", at::ones({3, 2}).requires_grad_()}}, {3});
+  if (TestType::kStoresAutograd) {
+    TensorDict grad = TestType::make(with_grad);
+    TensorDict d = grad.detach();
+    CHECK_FALSE(d.get("w").requires_grad());
+    if (TestType::kLeavesAliasStorage) CHECK(shares_storage(d.get("w"), grad.get("w")));
+  } else {
+    // Storage without autograd refuses such leaves (as Python does) instead of dropping the graph.
+    REQUIRE_THROWS_AS(TestType::make(with_grad), RuntimeError);
+    REQUIRE_THROWS_WITH(TestType::make(with_grad), Catch::Contains("requires grad"));
+    CHECK(TestType::make(with_grad.detach()).get("w").requires_grad() == false);
+  }
 
   TensorDict wide = TestType::make(TensorDict({{"a", at::arange(12).view({3, 4})}}, {3, 4}));
   TensorDict t = wide.transpose(0, 1);

@@ -152,22 +152,32 @@ TEMPLATE_LIST_TEST_CASE("basic indices give views, advanced ones give copies (ca
   TensorDict row = td.index({0});
   // Views of the storage where leaves alias it; a backend whose reads are copies gives copies.
   CHECK(shares_storage(row.get("a"), td.get("a")) == TestType::kLeavesAliasStorage);
-  // A lazy stack's row is its member, which holds the data.
-  const bool row_writes_through = TestType::kLeavesAliasStorage || TestType::kLazyStack;
+  // A lazy stack's row is its member, which holds the data; a file's row is a view of it.
+  const bool row_writes_through = TestType::kLeavesAliasStorage || TestType::kLazyStack || TestType::kViewsWriteThrough;
   row.set_("a", at::ones({4}));
   CHECK(at::equal(td.get("a")[0], at::ones({4})) == row_writes_through);
   row.set_({"n", "x"}, at::ones({4}));
   CHECK((at::equal(td.get({"n", "x"})[0], at::ones({4}))) == row_writes_through);
 
-  // Advanced indices copy, except on a lazy stack, where they pick members (no copy).
+  // Advanced indices copy, except on a lazy stack, where they pick members (no copy), and on a
+  // file, whose views select elements of any index.
+  const bool picks_write_through = TestType::kLazyStack || TestType::kViewsWriteThrough;
   TensorDict picked = td.index({at::tensor({1}, at::kLong)});
   picked.set_("a", at::ones({1, 4}));
-  CHECK(at::equal(td.get("a")[1], at::ones({4})) == TestType::kLazyStack);
+  CHECK(at::equal(td.get("a")[1], at::ones({4})) == picks_write_through);
 
   TensorDict masked = td.index({contract::mask({0, 0, 1})});
   masked.set_("a", at::ones({1, 4}));
-  CHECK(at::equal(td.get("a")[2], at::ones({4})) == TestType::kLazyStack);
+  CHECK(at::equal(td.get("a")[2], at::ones({4})) == picks_write_through);
 
+  if (TestType::kViewsWriteThrough) {
+    // set of an existing key on a view writes its elements (a view cannot replace a dataset).
+    TensorDict row2 = td.index({2});
+    row2.set("a", at::full({4}, 9.0));
+    CHECK(at::equal(td.get("a")[2], at::full({4}, 9.0)));
+    REQUIRE_THROWS_AS(row2.set("new", at::zeros({4})), NotImplementedError);
+    return;
+  }
   if (!TestType::kMutableKeys || TestType::kLazyStack) return;
   // Replacing an entry of the result does not write through.
   TensorDict row2 = td.index({2});

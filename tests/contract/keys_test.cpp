@@ -170,6 +170,9 @@ TEMPLATE_LIST_TEST_CASE("set stores without copying, replaces in place in the or
   td.set("z", at::ones({2}));  // a replaced key keeps its position (Python dict)
   CHECK((joined_keys(td) == Strings{"z", "a", "m"}));
   CHECK(at::equal(td.get("z"), at::ones({2})));
+  td.set("z", at::ones({2, 5}, at::kInt));  // also with another shape and dtype
+  CHECK((joined_keys(td) == Strings{"z", "a", "m"}));
+  CHECK(at::equal(td.get("z"), at::ones({2, 5}, at::kInt)));
 
   td.set({" a ", "little", "story", "about"}, at::zeros({2}));
   CHECK((td.contains({" a ", "little", "story", "about"})));
@@ -262,6 +265,7 @@ TEMPLATE_LIST_TEST_CASE("rename_key_ moves the entry without copying (case 27)",
 
   td.rename_key_("a", "b");
   CHECK_FALSE(td.contains("a"));
+  CHECK(td.keys() == (std::vector<NestedKey>{"b", "c", "n"}));  // the entry keeps its position
   if (TestType::kLeavesAliasStorage) CHECK(contract::shares_storage(td.get("b"), a));
   CHECK(at::equal(td.get("b"), a));
   CHECK(td.num_keys() == 3);
