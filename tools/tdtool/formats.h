@@ -1,7 +1,7 @@
 #pragma once
 // The stored forms tdtool reads and writes. Each backend that can store a tensordict adds a
-// StoredFormat here (memmap directories now; HDF5 files, archives and Redis later), and both
-// `info` and `convert` pick it up.
+// StoredFormat here (memmap directories; HDF5 files where the build has HDF5), and both `info`
+// and `convert` pick it up.
 
 #include <cstdint>
 #include <functional>
@@ -33,5 +33,8 @@ const std::vector<StoredFormat>& formats();
 const StoredFormat& detect_format(const std::string& path);
 /// The format named `name`; tensordict::ValueError when unknown.
 const StoredFormat& format_named(const std::string& name);
+/// What `convert` writes to `path` without --to: HDF5 for a .h5, .hdf5 or .hdf name, else a
+/// memmap directory.
+const StoredFormat& format_for_destination(const std::string& path);
 
 }  // namespace tdtool

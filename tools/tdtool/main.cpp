@@ -3,6 +3,10 @@
 //   tdtool info PATH [--stats]        the tree in the repr layout, then its lazy stacks and their
 //                                     exclusive keys; --stats adds sum/min/max
 //   tdtool convert SRC DST [--to FORMAT] [--threads N]
+//                                     FORMAT is memmap or h5; without --to, a DST named *.h5,
+//                                     *.hdf5 or *.hdf is an HDF5 file, anything else a directory
+//
+// PATH and SRC are memmap directories or HDF5 files (found by their signature, not their name).
 //
 // Exit status: 0 on success, 1 on bad input (one line on stderr), 2 on bad usage.
 
@@ -32,7 +36,9 @@ using tensordict::TensorDict;
 
 constexpr const char* kUsage =
     "usage: tdtool info PATH [--stats]\n"
-    "       tdtool convert SRC DST [--to FORMAT] [--threads N]\n";
+    "       tdtool convert SRC DST [--to memmap|h5] [--threads N]\n"
+    "PATH, SRC: a memmap directory or an HDF5 file. Without --to, DST named *.h5, *.hdf5 or *.hdf\n"
+    "is written as an HDF5 file, anything else as a memmap directory.\n";
 
 struct UsageError {
   std::string message;
@@ -185,7 +191,7 @@ int cmd_convert(const std::vector<std::string>& args) {
   }
   if (paths.size() != 2) throw UsageError{"convert needs SRC and DST"};
   const auto& src_format = tdtool::detect_format(paths[0]);
-  const auto& dst_format = to.empty() ? src_format : tdtool::format_named(to);
+  const auto& dst_format = to.empty() ? tdtool::format_for_destination(paths[1]) : tdtool::format_named(to);
   TD_CHECK(!fs::exists(paths[1]), ValueError, paths[1], ": destination already exists (refusing to overwrite it)");
   TensorDict td = src_format.load(paths[0]);
   ProgressBar bar;
