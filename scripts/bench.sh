@@ -12,7 +12,9 @@
 #    `worst growth X (op)` of the fastest repetitions. BENCH_SCALING=0 skips it,
 #    BENCH_OPS=0 skips the op table;
 # 3. the lazy-stack table (bench/lazy_bench.cpp): each lazy-stack op against its hand-written
-#    floor, `op lazy_ns floor_ns ratio`, then `lazy median ratio X` over the 64-member ops. BENCH_LAZY=0 skips it.
+#    floor, `op lazy_ns floor_ns ratio`, then `lazy median ratio X` over the 64-member ops. BENCH_LAZY=0 skips it;
+# 4. the HDF5 table (bench/h5_bench.cpp, 1 GiB file): `h5 op cpp_us floor_us ratio` against
+#    hand-written HDF5 C code, then `h5 worst read ratio X`. BENCH_H5=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -113,7 +115,7 @@ print(f"worst growth {growths[worst]:.2f} ({worst}, fastest repetitions)")
 PY
 fi
 
-[[ "${BENCH_LAZY:-1}" == 0 ]] && exit 0
+if [[ "${BENCH_LAZY:-1}" != 0 ]]; then
 "$build_dir/bench/lazy_bench" \
   --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
   --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
@@ -144,4 +146,40 @@ for op in order:
         ratios.append(lazy / floor)
     print(f"lazy {op} {lazy:.1f} {floor:.1f} {lazy / floor:.3f}")
 print(f"lazy median ratio {statistics.median(ratios):.3f} (64 members)")
+PY
+fi
+
+# 4. The HDF5 table (bench/h5_bench.cpp), where the build has HDF5. BENCH_H5=0 skips it.
+[[ "${BENCH_H5:-1}" == 0 || ! -x "$build_dir/bench/h5_bench" ]] && exit 0
+"$build_dir/bench/h5_bench" \
+  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
+  --benchmark_enable_random_interleaving=true \
+  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
+  || { cat "$json.log" >&2; exit 1; }
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+
+# run_name is "BM_<Op>_<Cpp|Floor>[/<rows>]/real_time".
+median_us = {}
+order = []
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    parts = b["run_name"].split("/")
+    op, side = parts[0][len("BM_"):].rsplit("_", 1)
+    if len(parts) > 1 and parts[1].isdigit():
+        op = f"{op}/{parts[1]}"
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
+    median_us[(side, op)] = b["real_time"] * scale
+    if op not in order:
+        order.append(op)
+worst = 0.0
+for op in order:
+    cpp, floor = median_us[("Cpp", op)], median_us[("Floor", op)]
+    if not op.startswith("ToH5"):
+        worst = max(worst, cpp / floor)
+    print(f"h5 {op} {cpp:.1f} {floor:.1f} {cpp / floor:.3f}")
+print(f"h5 worst read ratio {worst:.3f}")
 PY

@@ -3,8 +3,8 @@
 KIND is "mixed" (nested groups, bool, ints, floats, complex, a string, a gzip dataset, a 3-D
 dataset, opaque numpy scalars as Python tensordict stores non-tensors), "auto_batch" (Python's
 test_auto_batch_size layout: root [3, 4], group b [3, 4, 5]), "uint16" (a dtype LibTorch 1.13
-lacks) or "strings" (per-row strings: a str array and a fixed-length bytes array next to a
-tensor of the same rows). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
+lacks) "strings" (per-row strings: a str array and a fixed-length bytes array next to a
+tensor of the same rows) or "bad_batch" (stored batch sizes its datasets and groups contradict). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
 """
 import sys
 
@@ -40,6 +40,11 @@ with h5py.File(path, "w") as f:
         f.create_dataset("x", data=np.arange(3, dtype=np.float32))
         f.create_dataset("tags", data=np.array(["a", "bb", "a"], dtype=object), dtype=h5py.string_dtype())
         f.create_dataset("codes", data=np.array([b"x", b"yy", b"z"]))
+    elif kind == "bad_batch":
+        f.attrs["tensordict_batch_size"] = "[4]"
+        f.create_dataset("ok", data=np.zeros((4, 2), dtype=np.float32))
+        f.create_dataset("short", data=np.zeros((3, 2), dtype=np.float32))
+        f.create_group("g").attrs["tensordict_batch_size"] = "[5]"
     elif kind == "uint16":
         f.create_dataset("u16", data=np.arange(4, dtype=np.uint16))
     else:

@@ -128,7 +128,7 @@ TEST_CASE("h5py reads what C++ writes, value for value, with h5py's types", "[h5
   CHECK(ds("name").find("compression")->is_null());
   // Batch sizes and devices are group attributes (Python ignores them).
   CHECK(ds("/").find("attrs")->find("tensordict_batch_size")->as_string() == "[4]");
-  CHECK(ds("n").find("attrs")->find("tensordict_batch_size")->as_string() == "[4,3]");
+  CHECK(ds("n").find("attrs")->find("tensordict_batch_size")->as_string() == "[4 3]");  // numpy int64 arrays
 
   auto [code, dump] = run("h5dump -H " + quoted(dir / "cpp.h5"));
   REQUIRE(code == 0);
@@ -267,6 +267,16 @@ TEST_CASE("bad files get a typed error naming the file and the object", "[h5][er
   h5py_write("uint16", dir / "u16.h5");
   PersistentTensorDict u = PersistentTensorDict::from_h5(dir / "u16.h5");
   REQUIRE_THROWS_WITH(u.get("u16"), Catch::Contains("u16.h5:/u16") && Catch::Contains("uint16"));
+  // Stored batch sizes that datasets or groups contradict: the file opens (the root's batch is
+  // read alone), and reaching the bad object raises, naming it.
+  h5py_write("bad_batch", dir / "bad_batch.h5");
+  PersistentTensorDict bb = PersistentTensorDict::from_h5(dir / "bad_batch.h5");
+  CHECK((bb.batch_size() == c10::IntArrayRef{4}));
+  CHECK((bb.get("ok").sizes() == c10::IntArrayRef{4, 2}));
+  REQUIRE_THROWS_AS(bb.get("short"), ValueError);
+  REQUIRE_THROWS_WITH(bb.get("short"), Catch::Contains("bad_batch.h5:/short") &&
+                                           Catch::Contains("batch size and array size mismatch"));
+  REQUIRE_THROWS_WITH(bb.get("g"), Catch::Contains("bad_batch.h5:/g") && Catch::Contains("does not extend"));
   REQUIRE_THROWS_AS(PersistentTensorDict::from_h5(dir / "x.h5", "q"), ValueError);
   PersistentTensorDict::to_h5(sample(), dir / "exists.h5").close();
   REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(dir / "exists.h5", "w-"), Catch::Contains("file exists"));
@@ -405,4 +415,31 @@ TEST_CASE("the device is stored with the file, and from() names what it got", "[
   REQUIRE_THROWS_AS(PersistentTensorDict::from(TensorDict({{"a", at::ones({2})}}, {2})), TypeError);
   REQUIRE_THROWS_WITH(PersistentTensorDict::from(TensorDict({{"a", at::ones({2})}}, {2})),
                       Catch::Contains("expected a PersistentTensorDict, got a TensorDict"));
+}
+
+TEST_CASE("index tensors with hundreds of separate runs read and write one run at a time", "[h5][index][write]") {
+  TempDir dir;
+  at::manual_seed(3);
+  // 300 scattered rows (more runs than one union selection takes), unsorted, some repeated.
+  const at::Tensor rows = at::cat({at::randperm(1000, at::kLong).slice(0, 0, 300), at::tensor({7, 7, 999}, at::kLong)});
+  TensorDict td({{"x", at::randn({1000, 3})}, {"n", {{"y", at::arange(1000 * 600, at::kInt).view({1000, 600})}}}},
+                {1000});
+  td.get_tensordict("n").set_batch_size({1000, 600});
+  PersistentTensorDict f = PersistentTensorDict::to_h5(td, dir / "runs.h5");
+  CHECK(at::equal(f.index({rows}).get("x"), td.get("x").index({rows})));
+  // Runs on the second dim of a nested level.
+  const at::Tensor cols = at::randperm(600, at::kLong).slice(0, 0, 250);
+  CHECK(at::equal(f.get_tensordict("n").index({Slice(2, 5), cols}).get("y"),
+                  td.get({"n", "y"}).index({Slice(2, 5), cols})));
+  // Writes: the file and an in-memory copy given the same index_put_ agree.
+  const at::Tensor distinct = at::randperm(1000, at::kLong).slice(0, 0, 400);
+  const at::Tensor distinct_values = at::randn({400, 3});
+  f.index_put_({distinct}, TensorDict({{"x", distinct_values}}, {400}));
+  at::Tensor expected = td.get("x").clone();
+  expected.index_put_({distinct}, distinct_values);
+  CHECK(at::equal(f.get("x"), expected));
+  f.get_tensordict("n").index_put_({Slice(0, 2), cols}, TensorDict({{"y", at::full({2, 250}, -1, at::kInt)}}, {2, 250}));
+  at::Tensor expected_y = td.get({"n", "y"}).clone();
+  expected_y.index_put_({Slice(0, 2), cols}, -1);
+  CHECK(at::equal(f.get({"n", "y"}), expected_y));
 }

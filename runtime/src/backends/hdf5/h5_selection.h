@@ -21,21 +21,30 @@ namespace tensordict {
 namespace h5 {
 
 struct Selection {
-  /// The dataset's dataspace with the selected elements selected.
-  H5Id file_space;
   /// Shape of the block read (or written): per batch dim the number of positions, then the
   /// dataset's remaining dims whole.
   std::vector<int64_t> block_shape;
   /// Applied to the block: gives `leaf[index]`.
   std::vector<at::indexing::TensorIndex> post;
+  /// The post-index only keeps every element (basic slices): the block is the result.
+  bool post_is_identity = true;
   /// The block holds no element (nothing to read or write).
   bool empty = false;
+  /// The hyperslab: per dataset dim its first position, stride and count; on `runs_dim` (the
+  /// dim of an index tensor, if any) the positions are the runs below instead.
+  std::vector<hsize_t> start, stride, count;
+  size_t runs_dim = 0;
+  std::vector<hsize_t> run_starts, run_counts;
 };
 
 /// The selection of `index` over a dataset of shape `shape`, or nullopt when the index cannot be
 /// split per dim (several index tensors, a mask over several dims): read the whole dataset then.
-std::optional<Selection> select(hid_t dataset, const std::vector<int64_t>& shape, const BatchIndex& index,
-                                const std::string& where);
+std::optional<Selection> select(const std::vector<int64_t>& shape, const BatchIndex& index);
+
+/// Reads the selected elements of `dataset` into `block` (shaped sel.block_shape, of memory type
+/// `mem_type`), or writes them from it. A few runs are one HDF5 call on their union; many runs
+/// are one call per run, as HDF5 1.10 builds a union of n hyperslabs in O(n^2).
+void transfer(hid_t dataset, hid_t mem_type, const Selection& sel, void* block, bool write, const std::string& where);
 
 }  // namespace h5
 }  // namespace tensordict

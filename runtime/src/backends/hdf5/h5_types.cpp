@@ -1,6 +1,8 @@
 #include "backends/hdf5/h5_types.h"
 
+#include <array>
 #include <cstring>
+#include <mutex>
 
 #include <tensordict/dtype.h>
 #include <tensordict/errors.h>
@@ -59,7 +61,9 @@ StoredType tensor(at::ScalarType dtype) {
 
 }  // namespace
 
-H5Id tensor_type(at::ScalarType dtype) {
+namespace {
+
+H5Id build_tensor_type(at::ScalarType dtype) {
   switch (dtype) {
     case at::kBool: return bool_type();
     case at::kByte: return copy(H5T_NATIVE_UINT8);
@@ -79,11 +83,34 @@ H5Id tensor_type(at::ScalarType dtype) {
   }
 }
 
+// A type built once and shared: each call returns a new reference to it (building a type
+// costs several HDF5 calls, on every read and write).
+H5Id shared(const H5Id& type) {
+  check(H5Iinc_ref(type.get()), "HDF5", "H5Iinc_ref");
+  return H5Id(type.get());
+}
+
+}  // namespace
+
+H5Id tensor_type(at::ScalarType dtype) {
+  // One slot per ScalarType, built on first use (the built ones live until the process ends).
+  static std::mutex mutex;
+  static std::array<H5Id, static_cast<size_t>(at::ScalarType::NumOptions)> cache;
+  const auto slot = static_cast<size_t>(dtype);
+  TD_CHECK(slot < cache.size(), NotImplementedError, "HDF5 cannot store tensors of dtype ", torch_dtype_name(dtype));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!cache[slot].valid()) cache[slot] = build_tensor_type(dtype);
+  return shared(cache[slot]);
+}
+
 H5Id string_type() {
-  H5Id t = copy(H5T_C_S1);
-  check(H5Tset_size(t.get(), H5T_VARIABLE), "HDF5", "H5Tset_size");
-  check(H5Tset_cset(t.get(), H5T_CSET_UTF8), "HDF5", "H5Tset_cset");
-  return t;
+  static const H5Id type = [] {
+    H5Id t = copy(H5T_C_S1);
+    check(H5Tset_size(t.get(), H5T_VARIABLE), "HDF5", "H5Tset_size");
+    check(H5Tset_cset(t.get(), H5T_CSET_UTF8), "HDF5", "H5Tset_cset");
+    return t;
+  }();
+  return shared(type);
 }
 
 StoredType classify(hid_t type) {

@@ -90,11 +90,16 @@ void write_string_attribute(hid_t obj, const char* name, const std::string& valu
   check(H5Awrite(attr.get(), type.get(), &text), where, "H5Awrite");
 }
 
+// The batch size is a 1-d int64 attribute (h5py shows a numpy array; reading it needs no string
+// conversion, a third of the cost of opening a small file); the device a string.
 void write_level_attributes(hid_t group, c10::IntArrayRef batch, const std::optional<at::Device>& device,
                             const std::string& where) {
-  json::Array dims;
-  for (int64_t d : batch) dims.emplace_back(d);
-  write_string_attribute(group, kBatchSizeAttribute, json::Value(std::move(dims)).dump(), where);
+  if (H5Aexists(group, kBatchSizeAttribute) > 0) check(H5Adelete(group, kBatchSizeAttribute), where, "H5Adelete");
+  const hsize_t n = batch.size();
+  H5Id space = check_id(H5Screate_simple(1, &n, nullptr), where, "H5Screate_simple");
+  H5Id attr = check_id(H5Acreate2(group, kBatchSizeAttribute, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       where, "H5Acreate2");
+  check(H5Awrite(attr.get(), H5T_NATIVE_INT64, batch.data()), where, "H5Awrite");
   if (device) write_string_attribute(group, kDeviceAttribute, device->str(), where);
 }
 
@@ -157,37 +162,38 @@ struct Object {
   Dataset dataset;
 };
 
-at::Tensor read_block(const H5File& f, const std::string& path, const Dataset& d, const std::vector<int64_t>& shape,
-                      hid_t file_space) {
-  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(d.stored.dtype));
+// The whole dataset `d` as a tensor.
+at::Tensor read_block(const H5File& f, const std::string& path, const Dataset& d) {
+  at::Tensor out = at::empty(d.shape, at::TensorOptions().dtype(d.stored.dtype));
   if (out.numel() == 0) return out;
   H5Id mem_type = tensor_type(d.stored.dtype);
-  H5Id mem_space;
-  if (file_space != H5S_ALL) {
-    std::vector<hsize_t> dims(shape.begin(), shape.end());
-    mem_space = check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), location(f, path),
-                         "H5Screate_simple");
-  }
-  check(H5Dread(d.id.get(), mem_type.get(), file_space == H5S_ALL ? H5S_ALL : mem_space.get(), file_space,
-                H5P_DEFAULT, out.data_ptr()),
-        location(f, path), "H5Dread");
+  check(H5Dread(d.id.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr()), location(f, path),
+        "H5Dread");
   return out;
 }
 
-void write_block(const H5File& f, const std::string& path, const Dataset& d, const at::Tensor& block,
-                 hid_t file_space) {
+// Writes `block` (of the dataset's shape and dtype) over the whole dataset `d`.
+void write_block(const H5File& f, const std::string& path, const Dataset& d, const at::Tensor& block) {
   if (block.numel() == 0) return;
   const at::Tensor data = block.contiguous();
   H5Id mem_type = tensor_type(d.stored.dtype);
-  H5Id mem_space;
-  if (file_space != H5S_ALL) {
-    std::vector<hsize_t> dims(data.sizes().begin(), data.sizes().end());
-    mem_space = check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), location(f, path),
-                         "H5Screate_simple");
-  }
-  check(H5Dwrite(d.id.get(), mem_type.get(), file_space == H5S_ALL ? H5S_ALL : mem_space.get(), file_space,
-                 H5P_DEFAULT, data.data_ptr()),
-        location(f, path), "H5Dwrite");
+  check(H5Dwrite(d.id.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data_ptr()), location(f, path),
+        "H5Dwrite");
+}
+
+// The selected elements of `d` (sel.block_shape), or writes them from `block`.
+at::Tensor read_selection(const H5File& f, const std::string& path, const Dataset& d, const Selection& sel) {
+  at::Tensor block = at::empty(sel.block_shape, at::TensorOptions().dtype(d.stored.dtype));
+  H5Id mem_type = tensor_type(d.stored.dtype);
+  transfer(d.id.get(), mem_type.get(), sel, block.data_ptr(), /*write=*/false, location(f, path));
+  return block;
+}
+
+void write_selection(const H5File& f, const std::string& path, const Dataset& d, const Selection& sel,
+                     const at::Tensor& block) {
+  const at::Tensor data = block.contiguous();
+  H5Id mem_type = tensor_type(d.stored.dtype);
+  transfer(d.id.get(), mem_type.get(), sel, data.data_ptr(), /*write=*/true, location(f, path));
 }
 
 // The strings of the string dataset `d`, variable-length (C++'s and h5py's str) or fixed-length
@@ -314,7 +320,7 @@ void write_tensor_dataset(const H5File& f, const std::string& path, const at::Te
            ": cannot store a tensor that requires grad; detach() it first");
   const at::Tensor data = value.detach().to(at::kCPU).contiguous();
   Dataset d = create_dataset(f, path, data.sizes().vec(), data.scalar_type());
-  write_block(f, path, d, data, H5S_ALL);
+  write_block(f, path, d, data);
 }
 
 void write_scalar(const H5File& f, const std::string& path, hid_t type, const void* data) {
@@ -446,8 +452,14 @@ bool link_exists(const H5File& f, const std::string& path) {
 
 Object open_object(const H5File& f, const std::string& path) {
   Object out;
-  if (!link_exists(f, path)) return out;
-  H5Id obj = check_id(H5Oopen(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Oopen");
+  // Opened first, asked whether it exists only when that fails: one HDF5 call on every read.
+  const hid_t id = H5Oopen(f.id(), path.c_str(), H5P_DEFAULT);
+  if (id < 0) {
+    const std::string stack = error_stack();
+    if (!link_exists(f, path)) return out;
+    TD_THROW(StorageError, location(f, path), ": H5Oopen failed: ", stack);
+  }
+  H5Id obj(id);
   const H5I_type_t t = H5Iget_type(obj.get());
   if (t == H5I_GROUP) out.kind = EntryKind::TensorDict;
   if (t != H5I_DATASET) return out;  // a group, or a named datatype: not an entry
@@ -509,6 +521,31 @@ void keep_order(const H5File& f, const std::string& group, const std::vector<std
 
 // ---- Batch sizes at open ------------------------------------------------------------------------
 
+BatchSize parse_batch_attribute(const std::string& text, const std::string& where);
+
+// The group's stored batch size: a 1-d integer array, or (also accepted) its JSON text.
+std::optional<BatchSize> read_batch_attribute(hid_t group, const std::string& where) {
+  const htri_t exists = H5Aexists(group, kBatchSizeAttribute);
+  check(exists, where, "H5Aexists");
+  if (exists == 0) return std::nullopt;
+  H5Id attr = check_id(H5Aopen(group, kBatchSizeAttribute, H5P_DEFAULT), where, "H5Aopen");
+  H5Id type = check_id(H5Aget_type(attr.get()), where, "H5Aget_type");
+  if (H5Tget_class(type.get()) == H5T_STRING) {
+    auto text = read_string_attribute(group, kBatchSizeAttribute, where);
+    return parse_batch_attribute(*text, where);
+  }
+  TD_CHECK(H5Tget_class(type.get()) == H5T_INTEGER, StorageError, where, ": ", kBatchSizeAttribute,
+           " is neither integers nor text");
+  H5Id space = check_id(H5Aget_space(attr.get()), where, "H5Aget_space");
+  const std::vector<int64_t> dims = space_shape(space.get(), where);
+  TD_CHECK(dims.size() == 1 && dims[0] <= 64, StorageError, where, ": ", kBatchSizeAttribute,
+           " is not a list of at most 64 sizes");
+  BatchSize out(static_cast<size_t>(dims[0]));
+  if (!out.empty()) check(H5Aread(attr.get(), H5T_NATIVE_INT64, out.data()), where, "H5Aread");
+  for (int64_t d : out) TD_CHECK(d >= 0, StorageError, where, ": ", kBatchSizeAttribute, " holds ", d, ", not a size");
+  return out;
+}
+
 BatchSize parse_batch_attribute(const std::string& text, const std::string& where) {
   json::Value v;
   try {
@@ -530,10 +567,19 @@ bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix) {
   return shape.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), shape.begin());
 }
 
-// Sets f.batches for `path` and every group below it. With `explicit_batch` (the caller gave
-// the root's batch size), a group without a stored batch takes its parent's (Python's rule);
-// otherwise batches are the stored attribute, or Python's inference: the longest leading prefix
-// shared by the group's tensor datasets and its sub-groups' batches.
+// ValueError naming the dataset when its shape does not start with its group's batch size.
+void check_extends_batch(const H5File& f, const std::string& path, c10::IntArrayRef shape, c10::IntArrayRef batch) {
+  TD_CHECK(starts_with(shape, batch), ValueError, location(f, path), ": batch size and array size mismatch: ",
+           "the dataset has shape ", size_str(shape), ", the group's batch size is ", size_str(batch));
+}
+
+// Sets f.batches for `path` and, where needed, the groups below it. With `explicit_batch` (the
+// caller gave the root's batch size), a group without a stored batch takes its parent's
+// (Python's rule), and every dataset and group is checked now. Otherwise a group's batch is its
+// stored attribute, read alone (its datasets are checked when read, its sub-groups resolved
+// when reached: opening costs the same for ten datasets or ten thousand), or Python's
+// inference: the longest leading prefix shared by the group's tensor datasets and its
+// sub-groups' batches.
 BatchSize resolve_batches(H5File& f, const std::string& path, const std::optional<BatchSize>& root_batch,
                           const BatchSize* parent, bool explicit_batch, int depth) {
   const std::string where = location(f, path);
@@ -541,7 +587,15 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
   H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Gopen2");
   std::optional<BatchSize> batch = root_batch;
   if (!batch) {
-    if (auto text = read_string_attribute(g.get(), kBatchSizeAttribute, where)) batch = parse_batch_attribute(*text, where);
+    if (auto stored = read_batch_attribute(g.get(), where)) {
+      batch = std::move(stored);
+      if (!explicit_batch) {
+        TD_CHECK(!parent || starts_with(*batch, *parent), ValueError, where, ": batch size ", size_str(*batch),
+                 " does not extend the parent group's ", size_str(*parent));
+        f.batches[path] = *batch;
+        return *batch;
+      }
+    }
   }
   if (!batch && explicit_batch && parent) batch = *parent;
   std::optional<BatchSize> common;
@@ -585,10 +639,7 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
     TD_CHECK(starts_with(*batch, *parent), ValueError, where, ": batch size ", size_str(*batch),
              " does not extend the parent group's ", size_str(*parent));
   }
-  for (const auto& [child, shape] : tensors) {
-    TD_CHECK(starts_with(shape, *batch), ValueError, location(f, child), ": batch size and array size mismatch: ",
-             "the dataset has shape ", size_str(shape), ", the group's batch size is ", size_str(*batch));
-  }
+  for (const auto& [child, shape] : tensors) check_extends_batch(f, child, shape, *batch);
   f.batches[path] = *batch;
   return *batch;
 }
@@ -637,7 +688,10 @@ c10::intrusive_ptr<H5Level> H5Level::child(std::string_view key) const {
   if (auto cached = children_.find(key); cached != children_.end()) return cached->second;
   const std::string path = child_path(group_, key);
   auto it = file_->batches.find(path);
-  c10::IntArrayRef batch = it != file_->batches.end() ? c10::IntArrayRef(it->second) : batch_size();
+  // A group first reached now: its batch is resolved (stored, or inferred) and checked here.
+  const BatchSize parent(batch_size().begin(), batch_size().end());
+  const BatchSize batch =
+      it != file_->batches.end() ? it->second : resolve_batches(*file_, path, std::nullopt, &parent, false, 0);
   auto level = c10::make_intrusive<H5Level>(file_, path, batch, device_);
   children_.emplace(std::string(key), level);
   return level;
@@ -669,17 +723,17 @@ Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
     case EntryKind::Tensor: break;
   }
   const Dataset& d = require_readable(*file_, path, obj.dataset);
+  check_extends_batch(*file_, path, d.shape, batch_size());
   std::optional<Selection> sel;
-  if (index != nullptr) sel = select(d.id.get(), d.shape, *index, location(*file_, path));
+  if (index != nullptr) sel = select(d.shape, *index);
   at::Tensor out;
   if (index == nullptr) {
-    out = read_block(*file_, path, d, d.shape, H5S_ALL);
+    out = read_block(*file_, path, d);
   } else if (!sel) {
-    out = index->apply(read_block(*file_, path, d, d.shape, H5S_ALL));
+    out = index->apply(read_block(*file_, path, d));
   } else {
-    at::Tensor block = sel->empty ? at::empty(sel->block_shape, at::TensorOptions().dtype(d.stored.dtype))
-                                  : read_block(*file_, path, d, sel->block_shape, sel->file_space.get());
-    out = block.index(sel->post);
+    at::Tensor block = read_selection(*file_, path, d, *sel);
+    out = sel->post_is_identity ? block : block.index(sel->post);
   }
   return Entry(device_ && !device_->is_cpu() ? out.to(*device_) : out);
 }
@@ -693,6 +747,7 @@ void H5Level::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) c
 
 LeafMeta H5Level::leaf_meta(std::string_view key) const {
   Dataset d = open_dataset(*file_, child_path(group_, key));
+  check_extends_batch(*file_, child_path(group_, key), d.shape, batch_size());
   return LeafMeta{BatchSize(d.shape.begin(), d.shape.end()), d.stored.dtype, device_.value_or(at::Device(at::kCPU))};
 }
 
@@ -714,7 +769,7 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
     const at::Tensor& t = value.tensor();
     if (obj.kind == EntryKind::Tensor && d.stored.kind == StoredType::Kind::Tensor && !t.requires_grad() &&
         d.stored.dtype == t.scalar_type() && d.shape == t.sizes().vec()) {
-      write_block(f, path, d, t.to(at::kCPU), H5S_ALL);
+      write_block(f, path, d, t.to(at::kCPU));
       return;
     }
   }
@@ -781,7 +836,7 @@ void H5Level::move_to_end(std::string_view key) {
 void H5Level::write_(std::string_view key, const at::Tensor& value) {
   const std::string path = child_path(group_, key);
   const Dataset d = writable_tensor(*file_, path);
-  write_block(*file_, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape), H5S_ALL);
+  write_block(*file_, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape));
 }
 
 void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
@@ -789,19 +844,26 @@ void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at:
   const std::string path = child_path(group_, key);
   const Dataset d = writable_tensor(f, path);
   const at::Tensor v = value.detach().to(at::kCPU, d.stored.dtype);
-  std::optional<Selection> sel = select(d.id.get(), d.shape, index, location(f, path));
+  std::optional<Selection> sel = select(d.shape, index);
   if (!sel) {
-    at::Tensor all = read_block(f, path, d, d.shape, H5S_ALL);
+    at::Tensor all = read_block(f, path, d);
     index.assign(all, v);
-    write_block(f, path, d, all, H5S_ALL);
+    write_block(f, path, d, all);
     return;
   }
   if (sel->empty) return;
-  // Read the selected block, write the value into it at the post-index, write it back: only
-  // the selected elements move, whatever the index.
-  at::Tensor block = read_block(f, path, d, sel->block_shape, sel->file_space.get());
+  // Only the selected elements move, whatever the index. A block the value covers whole (basic
+  // slices) is written straight; otherwise it is read, the value put in at the post-index
+  // (repeats, dropped dims), and written back.
+  if (sel->post_is_identity) {
+    at::Tensor covering = v;  // leading unit dims dropped, as `leaf[index] = value` does
+    while (covering.dim() > static_cast<int64_t>(sel->block_shape.size()) && covering.size(0) == 1)
+      covering = covering.squeeze(0);
+    return write_selection(f, path, d, *sel, covering.expand(sel->block_shape));
+  }
+  at::Tensor block = read_selection(f, path, d, *sel);
   block.index_put_(sel->post, v);
-  write_block(f, path, d, block, sel->file_space.get());
+  write_selection(f, path, d, *sel, block);
 }
 
 void H5Level::create_zeroed(std::string_view key, const std::vector<int64_t>& shape, at::ScalarType dtype) {
@@ -918,22 +980,31 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
   f->mode = mode;
   f->options = options;
   f->writable = mode != "r";
-  const bool exists = fs::exists(path);
+  // r and r+ open without a stat first (opening is the hot path of short reads); a failed open
+  // finds out why afterwards.
+  const bool opens_existing = mode == "r" || mode == "r+";
+  const bool exists = !opens_existing && fs::exists(path);
   const bool create = mode == "w" || mode == "w-" || mode == "x" || (mode == "a" && !exists);
-  H5Id fapl = check_id(H5Pcreate(H5P_FILE_ACCESS), path, "H5Pcreate");
-  check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path, "H5Pset_fclose_degree");
+  // HDF5's default file access (the "weak" close degree): no object id outlives the call that
+  // opened it here, so closing the file id closes the file; and a file open elsewhere in the
+  // process with the default degree can be opened again (a "strong" one would be refused).
+  const hid_t fapl = H5P_DEFAULT;
   if (create) {
     TD_CHECK(!(exists && (mode == "w-" || mode == "x")), StorageError, path, ": file exists (mode '", mode, "')");
     H5Id fcpl = ordered_links(H5P_FILE_CREATE, path);
-    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl.get()),
+    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl),
                        path, "creating the HDF5 file");
   } else {
-    TD_CHECK(exists, StorageError, path, ": no such file (mode '", mode, "' opens an existing file)");
-    const htri_t is_h5 = H5Fis_hdf5(path.c_str());
-    TD_CHECK(is_h5 > 0, StorageError, path, ": not an HDF5 file",
-             is_h5 < 0 ? " (" + error_stack() + ")" : std::string());
-    f->file = check_id(H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl.get()), path,
-                       "opening the HDF5 file");
+    const hid_t id = H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
+    if (id < 0) {
+      // Why it failed: no file, not HDF5 at all, or HDF5 that cannot be read (truncated, corrupt).
+      const std::string stack = error_stack();
+      TD_CHECK(fs::exists(path), StorageError, path, ": no such file (mode '", mode, "' opens an existing file)");
+      const htri_t is_h5 = H5Fis_hdf5(path.c_str());
+      TD_CHECK(is_h5 > 0, StorageError, path, ": not an HDF5 file");
+      TD_THROW(StorageError, path, ": opening the HDF5 file: ", stack);
+    }
+    f->file = H5Id(id);
   }
   std::optional<BatchSize> given;
   if (batch_size) given = BatchSize(batch_size->begin(), batch_size->end());
