@@ -7,6 +7,7 @@
 #include <tensordict/backends/persistent.h>
 
 #include "replay.td.h"
+#include "replay_row.h"
 #include "support/temp_dir.h"
 
 using namespace tensordict;
@@ -16,15 +17,7 @@ using testing_support::TempDir;
 
 namespace {
 
-Transition row(float v, const std::string& info) {
-  Observation obs({{"camera", at::full({3, 8, 8}, static_cast<int64_t>(v), at::kByte)},
-                   {"proprio", at::full({12}, v)},
-                   {"info", info}});
-  return Transition({{"obs", obs},
-                     {"action", at::full({6}, v)},
-                     {"reward", at::scalar_tensor(v)},
-                     {"done", at::scalar_tensor(v > 5, at::kBool)}});
-}
+Transition row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
 
 }  // namespace
 

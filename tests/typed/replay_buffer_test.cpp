@@ -12,6 +12,7 @@
 #include <tensordict/backends/memory_mapped_tensor.h>
 
 #include "replay.td.h"
+#include "replay_row.h"
 #include "rl_transition.td.h"
 #include "support/copy_on_read_backend.h"
 #include "support/temp_dir.h"
@@ -23,16 +24,7 @@ using testing_support::TempDir;
 
 namespace {
 
-// One row (batch size []) whose fields hold `v`, with the note `info`.
-Transition row(float v, const std::string& info) {
-  Observation obs({{"camera", at::full({3, 8, 8}, static_cast<int64_t>(v), at::kByte)},
-                   {"proprio", at::full({12}, v)},
-                   {"info", info}});
-  return Transition({{"obs", obs},  // a typed object given directly (finding 7)
-                     {"action", at::full({6}, v)},
-                     {"reward", at::scalar_tensor(v)},
-                     {"done", at::scalar_tensor(v > 5, at::kBool)}});
-}
+Transition row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
 
 // Per-row notes as one string ("a|b|-", '-' for an unset row), so Catch can print them.
 std::string joined(const std::vector<std::optional<std::string>>& rows) {
