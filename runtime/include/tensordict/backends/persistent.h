@@ -49,7 +49,9 @@ class PersistentTensorDict : public TensorDict {
   static PersistentTensorDict from_h5(const std::string& path, const std::string& mode = "r",
                                       std::optional<std::vector<int64_t>> batch_size = std::nullopt);
   /// Writes `td` (nested levels as groups, non-tensor values as h5py stores them) to a new file
-  /// at `path` (truncated, as Python's from_dict / to_h5) and returns it opened "r+".
+  /// at `path` and returns it opened "r+". The file is written under a temporary name and
+  /// renamed over `path` last: an existing file is replaced whole (as Python's to_h5 truncates
+  /// it), or left as it was when the write fails.
   static PersistentTensorDict to_h5(const TensorDict& td, const std::string& path, const H5Options& options = {});
   /// A zero-filled file with a dataset per entry of `schema` (key -> (event shape, dtype)),
   /// each shaped batch_size + event shape. Nothing full-size is allocated in memory.

@@ -59,7 +59,7 @@ void check_key(const H5File& f, const std::string& group, std::string_view key) 
            "reserved): rename it first");
 }
 
-// ---- Attributes (JSON text in a variable-length UTF-8 string) ---------------------------------
+// ---- Attributes ---------------------------------------------------------------------------------
 
 std::optional<std::string> read_string_attribute(hid_t obj, const char* name, const std::string& where) {
   const htri_t exists = H5Aexists(obj, name);
@@ -323,17 +323,16 @@ void write_tensor_dataset(const H5File& f, const std::string& path, const at::Te
   write_block(f, path, d, data);
 }
 
-void write_scalar(const H5File& f, const std::string& path, hid_t type, const void* data) {
+// Creates the scalar dataset `path` holding `data` and returns it.
+H5Id write_scalar(const H5File& f, const std::string& path, hid_t type, const void* data) {
   const std::string where = location(f, path);
   H5Id space = check_id(H5Screate(H5S_SCALAR), where, "H5Screate");
   H5Id ds = check_id(H5Dcreate2(f.id(), path.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where,
                      "H5Dcreate2");
   check(H5Dwrite(ds.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), where, "H5Dwrite");
+  return ds;
 }
 
-// A non-tensor value as h5py stores it: strings as variable-length UTF-8 scalars, ints, floats
-// and bools as numpy scalars in an opaque type; other JSON values (null, lists, objects) as
-// their JSON text, marked so C++ parses it back (Python reads the text).
 // A per-element value: a string array shaped like the batch (what h5py makes of a numpy array
 // of str), holding the strings, or every value's JSON text (marked) when some are not strings.
 // Written into `existing` when it is such an array of that shape already, else created.
@@ -373,6 +372,9 @@ bool holds_stack_like(const Dataset& d, const NonTensorData& data) {
          data.is_stack() && c10::IntArrayRef(d.shape) == data.ids().sizes();
 }
 
+// A non-tensor value as h5py stores it: strings as variable-length UTF-8 scalars, ints, floats
+// and bools as numpy scalars in an opaque type; other JSON values (null, lists, objects) as
+// their JSON text, marked so C++ parses it back (Python reads the text).
 void write_non_tensor_dataset(const H5File& f, const std::string& path, const NonTensorData& data) {
   if (!data.is_uniform()) return write_non_tensor_stack(f, path, data, nullptr);
   const json::Value& v = data.value();
@@ -386,11 +388,8 @@ void write_non_tensor_dataset(const H5File& f, const std::string& path, const No
     const std::string text = v.is_string() ? v.as_string() : v.dump();
     H5Id type = string_type();
     const char* p = text.c_str();
-    write_scalar(f, path, type.get(), &p);
-    if (!v.is_string()) {
-      H5Id ds = check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Dopen2");
-      write_string_attribute(ds.get(), kEncodingAttribute, "json", where);
-    }
+    H5Id ds = write_scalar(f, path, type.get(), &p);
+    if (!v.is_string()) write_string_attribute(ds.get(), kEncodingAttribute, "json", where);
   } else if (v.is_bool()) {
     const uint8_t b = v.as_bool() ? 1 : 0;
     opaque("NUMPY:|b1", &b, 1);
@@ -427,21 +426,20 @@ void forget_batches(H5File& f, const std::string& path) {
   f.batches.erase(f.batches.lower_bound(path + "/"), f.batches.lower_bound(path + "0"));
 }
 
-// Writes every entry of `td` under the existing group `path`.
-void write_entries(H5File& f, const std::string& path, const TensorDict& td) {
-  td.impl()->for_each([&](const std::string& key, const Entry& entry) {
-    check_key(f, path, key);
-    const std::string child = child_path(path, key);
-    if (entry.is_tensor()) {
-      write_tensor_dataset(f, child, entry.tensor());
-    } else if (entry.is_non_tensor()) {
-      write_non_tensor_dataset(f, child, entry.non_tensor());
-    } else if (entry.is_tensordict()) {
-      const TensorDict& sub = entry.tensordict();
-      create_group(f, child, sub.batch_size(), sub.device());
-      write_entries(f, child, sub);
-    }
-  });
+// Creates `path` (absent) for `entry`: a dataset, or a group holding every entry below it.
+void write_entry(H5File& f, const std::string& path, const Entry& entry) {
+  if (entry.is_tensor()) {
+    write_tensor_dataset(f, path, entry.tensor());
+  } else if (entry.is_non_tensor()) {
+    write_non_tensor_dataset(f, path, entry.non_tensor());
+  } else if (entry.is_tensordict()) {
+    const TensorDict& sub = entry.tensordict();
+    create_group(f, path, sub.batch_size(), sub.device());
+    sub.impl()->for_each([&](const std::string& key, const Entry& child) {
+      check_key(f, path, key);
+      write_entry(f, child_path(path, key), child);
+    });
+  }
 }
 
 bool link_exists(const H5File& f, const std::string& path) {
@@ -450,26 +448,53 @@ bool link_exists(const H5File& f, const std::string& path) {
   return e > 0;
 }
 
+// The object `path` names, opened; an invalid id when there is no such link. Opened first,
+// asked whether it exists only when that fails: one HDF5 call on every read.
+H5Id open_target(const H5File& f, const std::string& path) {
+  const hid_t id = H5Oopen(f.id(), path.c_str(), H5P_DEFAULT);
+  if (id >= 0) return H5Id(id);
+  const std::string stack = error_stack();
+  if (!link_exists(f, path)) return H5Id();
+  TD_THROW(StorageError, location(f, path), ": H5Oopen failed: ", stack);
+}
+
+// The entry a dataset of `type` is: strings and h5py's numpy scalars are non-tensor values;
+// everything else is a tensor (unsupported types too: reading them raises the TypeError).
+EntryKind dataset_kind(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls == H5T_STRING) return EntryKind::NonTensor;
+  if (cls == H5T_OPAQUE && classify(type).kind == StoredType::Kind::Opaque) return EntryKind::NonTensor;
+  return EntryKind::Tensor;
+}
+
+// A group, a dataset (Tensor until dataset_kind looks at its type), or no entry at all (a named
+// datatype).
+EntryKind object_kind_of(hid_t obj) {
+  const H5I_type_t t = H5Iget_type(obj);
+  return t == H5I_GROUP ? EntryKind::TensorDict : t == H5I_DATASET ? EntryKind::Tensor : EntryKind::Undefined;
+}
+
 Object open_object(const H5File& f, const std::string& path) {
   Object out;
-  // Opened first, asked whether it exists only when that fails: one HDF5 call on every read.
-  const hid_t id = H5Oopen(f.id(), path.c_str(), H5P_DEFAULT);
-  if (id < 0) {
-    const std::string stack = error_stack();
-    if (!link_exists(f, path)) return out;
-    TD_THROW(StorageError, location(f, path), ": H5Oopen failed: ", stack);
-  }
-  H5Id obj(id);
-  const H5I_type_t t = H5Iget_type(obj.get());
-  if (t == H5I_GROUP) out.kind = EntryKind::TensorDict;
-  if (t != H5I_DATASET) return out;  // a group, or a named datatype: not an entry
+  H5Id obj = open_target(f, path);
+  if (!obj.valid()) return out;
+  out.kind = object_kind_of(obj.get());
+  if (out.kind != EntryKind::Tensor) return out;
   out.dataset = describe(f, path, std::move(obj));
-  const StoredType::Kind k = out.dataset.stored.kind;
-  out.kind = k == StoredType::Kind::String || k == StoredType::Kind::Opaque ? EntryKind::NonTensor : EntryKind::Tensor;
+  out.kind = dataset_kind(out.dataset.type.get());
   return out;
 }
 
-EntryKind object_kind(const H5File& f, const std::string& path) { return open_object(f, path).kind; }
+// What `path` holds, from the object's type and its datatype alone (listing keys asks this of
+// every entry: no shape, no attributes).
+EntryKind object_kind(const H5File& f, const std::string& path) {
+  H5Id obj = open_target(f, path);
+  if (!obj.valid()) return EntryKind::Undefined;
+  const EntryKind kind = object_kind_of(obj.get());
+  if (kind != EntryKind::Tensor) return kind;
+  H5Id type = check_id(H5Dget_type(obj.get()), location(f, path), "H5Dget_type");
+  return dataset_kind(type.get());
+}
 
 herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->emplace_back(name);
@@ -485,14 +510,24 @@ bool tracks_order(const H5File& f, const std::string& path, hid_t group) {
   return (order & H5P_CRT_ORDER_INDEXED) != 0;
 }
 
-std::vector<std::string> group_keys(const H5File& f, const std::string& path) {
+// The link names of a group, listed in creation order where it tracks it, else by name.
+struct GroupLinks {
   std::vector<std::string> names;
+  bool in_creation_order = false;
+};
+
+GroupLinks list_group(const H5File& f, const std::string& path) {
+  GroupLinks out;
   H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
-  const H5_index_t by = tracks_order(f, path, g.get()) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+  out.in_creation_order = tracks_order(f, path, g.get());
   hsize_t idx = 0;
-  check(H5Literate(g.get(), by, H5_ITER_INC, &idx, collect_name, &names), location(f, path), "H5Literate");
-  return names;
+  check(H5Literate(g.get(), out.in_creation_order ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME, H5_ITER_INC, &idx,
+                   collect_name, &out.names),
+        location(f, path), "H5Literate");
+  return out;
 }
+
+std::vector<std::string> group_keys(const H5File& f, const std::string& path) { return list_group(f, path).names; }
 
 // A link moved with H5Lmove is created anew, so it lists last: `key` is moved to a free
 // temporary name and back. Metadata only; the object is untouched.
@@ -507,11 +542,9 @@ void relink_last(const H5File& f, const std::string& group, const std::string& k
 // Puts the links of `group` back in `order` (its link names, as listed before a replace or a
 // rename) by relinking, from the first one out of place on. Groups listed by name keep that.
 void keep_order(const H5File& f, const std::string& group, const std::vector<std::string>& order) {
-  {
-    H5Id g = check_id(H5Gopen2(f.id(), group.c_str(), H5P_DEFAULT), location(f, group), "H5Gopen2");
-    if (!tracks_order(f, group, g.get())) return;
-  }
-  const std::vector<std::string> now = group_keys(f, group);
+  const GroupLinks links = list_group(f, group);
+  if (!links.in_creation_order) return;
+  const std::vector<std::string>& now = links.names;
   size_t first = 0;
   while (first < now.size() && first < order.size() && now[first] == order[first]) ++first;
   for (size_t i = first; i < order.size(); ++i) {
@@ -521,7 +554,22 @@ void keep_order(const H5File& f, const std::string& group, const std::vector<std
 
 // ---- Batch sizes at open ------------------------------------------------------------------------
 
-BatchSize parse_batch_attribute(const std::string& text, const std::string& where);
+BatchSize parse_batch_attribute(const std::string& text, const std::string& where) {
+  json::Value v;
+  try {
+    v = json::parse(text, where);
+  } catch (const Error& e) {
+    TD_THROW(StorageError, where, ": malformed ", kBatchSizeAttribute, " attribute: ", e.message());
+  }
+  TD_CHECK(v.is_array(), StorageError, where, ": ", kBatchSizeAttribute, " is not a list of sizes");
+  BatchSize out;
+  for (const auto& d : v.as_array()) {
+    TD_CHECK(d.is_int() && d.as_int() >= 0, StorageError, where, ": ", kBatchSizeAttribute, " holds ", d.dump(),
+             ", not a size");
+    out.push_back(d.as_int());
+  }
+  return out;
+}
 
 // The group's stored batch size: a 1-d integer array, or (also accepted) its JSON text.
 std::optional<BatchSize> read_batch_attribute(hid_t group, const std::string& where) {
@@ -546,25 +594,14 @@ std::optional<BatchSize> read_batch_attribute(hid_t group, const std::string& wh
   return out;
 }
 
-BatchSize parse_batch_attribute(const std::string& text, const std::string& where) {
-  json::Value v;
-  try {
-    v = json::parse(text, where);
-  } catch (const Error& e) {
-    TD_THROW(StorageError, where, ": malformed ", kBatchSizeAttribute, " attribute: ", e.message());
-  }
-  TD_CHECK(v.is_array(), StorageError, where, ": ", kBatchSizeAttribute, " is not a list of sizes");
-  BatchSize out;
-  for (const auto& d : v.as_array()) {
-    TD_CHECK(d.is_int() && d.as_int() >= 0, StorageError, where, ": ", kBatchSizeAttribute, " holds ", d.dump(),
-             ", not a size");
-    out.push_back(d.as_int());
-  }
-  return out;
-}
-
 bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix) {
   return shape.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), shape.begin());
+}
+
+// ValueError naming the group `path` when its batch size does not start with its parent's.
+void check_extends_parent(const H5File& f, const std::string& path, c10::IntArrayRef batch, c10::IntArrayRef parent) {
+  TD_CHECK(starts_with(batch, parent), ValueError, location(f, path), ": batch size ", size_str(batch),
+           " does not extend the parent group's ", size_str(parent));
 }
 
 // ValueError naming the dataset when its shape does not start with its group's batch size.
@@ -590,8 +627,7 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
     if (auto stored = read_batch_attribute(g.get(), where)) {
       batch = std::move(stored);
       if (!explicit_batch) {
-        TD_CHECK(!parent || starts_with(*batch, *parent), ValueError, where, ": batch size ", size_str(*batch),
-                 " does not extend the parent group's ", size_str(*parent));
+        if (parent) check_extends_parent(f, path, *batch, *parent);
         f.batches[path] = *batch;
         return *batch;
       }
@@ -630,15 +666,9 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
       children.push_back(resolve_batches(f, child, std::nullopt, nullptr, explicit_batch, depth + 1));
     for (const BatchSize& c : children) meet(c);
     batch = common.value_or(BatchSize{});
-    for (size_t i = 0; i < groups.size(); ++i) {
-      TD_CHECK(starts_with(children[i], *batch), ValueError, location(f, groups[i]), ": batch size ",
-               size_str(children[i]), " does not extend the parent group's ", size_str(*batch));
-    }
+    for (size_t i = 0; i < groups.size(); ++i) check_extends_parent(f, groups[i], children[i], *batch);
   }
-  if (parent) {
-    TD_CHECK(starts_with(*batch, *parent), ValueError, where, ": batch size ", size_str(*batch),
-             " does not extend the parent group's ", size_str(*parent));
-  }
+  if (parent) check_extends_parent(f, path, *batch, *parent);
   for (const auto& [child, shape] : tensors) check_extends_batch(f, child, shape, *batch);
   f.batches[path] = *batch;
   return *batch;
@@ -781,15 +811,7 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
     forget_batches(f, path);
   }
   if (auto cached = children_.find(key); cached != children_.end()) children_.erase(cached);
-  if (value.is_tensor()) {
-    write_tensor_dataset(f, path, value.tensor());
-  } else if (value.is_non_tensor()) {
-    write_non_tensor_dataset(f, path, value.non_tensor());
-  } else if (value.is_tensordict()) {
-    const TensorDict& sub = value.tensordict();
-    create_group(f, path, sub.batch_size(), sub.device());
-    write_entries(f, path, sub);
-  }
+  write_entry(f, path, value);
   if (!order.empty()) keep_order(f, group_, order);
   bump_layout_version();
 }
@@ -985,17 +1007,16 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
   const bool opens_existing = mode == "r" || mode == "r+";
   const bool exists = !opens_existing && fs::exists(path);
   const bool create = mode == "w" || mode == "w-" || mode == "x" || (mode == "a" && !exists);
-  // HDF5's default file access (the "weak" close degree): no object id outlives the call that
+  // File access is HDF5's default (the "weak" close degree): no object id outlives the call that
   // opened it here, so closing the file id closes the file; and a file open elsewhere in the
   // process with the default degree can be opened again (a "strong" one would be refused).
-  const hid_t fapl = H5P_DEFAULT;
   if (create) {
     TD_CHECK(!(exists && (mode == "w-" || mode == "x")), StorageError, path, ": file exists (mode '", mode, "')");
     H5Id fcpl = ordered_links(H5P_FILE_CREATE, path);
-    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl),
+    f->file = check_id(H5Fcreate(path.c_str(), mode == "w" ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), H5P_DEFAULT),
                        path, "creating the HDF5 file");
   } else {
-    const hid_t id = H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl);
+    const hid_t id = H5Fopen(path.c_str(), mode == "r" ? H5F_ACC_RDONLY : H5F_ACC_RDWR, H5P_DEFAULT);
     if (id < 0) {
       // Why it failed: no file, not HDF5 at all, or HDF5 that cannot be read (truncated, corrupt).
       const std::string stack = error_stack();
