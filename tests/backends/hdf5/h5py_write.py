@@ -4,7 +4,9 @@ KIND is "mixed" (nested groups, bool, ints, floats, complex, a string, a gzip da
 dataset, opaque numpy scalars as Python tensordict stores non-tensors), "auto_batch" (Python's
 test_auto_batch_size layout: root [3, 4], group b [3, 4, 5]), "uint16" (a dtype LibTorch 1.13
 lacks) "strings" (per-row strings: a str array and a fixed-length bytes array next to a
-tensor of the same rows) or "bad_batch" (stored batch sizes its datasets and groups contradict). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
+tensor of the same rows) "bad_batch" (stored batch sizes its datasets and groups contradict), or a root batch size
+attribute that is not one: "attr_negative" (int array with -2), "attr_float" (a float array),
+"attr_text" (JSON text that is not a list of sizes). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
 """
 import sys
 
@@ -45,6 +47,12 @@ with h5py.File(path, "w") as f:
         f.create_dataset("ok", data=np.zeros((4, 2), dtype=np.float32))
         f.create_dataset("short", data=np.zeros((3, 2), dtype=np.float32))
         f.create_group("g").attrs["tensordict_batch_size"] = "[5]"
+    elif kind == "attr_negative":
+        f.attrs["tensordict_batch_size"] = np.array([3, -2], dtype=np.int64)
+    elif kind == "attr_float":
+        f.attrs["tensordict_batch_size"] = np.array([3.0])
+    elif kind == "attr_text":
+        f.attrs["tensordict_batch_size"] = '{"a": 1}'
     elif kind == "uint16":
         f.create_dataset("u16", data=np.arange(4, dtype=np.uint16))
     else:

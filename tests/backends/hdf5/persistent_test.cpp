@@ -277,6 +277,15 @@ TEST_CASE("bad files get a typed error naming the file and the object", "[h5][er
   REQUIRE_THROWS_WITH(bb.get("short"), Catch::Contains("bad_batch.h5:/short") &&
                                            Catch::Contains("batch size and array size mismatch"));
   REQUIRE_THROWS_WITH(bb.get("g"), Catch::Contains("bad_batch.h5:/g") && Catch::Contains("does not extend"));
+  // A stored batch size that is not one: refused at open, naming the file and the attribute.
+  for (const char* kind : {"attr_negative", "attr_float", "attr_text"}) {
+    INFO(kind);
+    const std::string bad = dir / (std::string(kind) + ".h5");
+    h5py_write(kind, bad);
+    REQUIRE_THROWS_AS(PersistentTensorDict::from_h5(bad), StorageError);
+    REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(bad),
+                        Catch::Contains(std::string(kind) + ".h5:/") && Catch::Contains("tensordict_batch_size"));
+  }
   REQUIRE_THROWS_AS(PersistentTensorDict::from_h5(dir / "x.h5", "q"), ValueError);
   PersistentTensorDict::to_h5(sample(), dir / "exists.h5").close();
   REQUIRE_THROWS_WITH(PersistentTensorDict::from_h5(dir / "exists.h5", "w-"), Catch::Contains("file exists"));
