@@ -145,7 +145,8 @@ namespace {
 constexpr size_t kUnionRuns = 128;
 }  // namespace
 
-void transfer(hid_t dataset, hid_t mem_type, const Selection& sel, void* block, bool write, const std::string& where) {
+void transfer(hid_t dataset, hid_t file_space, hid_t mem_type, const Selection& sel, void* block, bool write,
+              const std::string& where) {
   if (sel.empty) return;
   auto io = [&](hid_t mem_space, hid_t file_space) {
     if (write) {
@@ -156,7 +157,6 @@ void transfer(hid_t dataset, hid_t mem_type, const Selection& sel, void* block, 
   };
   const size_t rank = sel.start.size();
   if (rank == 0) return io(H5S_ALL, H5S_ALL);
-  H5Id file_space = check_id(H5Dget_space(dataset), where, "H5Dget_space");
   const std::vector<hsize_t> block_dims(sel.block_shape.begin(), sel.block_shape.end());
   H5Id mem_space = check_id(H5Screate_simple(static_cast<int>(rank), block_dims.data(), nullptr), where,
                             "H5Screate_simple");
@@ -167,22 +167,22 @@ void transfer(hid_t dataset, hid_t mem_type, const Selection& sel, void* block, 
     for (size_t r = 0; r < runs; ++r) {
       start[d] = sel.run_starts[r];
       count[d] = sel.run_counts[r];
-      check(H5Sselect_hyperslab(file_space.get(), r == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, start.data(),
+      check(H5Sselect_hyperslab(file_space, r == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, start.data(),
                                 sel.stride.data(), count.data(), nullptr),
             where, "H5Sselect_hyperslab");
     }
-    return io(mem_space.get(), file_space.get());
+    return io(mem_space.get(), file_space);
   }
   // Run r lands at its offset along dim d of the block.
   std::vector<hsize_t> mem_start(rank, 0);
   for (size_t r = 0; r < runs; ++r) {
     start[d] = sel.run_starts[r];
     count[d] = sel.run_counts[r];
-    check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), sel.stride.data(), count.data(), nullptr),
+    check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), sel.stride.data(), count.data(), nullptr),
           where, "H5Sselect_hyperslab");
     check(H5Sselect_hyperslab(mem_space.get(), H5S_SELECT_SET, mem_start.data(), nullptr, count.data(), nullptr),
           where, "H5Sselect_hyperslab");
-    io(mem_space.get(), file_space.get());
+    io(mem_space.get(), file_space);
     mem_start[d] += sel.run_counts[r];
   }
 }

@@ -43,8 +43,11 @@ std::optional<Selection> select(const std::vector<int64_t>& shape, const BatchIn
 
 /// Reads the selected elements of `dataset` into `block` (shaped sel.block_shape, of memory type
 /// `mem_type`), or writes them from it. A few runs are one HDF5 call on their union; many runs
-/// are one call per run, as HDF5 1.10 builds a union of n hyperslabs in O(n^2).
-void transfer(hid_t dataset, hid_t mem_type, const Selection& sel, void* block, bool write, const std::string& where);
+/// are one call per run, as HDF5 1.10 builds a union of n hyperslabs in O(n^2). `file_space` is
+/// the dataset's dataspace (the caller's, already open: one HDF5 call fewer); its selection is
+/// replaced.
+void transfer(hid_t dataset, hid_t file_space, hid_t mem_type, const Selection& sel, void* block, bool write,
+              const std::string& where);
 
 }  // namespace h5
 }  // namespace tensordict

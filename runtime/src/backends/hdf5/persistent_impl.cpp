@@ -116,6 +116,7 @@ std::vector<int64_t> space_shape(hid_t space, const std::string& where) {
 struct Dataset {
   H5Id id;
   H5Id type;
+  H5Id space;
   StoredType stored;
   std::vector<int64_t> shape;
 };
@@ -128,8 +129,8 @@ Dataset describe(const H5File& f, const std::string& path, H5Id id) {
   d.id = std::move(id);
   d.type = check_id(H5Dget_type(d.id.get()), where, "H5Dget_type");
   d.stored = classify(d.type.get());
-  H5Id space = check_id(H5Dget_space(d.id.get()), where, "H5Dget_space");
-  d.shape = space_shape(space.get(), where);
+  d.space = check_id(H5Dget_space(d.id.get()), where, "H5Dget_space");
+  d.shape = space_shape(d.space.get(), where);
   if (d.stored.kind == StoredType::Kind::Tensor && d.stored.dtype == at::kBFloat16) {
     // uint16 data is only bfloat16 when C++ said so; numpy's uint16 has no LibTorch dtype.
     const auto named = read_string_attribute(d.id.get(), kDtypeAttribute, where);
@@ -185,7 +186,7 @@ void write_block(const H5File& f, const std::string& path, const Dataset& d, con
 at::Tensor read_selection(const H5File& f, const std::string& path, const Dataset& d, const Selection& sel) {
   at::Tensor block = at::empty(sel.block_shape, at::TensorOptions().dtype(d.stored.dtype));
   H5Id mem_type = tensor_type(d.stored.dtype);
-  transfer(d.id.get(), mem_type.get(), sel, block.data_ptr(), /*write=*/false, location(f, path));
+  transfer(d.id.get(), d.space.get(), mem_type.get(), sel, block.data_ptr(), /*write=*/false, location(f, path));
   return block;
 }
 
@@ -193,7 +194,7 @@ void write_selection(const H5File& f, const std::string& path, const Dataset& d,
                      const at::Tensor& block) {
   const at::Tensor data = block.contiguous();
   H5Id mem_type = tensor_type(d.stored.dtype);
-  transfer(d.id.get(), mem_type.get(), sel, data.data_ptr(), /*write=*/true, location(f, path));
+  transfer(d.id.get(), d.space.get(), mem_type.get(), sel, data.data_ptr(), /*write=*/true, location(f, path));
 }
 
 // The strings of the string dataset `d`, variable-length (C++'s and h5py's str) or fixed-length
@@ -621,10 +622,12 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
                           const BatchSize* parent, bool explicit_batch, int depth) {
   const std::string where = location(f, path);
   TD_CHECK(depth < 512, StorageError, where, ": groups nested more than 512 levels deep");
-  H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Gopen2");
   std::optional<BatchSize> batch = root_batch;
   if (!batch) {
-    if (auto stored = read_batch_attribute(g.get(), where)) {
+    // The root's attributes are read through the file id: no group open on the hot path.
+    H5Id g;
+    if (path != "/") g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Gopen2");
+    if (auto stored = read_batch_attribute(g.valid() ? g.get() : f.id(), where)) {
       batch = std::move(stored);
       if (!explicit_batch) {
         if (parent) check_extends_parent(f, path, *batch, *parent);
@@ -1039,8 +1042,7 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
   } else {
     root = resolve_batches(*f, "/", given, nullptr, given.has_value(), 0);
   }
-  H5Id g = check_id(H5Gopen2(f->file.get(), "/", H5P_DEFAULT), path, "H5Gopen2");
-  if (auto d = read_string_attribute(g.get(), kDeviceAttribute, location(*f, "/"))) {
+  if (auto d = read_string_attribute(f->file.get(), kDeviceAttribute, location(*f, "/"))) {
     try {
       device = at::Device(*d);
     } catch (const std::exception&) {
