@@ -103,9 +103,13 @@ class HeaderWriter {
     for (const auto& imp : file_.imports)
       includes += "#include \"" + printable(CppHeaderEmitter::header_name(m_.files.at(imp.file_index).stem)) + "\"\n";
     if (!includes.empty()) includes = "\n" + includes;
+    // Forward declarations in emission order too: the output does not depend on the order a
+    // frontend declares classes in (C++ must declare a base first, YAML need not).
     std::string forward, classes;
-    for (const auto& cls : file_.classes) forward += "class " + cls.name + ";\n";
-    for (const ClassDef* cls : emission_order(m_, index_)) classes += write_class(*cls);
+    for (const ClassDef* cls : emission_order(m_, index_)) {
+      forward += "class " + cls->name + ";\n";
+      classes += write_class(*cls);
+    }
     const std::string ns = file_.cpp_namespace;
     return t_.header.render({
         {"SOURCE", printable(std::filesystem::path(file_.path).filename().string())},
