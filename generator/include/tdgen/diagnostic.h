@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tdgen/ir.h>
@@ -15,7 +16,9 @@ namespace tdgen {
 class Diagnostic : public std::runtime_error {
  public:
   Diagnostic(SourceLocation location, const std::string& message)
-      : std::runtime_error(location.str() + ": " + message), location_(std::move(location)), message_(message) {}
+      : std::runtime_error(location.str() + ": " + message), location_(location), message_(message) {
+    entries_.emplace_back(std::move(location), message);
+  }
 
   /// Several errors reported at once (one per line, in the order given); the location and
   /// message are the first one's.
@@ -24,6 +27,9 @@ class Diagnostic : public std::runtime_error {
     std::string text = all.front().what();
     for (size_t i = 1; i < all.size(); ++i) text += std::string("\n") + all[i].what();
     out.text_ = text;
+    out.entries_.clear();
+    for (const Diagnostic& d : all)
+      for (const auto& entry : d.entries()) out.entries_.push_back(entry);
     return out;
   }
   const char* what() const noexcept override { return text_.empty() ? std::runtime_error::what() : text_.c_str(); }
@@ -31,11 +37,15 @@ class Diagnostic : public std::runtime_error {
   const SourceLocation& location() const { return location_; }
   /// The message without the location.
   const std::string& message() const { return message_; }
+  /// Every error, location and message (one for a single diagnostic): a frontend that prints
+  /// its own diagnostics (the C++ one, with Clang's caret) reports each at its place.
+  const std::vector<std::pair<SourceLocation, std::string>>& entries() const { return entries_; }
 
  private:
   SourceLocation location_;
   std::string message_;
   std::string text_;  // every error of a combined diagnostic
+  std::vector<std::pair<SourceLocation, std::string>> entries_;
 };
 
 }  // namespace tdgen
