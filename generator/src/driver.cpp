@@ -2,7 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -11,6 +13,9 @@
 #include <tdgen/emitter.h>
 #include <tdgen/sema.h>
 #include <tdgen/yaml_frontend.h>
+#ifdef TDGEN_WITH_CLANG
+#include <tdgen/cpp_frontend.h>
+#endif
 
 #ifndef TDGEN_DEFAULT_TEMPLATES_DIR
 #define TDGEN_DEFAULT_TEMPLATES_DIR "templates"
@@ -23,16 +28,23 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const kUsageText =
-    "usage: tdgen [options] SCHEMA...\n"
-    "Generates one C++ header <stem>.td.h per YAML schema file (docs/schema-format.md).\n"
+    "usage: tdgen [options] SCHEMA... [-- COMPILER-ARGS...]\n"
+    "Generates one C++ header <stem>.td.h per schema: a YAML file (.yaml, .yml) or a C++ header of\n"
+    "annotated structs (.h, .hh, .hpp, .hxx; see docs/schema-format.md). One run reads one kind.\n"
     "options:\n"
     "  --out DIR           directory for the generated headers (required unless --check)\n"
     "  --check             only check the schemas, write nothing\n"
     "  -I DIR, --import-dir DIR\n"
-    "                      also look for imported schemas in DIR (after the importing file's dir)\n"
+    "                      YAML: also look for imported schemas in DIR (after the importing\n"
+    "                      file's dir); C++: an include directory\n"
+    "  -D NAME[=VALUE]     C++: define a macro for the parse\n"
+    "  -p DIR              C++: take the compile flags from DIR/compile_commands.json\n"
+    "  --resource-dir DIR  C++: Clang's resource directory (default: @RESOURCE_DIR@)\n"
+    "  -- ARGS...          C++: further compiler arguments, as given (e.g. -std=c++20)\n"
     "  --templates DIR     templates directory (default: @TEMPLATES@)\n"
     "  --depfile FILE      write a make-format depfile: each header depends on its schema,\n"
-    "                      the schemas it imports (transitively) and the templates\n"
+    "                      the files it reads (YAML imports, or every header the C++ parse\n"
+    "                      read) and the templates\n"
     "  -h, --help          show this help\n";
 
 // The help names the templates this tdgen would use: the installed ones for an installed tdgen.
@@ -40,6 +52,12 @@ std::string usage() {
   std::string text = kUsageText;
   const std::string marker = "@TEMPLATES@";
   text.replace(text.find(marker), marker.size(), default_templates_dir());
+  const std::string resource = "@RESOURCE_DIR@";
+#ifdef TDGEN_WITH_CLANG
+  text.replace(text.find(resource), resource.size(), default_resource_dir());
+#else
+  text.replace(text.find(resource), resource.size(), "none: tdgen was built without the C++ frontend");
+#endif
   return text;
 }
 
@@ -106,6 +124,21 @@ bool parse_args(const std::vector<std::string>& args, DriverOptions& opt, std::o
       std::string dir;
       if (!value(dir)) return false;
       opt.import_dirs.push_back(dir);
+    } else if (a == "-D") {
+      std::string def;
+      if (!value(def)) return false;
+      opt.defines.push_back(def);
+    } else if (a.size() > 2 && a.rfind("-D", 0) == 0) {
+      opt.defines.push_back(a.substr(2));
+    } else if (a.size() > 2 && a.rfind("-I", 0) == 0) {
+      opt.import_dirs.push_back(a.substr(2));
+    } else if (a == "-p") {
+      if (!value(opt.compile_commands_dir)) return false;
+    } else if (a == "--resource-dir") {
+      if (!value(opt.resource_dir)) return false;
+    } else if (a == "--") {
+      opt.compiler_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
     } else if (a == "--check") {
       opt.check_only = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -144,32 +177,89 @@ std::string default_templates_dir() {
   return TDGEN_DEFAULT_TEMPLATES_DIR;
 }
 
+namespace {
+
+bool has_extension(const std::string& path, std::initializer_list<const char*> extensions) {
+  const std::string ext = fs::path(path).extension().string();
+  for (const char* e : extensions)
+    if (ext == e) return true;
+  return false;
+}
+
+bool is_cpp_schema(const std::string& path) { return has_extension(path, {".h", ".hh", ".hpp", ".hxx"}); }
+
+// The checked module and, per root, the files its output depends on (besides the templates).
+struct LoadedSchemas {
+  std::shared_ptr<const Module> module;
+  std::map<int, std::vector<std::string>> inputs;
+};
+
+LoadedSchemas load_yaml(const DriverOptions& opt) {
+  YamlFrontendOptions frontend;
+  frontend.import_dirs = opt.import_dirs;
+  LoadedSchemas out;
+  out.module = resolve(load_yaml_module(opt.schemas, frontend));
+  for (int root : out.module->roots) {
+    // The root schema first, then imports in load order.
+    std::set<int> files;
+    collect_inputs(*out.module, root, files);
+    for (int f : files) out.inputs[root].push_back(out.module->files[f].path);
+  }
+  return out;
+}
+
+// Null module: the diagnostics are printed already.
+LoadedSchemas load_cpp(const DriverOptions& opt, std::ostream& err) {
+  LoadedSchemas out;
+#ifdef TDGEN_WITH_CLANG
+  CppFrontendOptions frontend;
+  frontend.include_dirs = opt.import_dirs;
+  frontend.defines = opt.defines;
+  frontend.extra_args = opt.compiler_args;
+  frontend.compile_commands_dir = opt.compile_commands_dir;
+  frontend.resource_dir = opt.resource_dir;
+  CppModule parsed = load_cpp_module(opt.schemas, frontend, err);
+  out.module = parsed.module;
+  // One translation unit: every output depends on every file it read.
+  if (out.module)
+    for (int root : out.module->roots) out.inputs[root] = parsed.dependencies;
+#else
+  err << "tdgen: '" << opt.schemas.front() << "' is a C++ schema, but this tdgen was built without the C++ "
+      << "frontend (TENSORDICT_WITH_CLANG=OFF)\n";
+#endif
+  return out;
+}
+
+}  // namespace
+
 int run_tdgen(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   DriverOptions opt;
   bool help = false;
   if (!parse_args(args, opt, out, err, help)) return 2;
   if (help) return 0;
+  const size_t cpp = static_cast<size_t>(std::count_if(opt.schemas.begin(), opt.schemas.end(), is_cpp_schema));
+  if (cpp != 0 && cpp != opt.schemas.size()) {
+    err << "tdgen: YAML and C++ schemas in one run: run tdgen once for each kind\n";
+    return 2;
+  }
   try {
-    YamlFrontendOptions frontend;
-    frontend.import_dirs = opt.import_dirs;
-    std::shared_ptr<const Module> module = resolve(load_yaml_module(opt.schemas, frontend));
+    LoadedSchemas loaded = cpp ? load_cpp(opt, err) : load_yaml(opt);
+    if (!loaded.module) return 1;
+    const Module& module = *loaded.module;
     CppHeaderEmitter emitter(opt.templates_dir);
     // Render everything before writing anything, so a failure leaves no partial output.
     std::vector<std::pair<int, std::vector<OutputFile>>> outputs;
-    for (int root : module->roots) outputs.emplace_back(root, emitter.generate(*module, root));
+    for (int root : module.roots) outputs.emplace_back(root, emitter.generate(module, root));
     if (opt.check_only) return 0;
     fs::create_directories(opt.out_dir);
     std::string depfile;
     for (const auto& [root, files] : outputs) {
-      std::set<int> inputs;
-      collect_inputs(*module, root, inputs);
       for (const OutputFile& file : files) {
         const fs::path path = fs::path(opt.out_dir) / file.name;
         write_if_changed(path, file.content);
         depfile += make_escape(fs::absolute(path).lexically_normal().string()) + ":";
-        // The root schema first, then imports in load order, then the templates.
-        for (int f : inputs)
-          depfile += " \\\n  " + make_escape(fs::absolute(module->files[f].path).lexically_normal().string());
+        for (const std::string& input : loaded.inputs[root])
+          depfile += " \\\n  " + make_escape(fs::absolute(input).lexically_normal().string());
         for (const std::string& t : emitter.inputs())
           depfile += " \\\n  " + make_escape(fs::absolute(t).lexically_normal().string());
         depfile += "\n";

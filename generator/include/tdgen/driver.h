@@ -1,6 +1,6 @@
 #pragma once
 // The tdgen command line as a library, so tests run it in-process: parse options, load the
-// schemas with the YAML frontend, check them, emit headers, write them when their content
+// schemas with the YAML or the C++ frontend, check them, emit headers, write them when their content
 // changed, write the depfile. Diagnostics go to `err`.
 
 #include <iosfwd>
@@ -16,6 +16,11 @@ struct DriverOptions {
   std::vector<std::string> import_dirs;
   std::string depfile;
   bool check_only = false;
+  // C++ schemas only.
+  std::vector<std::string> defines;
+  std::string compile_commands_dir;
+  std::string resource_dir;
+  std::vector<std::string> compiler_args;
 };
 
 /// Runs tdgen with `args` (without the program name); returns the exit code: 0 success,

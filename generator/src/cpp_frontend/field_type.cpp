@@ -1,0 +1,199 @@
+#include "field_type.h"
+
+#include <cstdint>
+#include <limits>
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/DeclTemplate.h>
+#include <clang/AST/TypeLoc.h>
+
+namespace tdgen::cpp {
+
+namespace {
+
+constexpr int64_t kAnyShape = std::numeric_limits<int64_t>::min();  // td::schema::any_shape
+
+const char* const kDtypeHint =
+    " (expected bool, float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, std::complex<float>, "
+    "std::complex<double>, or td::schema::float16, bfloat16, complex64, complex128, any_dtype)";
+
+bool is_schema_record(const clang::CXXRecordDecl* rec, const char* name) {
+  return rec && rec->getQualifiedNameAsString() == std::string("tensordict::schema::") + name;
+}
+
+bool is_std_record(const clang::CXXRecordDecl* rec, const char* name) {
+  return rec && rec->isInStdNamespace() && rec->getName() == name;
+}
+
+// The first template argument of a std:: specialization (complex<T>, basic_string<C>).
+clang::QualType first_argument(const clang::CXXRecordDecl* rec) {
+  const auto* spec = llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(rec);
+  if (!spec || spec->getTemplateArgs().size() == 0 || spec->getTemplateArgs()[0].getKind() != clang::TemplateArgument::Type)
+    return {};
+  return spec->getTemplateArgs()[0].getAsType().getCanonicalType();
+}
+
+// Where the `index`-th template argument of the field's type is written (the type's start when
+// the type is spelled through an alias).
+clang::SourceLocation argument_location(const clang::FieldDecl& field, unsigned index) {
+  const clang::TypeSourceInfo* info = field.getTypeSourceInfo();
+  if (!info) return field.getLocation();
+  clang::TypeLoc loc = info->getTypeLoc().getUnqualifiedLoc();
+  if (auto elaborated = loc.getAs<clang::ElaboratedTypeLoc>()) loc = elaborated.getNamedTypeLoc();
+  if (auto spec = loc.getAs<clang::TemplateSpecializationTypeLoc>()) {
+    if (index < spec.getNumArgs()) return spec.getArgLoc(index).getLocation();
+  }
+  return info->getTypeLoc().getBeginLoc();
+}
+
+// The dtype named by a Tensor's element type; `any` for td::schema::any_dtype.
+std::optional<Dtype> element_dtype(clang::QualType t, const clang::ASTContext& context, bool& any, bool& known) {
+  known = true;
+  any = false;
+  t = t.getCanonicalType().getUnqualifiedType();
+  if (const auto* builtin = t->getAs<clang::BuiltinType>()) {
+    const uint64_t bits = context.getTypeSize(t);
+    switch (builtin->getKind()) {
+      case clang::BuiltinType::Bool: return Dtype::kBool;
+      case clang::BuiltinType::Float: return Dtype::kFloat;
+      case clang::BuiltinType::Double: return Dtype::kDouble;
+      case clang::BuiltinType::SChar: return Dtype::kChar;
+      case clang::BuiltinType::UChar: return Dtype::kByte;
+      case clang::BuiltinType::Short: return bits == 16 ? std::optional<Dtype>(Dtype::kShort) : std::nullopt;
+      case clang::BuiltinType::Int: return bits == 32 ? std::optional<Dtype>(Dtype::kInt) : std::nullopt;
+      case clang::BuiltinType::Long:
+      case clang::BuiltinType::LongLong: return bits == 64 ? std::optional<Dtype>(Dtype::kLong) : std::nullopt;
+      default: break;
+    }
+    known = false;
+    return std::nullopt;
+  }
+  const clang::CXXRecordDecl* rec = t->getAsCXXRecordDecl();
+  if (is_schema_record(rec, "float16")) return Dtype::kHalf;
+  if (is_schema_record(rec, "bfloat16")) return Dtype::kBFloat16;
+  if (is_schema_record(rec, "complex64")) return Dtype::kComplexFloat;
+  if (is_schema_record(rec, "complex128")) return Dtype::kComplexDouble;
+  if (is_schema_record(rec, "any_dtype")) {
+    any = true;
+    return std::nullopt;
+  }
+  if (is_std_record(rec, "complex")) {
+    const clang::QualType part = first_argument(rec);
+    if (!part.isNull() && part->isSpecificBuiltinType(clang::BuiltinType::Float)) return Dtype::kComplexFloat;
+    if (!part.isNull() && part->isSpecificBuiltinType(clang::BuiltinType::Double)) return Dtype::kComplexDouble;
+  }
+  known = false;
+  return std::nullopt;
+}
+
+void tensor_field(const clang::FieldDecl& field, const clang::ClassTemplateSpecializationDecl& spec,
+                  const clang::ASTContext& context, FieldType& out) {
+  const clang::TemplateArgumentList& args = spec.getTemplateArgs();
+  bool any = false, known = false;
+  out.dtype = element_dtype(args[0].getAsType(), context, any, known);
+  if (!known) {
+    out.error = "unknown dtype '" + args[0].getAsType().getCanonicalType().getAsString() + "'" + kDtypeHint;
+    out.error_location = argument_location(field, 0);
+    return;
+  }
+  std::vector<int64_t> dims;
+  if (args.size() > 1) {
+    for (const clang::TemplateArgument& dim : args[1].pack_elements()) dims.push_back(dim.getAsIntegral().getExtValue());
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == kAnyShape && dims.size() > 1) {
+      out.error = "td::schema::any_shape stands for the whole event shape: it cannot be one dim among others";
+      out.error_location = argument_location(field, static_cast<unsigned>(i + 1));
+      return;
+    }
+    if (dims[i] < -1 && dims[i] != kAnyShape) {
+      out.error = "event shape sizes must be >= 0, or td::schema::any_size; got " + std::to_string(dims[i]);
+      out.error_location = argument_location(field, static_cast<unsigned>(i + 1));
+      return;
+    }
+  }
+  if (dims.size() == 1 && dims[0] == kAnyShape) return;  // any shape
+  out.shape = std::move(dims);
+}
+
+}  // namespace
+
+std::vector<std::string> tdgen_annotations(const clang::Decl& decl) {
+  std::vector<std::string> out;
+  for (const auto* attr : decl.specific_attrs<clang::AnnotateAttr>()) {
+    const llvm::StringRef text = attr->getAnnotation();
+    if (text.startswith("tdgen.")) out.push_back(text.str());
+  }
+  return out;
+}
+
+std::optional<ClassKind> marked_kind(const clang::Decl& decl) {
+  for (const std::string& a : tdgen_annotations(decl)) {
+    if (a == "tdgen.kind=tensorclass") return ClassKind::TensorClass;
+    if (a == "tdgen.kind=typed_tensordict") return ClassKind::TypedTensorDict;
+  }
+  return std::nullopt;
+}
+
+FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext& context) {
+  FieldType out;
+  clang::PrintingPolicy policy = context.getPrintingPolicy();
+  policy.SuppressTagKeyword = true;
+  const std::string written = field.getType().getAsString(policy);
+  auto unsupported = [&](const std::string& why) {
+    out.error = "field '" + field.getNameAsString() + "' has the unsupported type '" +
+                written + "'" + why;
+    out.error_location = field.getTypeSpecStartLoc().isValid() ? field.getTypeSpecStartLoc() : field.getLocation();
+    return out;
+  };
+  if (field.isBitField()) return unsupported(": a bit-field");
+  const clang::QualType type = field.getType().getCanonicalType().getUnqualifiedType();
+  const char* hint =
+      " (a field is a td::schema::Tensor<T, dims...>, a schema struct, or in a tensorclass std::string, "
+      "int64_t, double or bool)";
+  if (const auto* builtin = type->getAs<clang::BuiltinType>()) {
+    if (builtin->getKind() == clang::BuiltinType::Bool) {
+      out.kind = FieldKind::Bool;
+      return out;
+    }
+    if (builtin->getKind() == clang::BuiltinType::Double) {
+      out.kind = FieldKind::Float;
+      return out;
+    }
+    if (builtin->isSignedInteger() && context.getTypeSize(type) == 64) {
+      out.kind = FieldKind::Int;
+      return out;
+    }
+    return unsupported(hint);
+  }
+  const clang::CXXRecordDecl* rec = type->getAsCXXRecordDecl();
+  if (rec == nullptr) return unsupported(hint);
+  if (const auto* spec = llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(rec)) {
+    if (spec->getSpecializedTemplate()->getQualifiedNameAsString() == "tensordict::schema::Tensor") {
+      tensor_field(field, *spec, context, out);
+      return out;
+    }
+  }
+  if (is_std_record(rec, "basic_string")) {
+    const clang::QualType ch = first_argument(rec);
+    if (!ch.isNull() && ch->isCharType()) {
+      out.kind = FieldKind::String;
+      return out;
+    }
+  }
+  if (rec->hasDefinition() && marked_kind(*rec->getDefinition())) {
+    out.kind = FieldKind::Nested;
+    out.nested = rec->getDefinition();
+    return out;
+  }
+  if (!rec->isInStdNamespace() && rec->getQualifiedNameAsString().rfind("tensordict::", 0) != 0) {
+    out.error = "field '" + field.getNameAsString() + "' has the type '" + written +
+                "', which is not a schema struct: mark its declaration TD_TENSORCLASS or TD_TYPED_TENSORDICT";
+    out.error_location = field.getTypeSpecStartLoc().isValid() ? field.getTypeSpecStartLoc() : field.getLocation();
+    return out;
+  }
+  return unsupported(hint);
+}
+
+}  // namespace tdgen::cpp

@@ -1,0 +1,38 @@
+#pragma once
+// What a schema struct's field type means: a td::schema::Tensor<T, Dims...> (dtype and event
+// shape), a nested schema struct, a non-tensor value (std::string, int64_t, double, bool), or
+// nothing tdgen supports. Works on canonical types, so aliases and constexpr dims resolve as the
+// compiler resolves them.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <clang/AST/Decl.h>
+#include <clang/AST/DeclCXX.h>
+
+#include <tdgen/ir.h>
+
+namespace tdgen::cpp {
+
+/// The schema kind a struct's markers give it; nullopt for an unmarked struct.
+std::optional<ClassKind> marked_kind(const clang::Decl& decl);
+
+/// The tdgen.* annotations on `decl` ("tdgen.optional", "tdgen.kind=tensorclass", ...).
+std::vector<std::string> tdgen_annotations(const clang::Decl& decl);
+
+struct FieldType {
+  FieldKind kind = FieldKind::Tensor;
+  std::optional<Dtype> dtype;
+  std::optional<std::vector<int64_t>> shape;
+  /// Nested fields: the schema struct.
+  const clang::CXXRecordDecl* nested = nullptr;
+  /// Empty when the type is supported; else the error and where it points.
+  std::string error;
+  clang::SourceLocation error_location;
+};
+
+/// Classifies `field`'s type.
+FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext& context);
+
+}  // namespace tdgen::cpp

@@ -1,0 +1,345 @@
+#include "schema_collector.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <clang/AST/Attr.h>
+#include <clang/AST/DeclTemplate.h>
+#include <clang/AST/RawCommentList.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Basic/SourceManager.h>
+
+#include <tdgen/diagnostic.h>
+#include <tdgen/sema.h>
+
+#include "field_type.h"
+
+namespace tdgen::cpp {
+
+namespace {
+
+// Every declaration that carries a marker, in source order: marked structs are schemas, marked
+// fields belong to them, anything else is a misplaced marker.
+class MarkerFinder : public clang::RecursiveASTVisitor<MarkerFinder> {
+ public:
+  bool shouldVisitTemplateInstantiations() const { return false; }
+
+  bool VisitDecl(clang::Decl* decl) {
+    if (!tdgen_annotations(*decl).empty()) marked.push_back(decl);
+    return true;
+  }
+
+  std::vector<clang::Decl*> marked;
+};
+
+// Clang names headers by absolute path; those under the working directory are shown relative
+// to it (as typed), the others absolute.
+std::string display_path(const std::string& path) {
+  static const std::string cwd = std::filesystem::current_path().string() + "/";
+  return path.rfind(cwd, 0) == 0 ? path.substr(cwd.size()) : path;
+}
+
+std::string strip_prefix(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : std::string();
+}
+
+class Collector {
+ public:
+  Collector(clang::ASTContext& context, clang::DiagnosticsEngine& diags)
+      : context_(context), sm_(context.getSourceManager()), diags_(diags) {}
+
+  std::shared_ptr<const Module> run(const std::vector<RootHeader>& roots) {
+    for (const RootHeader& root : roots) {
+      const int index = file_index(root.entry, root.path);
+      if (std::find(module_.roots.begin(), module_.roots.end(), index) == module_.roots.end())
+        module_.roots.push_back(index);
+    }
+    MarkerFinder finder;
+    finder.TraverseDecl(context_.getTranslationUnitDecl());
+    std::vector<const clang::CXXRecordDecl*> schemas;
+    for (clang::Decl* decl : finder.marked) {
+      // Clang reported an invalid declaration already; a struct is invalid when one of its
+      // fields is, and its other fields are still checked.
+      if (decl->isInvalidDecl() && !llvm::isa<clang::CXXRecordDecl>(decl)) continue;
+      if (auto* rec = llvm::dyn_cast<clang::CXXRecordDecl>(decl)) {
+        if (accept_struct(*rec)) schemas.push_back(rec);
+      } else if (auto* field = llvm::dyn_cast<clang::FieldDecl>(decl)) {
+        if (!marked_kind(*field->getParent()))
+          error(field->getLocation(), "field '" + field->getNameAsString() +
+                                          "' has a tdgen marker, but its struct is not a schema: mark the struct "
+                                          "TD_TENSORCLASS or TD_TYPED_TENSORDICT");
+      } else {
+        error(decl->getLocation(), "tdgen markers go on schema structs (after 'struct') and their fields");
+      }
+    }
+    // Classes first (nested fields and bases may name any of them), then their members.
+    for (const clang::CXXRecordDecl* rec : schemas) declare_class(*rec);
+    for (const clang::CXXRecordDecl* rec : schemas) fill_class(*rec);
+    compute_imports();
+    // The shared checks run even after errors above: what failed was left out of the IR (and
+    // nothing refers to it), so what they find is real, and one run reports everything.
+    const bool failed = diags_.hasErrorOccurred();
+    try {
+      std::shared_ptr<const Module> module = resolve(std::move(module_));
+      return failed ? nullptr : module;
+    } catch (const Diagnostic& d) {
+      for (const auto& [where, message] : d.entries()) error(origin(where), message);
+      return nullptr;
+    }
+  }
+
+ private:
+  std::string type_name(clang::QualType type) const {
+    clang::PrintingPolicy policy = context_.getPrintingPolicy();
+    policy.SuppressTagKeyword = true;
+    return type.getAsString(policy);
+  }
+
+  void error(clang::SourceLocation loc, const std::string& message, clang::SourceRange range = {}) {
+    const unsigned id = diags_.getCustomDiagID(clang::DiagnosticsEngine::Error, "%0");
+    auto builder = diags_.Report(loc, id);
+    builder << message;
+    if (range.isValid()) builder << range;
+  }
+
+  // The IR's location for `loc` (in the file, not in a macro), remembered so a check on the IR
+  // can report back at the same token.
+  SourceLocation here(clang::SourceLocation loc) {
+    const clang::SourceLocation file_loc = sm_.getFileLoc(loc);
+    const clang::PresumedLoc p = sm_.getPresumedLoc(file_loc);
+    if (p.isInvalid()) return SourceLocation{"<unknown>", 0, 0};
+    SourceLocation out{display_path(p.getFilename()), static_cast<int>(p.getLine()), static_cast<int>(p.getColumn())};
+    origins_.emplace(out.str(), file_loc);
+    return out;
+  }
+  clang::SourceLocation origin(const SourceLocation& where) const {
+    auto it = origins_.find(where.str());
+    return it == origins_.end() ? clang::SourceLocation() : it->second;
+  }
+
+  // The SchemaFile of `entry`, created on first use.
+  int file_index(const clang::FileEntry* entry, const std::string& path) {
+    auto it = files_.find(entry);
+    if (it != files_.end()) return it->second;
+    SchemaFile file;
+    file.path = path;
+    file.stem = std::filesystem::path(path).stem().string();
+    file.location = SourceLocation{path, 1, 1};
+    module_.files.push_back(std::move(file));
+    const int index = static_cast<int>(module_.files.size()) - 1;
+    files_[entry] = index;
+    return index;
+  }
+
+  // A marked struct that can be a schema; reports the ones that cannot.
+  bool accept_struct(const clang::CXXRecordDecl& rec) {
+    if (!marked_kind(rec)) {
+      error(rec.getLocation(), "'" + rec.getNameAsString() +
+                                   "' has a tdgen option but no kind: add TD_TENSORCLASS or TD_TYPED_TENSORDICT");
+      return false;
+    }
+    if (rec.getDescribedClassTemplate() || llvm::isa<clang::ClassTemplateSpecializationDecl>(rec) ||
+        rec.isDependentContext()) {
+      error(rec.getLocation(), "a class template cannot be a schema: tdgen generates one class per schema struct "
+                               "(declare a struct for each instantiation)");
+      return false;
+    }
+    if (!rec.isThisDeclarationADefinition()) return false;  // its definition is the schema
+    if (rec.isUnion()) {
+      error(rec.getLocation(), "a union cannot be a schema: use a struct");
+      return false;
+    }
+    for (const clang::DeclContext* dc = rec.getDeclContext(); !dc->isTranslationUnit(); dc = dc->getParent()) {
+      if (!dc->isNamespace()) {
+        error(rec.getLocation(), "schema struct '" + rec.getNameAsString() + "' must be declared at namespace scope");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The namespace the generated class goes to: TD_NAMESPACE's, or the struct's minus a
+  // trailing `schema` (rl::schema::Step -> rl::Step).
+  std::string target_namespace(const clang::CXXRecordDecl& rec) const {
+    for (const std::string& a : tdgen_annotations(rec)) {
+      const std::string ns = strip_prefix(a, "tdgen.namespace=");
+      if (!ns.empty() || a == "tdgen.namespace=") return ns.rfind("::", 0) == 0 ? ns.substr(2) : ns;
+    }
+    std::vector<std::string> parts;
+    for (const clang::DeclContext* dc = rec.getDeclContext(); !dc->isTranslationUnit(); dc = dc->getParent()) {
+      const auto* ns = llvm::cast<clang::NamespaceDecl>(dc);
+      if (!ns->isInline() && !ns->isAnonymousNamespace()) parts.insert(parts.begin(), ns->getNameAsString());
+    }
+    if (!parts.empty() && parts.back() == "schema") parts.pop_back();
+    std::string out;
+    for (const std::string& p : parts) out += (out.empty() ? "" : "::") + p;
+    return out;
+  }
+
+  std::string doc_of(const clang::Decl& decl) const {
+    const clang::RawComment* comment = context_.getRawCommentForDeclNoCache(&decl);
+    return comment ? comment->getFormattedText(sm_, diags_) : std::string();
+  }
+
+  void declare_class(const clang::CXXRecordDecl& rec) {
+    const clang::SourceLocation loc = sm_.getFileLoc(rec.getLocation());
+    const clang::FileID fid = sm_.getFileID(loc);
+    const clang::FileEntry* entry = sm_.getFileEntryForID(fid);
+    const int f = file_index(entry, display_path(sm_.getPresumedLoc(loc).getFilename()));
+    file_ids_.emplace(f, fid);
+    SchemaFile& file = module_.files[f];
+    const std::string ns = target_namespace(rec);
+    auto first = namespace_of_.find(f);
+    if (first == namespace_of_.end()) {
+      namespace_of_.emplace(f, std::make_pair(ns, rec.getNameAsString()));
+      file.cpp_namespace = ns;
+    } else if (first->second.first != ns) {
+      error(rec.getLocation(), "'" + rec.getNameAsString() + "' generates into namespace '" + ns + "', but '" +
+                                   first->second.second + "' of the same header into '" + first->second.first +
+                                   "': the classes of one header go to one namespace (see TD_NAMESPACE)");
+      return;
+    }
+    ClassDef cls;
+    cls.name = rec.getNameAsString();
+    cls.location = here(rec.getLocation());
+    cls.kind = *marked_kind(rec);
+    cls.doc = doc_of(rec);
+    file.classes.push_back(std::move(cls));
+    classes_[&rec] = {f, static_cast<int>(file.classes.size()) - 1};
+  }
+
+  // The reference to a schema struct, by its generated (fully qualified) name.
+  ClassRef reference(const clang::CXXRecordDecl& target, clang::SourceLocation at) {
+    const auto [f, c] = classes_.at(&target);
+    const SchemaFile& file = module_.files[f];
+    return ClassRef{(file.cpp_namespace.empty() ? "::" : "::" + file.cpp_namespace + "::") + file.classes[c].name,
+                    here(at)};
+  }
+
+  void fill_class(const clang::CXXRecordDecl& rec) {
+    auto found = classes_.find(&rec);
+    if (found == classes_.end()) return;  // already reported
+    const auto [f, c] = found->second;
+    std::vector<std::pair<int, int>>& refs = references_[f];
+    auto note_reference = [&](const clang::CXXRecordDecl& target) {
+      const auto it = classes_.find(&target);
+      if (it != classes_.end()) refs.push_back(it->second);
+      return it != classes_.end();
+    };
+    // The base: at most one, itself a schema.
+    int n = 0;
+    for (const clang::CXXBaseSpecifier& base : rec.bases()) {
+      const clang::SourceLocation at = base.getBaseTypeLoc();
+      if (n++ > 0) {
+        error(at, "schema struct '" + rec.getNameAsString() + "' extends more than one struct: a schema has at most one base",
+              base.getSourceRange());
+        continue;
+      }
+      if (base.isVirtual()) {
+        error(at, "a schema's base cannot be virtual", base.getSourceRange());
+        continue;
+      }
+      const clang::CXXRecordDecl* target = base.getType()->getAsCXXRecordDecl();
+      target = target ? target->getDefinition() : nullptr;
+      if (!target || !marked_kind(*target)) {
+        error(at, "base '" + type_name(base.getType()) + "' of schema struct '" + rec.getNameAsString() +
+                      "' is not a schema struct: mark it TD_TENSORCLASS or TD_TYPED_TENSORDICT",
+              base.getSourceRange());
+        continue;
+      }
+      if (note_reference(*target)) module_.files[f].classes[c].base = reference(*target, at);
+    }
+    for (const clang::FieldDecl* field : rec.fields()) {
+      if (field->isInvalidDecl()) continue;  // Clang reported it (an unknown type, say)
+      if (field->getName().empty()) {
+        error(field->getBeginLoc(), "anonymous members cannot be schema fields: give every field a name");
+        continue;
+      }
+      FieldDef def;
+      def.name = field->getNameAsString();
+      def.location = here(field->getLocation());
+      def.doc = doc_of(*field);
+      bool ok = true;
+      for (const std::string& a : tdgen_annotations(*field)) {
+        if (a == "tdgen.optional") {
+          def.optional = true;
+        } else {
+          error(field->getLocation(), "the marker '" + a + "' does not apply to a field");
+          ok = false;
+        }
+      }
+      FieldType type = classify_field(*field, context_);
+      if (!type.error.empty()) {
+        error(type.error_location, type.error);
+        continue;
+      }
+      if (!ok) continue;
+      def.kind = type.kind;
+      def.dtype = type.dtype;
+      def.shape = type.shape;
+      if (type.kind == FieldKind::Nested) {
+        if (!note_reference(*type.nested)) continue;  // the nested struct's own error is reported
+        def.nested = reference(*type.nested, field->getTypeSpecStartLoc());
+      }
+      module_.files[f].classes[c].fields.push_back(std::move(def));
+    }
+  }
+
+  // A header's imports are the schema headers it includes (directly, or through headers without
+  // schemas), in include order; then any other schema header one of its classes refers to
+  // (reachable through another schema header's includes).
+  void compute_imports() {
+    std::map<int, std::vector<std::pair<unsigned, int>>> included;  // importer -> (offset, imported)
+    for (const auto& [f, fid] : file_ids_) {
+      clang::FileID child = fid;
+      for (clang::SourceLocation inc = sm_.getIncludeLoc(child); inc.isValid(); inc = sm_.getIncludeLoc(child)) {
+        const clang::FileID parent = sm_.getFileID(inc);
+        auto it = files_.find(sm_.getFileEntryForID(parent));
+        if (it != files_.end() && it->second != f) {
+          included[it->second].emplace_back(sm_.getFileOffset(inc), f);
+          break;
+        }
+        child = parent;
+      }
+    }
+    for (size_t f = 0; f < module_.files.size(); ++f) {
+      std::vector<int> imports;
+      auto inc = included.find(static_cast<int>(f));
+      if (inc != included.end()) {
+        std::sort(inc->second.begin(), inc->second.end());
+        for (const auto& entry : inc->second) imports.push_back(entry.second);
+      }
+      for (const auto& [rf, rc] : references_[static_cast<int>(f)])
+        if (rf != static_cast<int>(f) && std::find(imports.begin(), imports.end(), rf) == imports.end())
+          imports.push_back(rf);
+      for (int i : imports) {
+        ImportDef imp;
+        imp.path = module_.files[i].path;
+        imp.location = module_.files[f].location;
+        imp.file_index = i;
+        module_.files[f].imports.push_back(std::move(imp));
+      }
+    }
+  }
+
+  clang::ASTContext& context_;
+  clang::SourceManager& sm_;
+  clang::DiagnosticsEngine& diags_;
+  Module module_;
+  std::map<const clang::FileEntry*, int> files_;
+  std::map<int, clang::FileID> file_ids_;  // a FileID of each schema header, for its include chain
+  std::map<int, std::pair<std::string, std::string>> namespace_of_;  // file -> (namespace, first class)
+  std::map<const clang::CXXRecordDecl*, std::pair<int, int>> classes_;
+  std::map<int, std::vector<std::pair<int, int>>> references_;  // file -> classes its classes name
+  std::map<std::string, clang::SourceLocation> origins_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Module> collect_schemas(clang::ASTContext& context, clang::DiagnosticsEngine& diags,
+                                              const std::vector<RootHeader>& roots) {
+  return Collector(context, diags).run(roots);
+}
+
+}  // namespace tdgen::cpp

@@ -1,0 +1,192 @@
+// The C++ frontend's diagnostics: each error is `file:line:col: error: ...` at the offending
+// token of the user's header, with the source line and Clang's caret; every error of a run is
+// reported; the run exits 1 and writes nothing.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "generator/support.h"
+
+namespace fs = std::filesystem;
+using tdgen_test::run;
+using tdgen_test::TempDir;
+
+namespace {
+
+const std::string kTemplates = std::string(TENSORDICT_SOURCE_DIR) + "/templates";
+
+// Lines 1-4 of every test header; the schema text starts on line 5.
+const std::string kPrelude =
+    "#include <cstdint>\n#include <string>\n#include <vector>\n#include <tensordict/schema.h>\n";
+
+struct Checked {
+  int exit_code;
+  std::string err;
+  std::string header;  // its path, as diagnostics name it
+  bool wrote_anything;
+};
+
+Checked generate(const std::string& schema) {
+  TempDir dir;
+  const std::string header = dir.path("bad.h");
+  std::ofstream(header) << kPrelude << schema;
+  auto r = run({"--out", dir.path("out"), "--templates", kTemplates, header});
+  return Checked{r.exit_code, r.err, header, fs::exists(dir.path("out"))};
+}
+
+// The error `message` at `line`:`col`, followed by the source line and a caret under `col`.
+void require_error(const Checked& c, int line, int col, const std::string& message) {
+  INFO(c.err);
+  const std::string head = c.header + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: ";
+  const size_t at = c.err.find(head);
+  REQUIRE(at != std::string::npos);
+  const size_t end = c.err.find('\n', at);
+  CHECK(c.err.substr(at + head.size(), end - at - head.size()).find(message) != std::string::npos);
+  // Clang's rendering: the source line, then the caret in column `col`.
+  const size_t source_end = c.err.find('\n', end + 1);
+  const size_t caret_end = c.err.find('\n', source_end + 1);
+  REQUIRE(caret_end != std::string::npos);
+  const std::string caret = c.err.substr(source_end + 1, caret_end - source_end - 1);
+  CHECK(caret.find('^') == static_cast<size_t>(col - 1));
+  CHECK(c.exit_code == 1);
+  CHECK_FALSE(c.wrote_anything);
+}
+
+}  // namespace
+
+TEST_CASE("C++ diagnostics: an unknown dtype points at the element type", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TENSORCLASS A {\n"
+      "  td::schema::Tensor<uint32_t, 3> x;\n"
+      "};\n}\n");
+  require_error(c, 7, 22, "unknown dtype 'unsigned int'");
+}
+
+TEST_CASE("C++ diagnostics: a non-tensor field in a typed tensordict", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TYPED_TENSORDICT A {\n"
+      "  std::string note;\n"
+      "};\n}\n");
+  require_error(c, 7, 15, "non-tensor field 'note' in the typed_tensordict 'A'");
+}
+
+TEST_CASE("C++ diagnostics: a field of an unsupported type", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TENSORCLASS A {\n"
+      "  std::vector<float> values;\n"
+      "  float gain;\n"
+      "};\n}\n");
+  require_error(c, 7, 3, "field 'values' has the unsupported type 'std::vector<float>'");
+  require_error(c, 8, 3, "field 'gain' has the unsupported type 'float'");
+}
+
+TEST_CASE("C++ diagnostics: an annotated class template", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "template <class T>\n"
+      "struct TD_TENSORCLASS A {\n"
+      "  td::schema::Tensor<T> x;\n"
+      "};\n}\n");
+  require_error(c, 7, 23, "a class template cannot be a schema");
+}
+
+TEST_CASE("C++ diagnostics: a duplicate inherited field", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TYPED_TENSORDICT Step { td::schema::Tensor<float> reward; };\n"
+      "struct TD_TYPED_TENSORDICT Next : Step {\n"
+      "  td::schema::Tensor<float> reward;\n"
+      "};\n}\n");
+  require_error(c, 8, 29, "duplicate field 'reward' (inherited from 'Step', first declared at " + c.header + ":6:");
+}
+
+TEST_CASE("C++ diagnostics: a name clash with a generated member", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TYPED_TENSORDICT A {\n"
+      "  td::schema::Tensor<float> keys;\n"
+      "};\n}\n");
+  require_error(c, 7, 29, "field name 'keys' clashes with the member 'keys'");
+}
+
+TEST_CASE("C++ diagnostics: a missing nested class", "[generator][cpp][diagnostics]") {
+  SECTION("a struct that is not a schema") {
+    const Checked c = generate(
+        "namespace n::schema {\n"
+        "struct Plain { int x; };\n"
+        "struct TD_TENSORCLASS A {\n"
+        "  Plain inner;\n"
+        "};\n}\n");
+    require_error(c, 8, 3, "field 'inner' has the type 'n::schema::Plain', which is not a schema struct");
+  }
+  SECTION("a class that is not declared at all (Clang's own error, same format)") {
+    const Checked c = generate(
+        "namespace n::schema {\n"
+        "struct TD_TENSORCLASS A {\n"
+        "  Observation obs;\n"
+        "};\n}\n");
+    require_error(c, 7, 3, "unknown type name 'Observation'");
+  }
+  SECTION("a base that is not a schema") {
+    const Checked c = generate(
+        "namespace n::schema {\n"
+        "struct Plain {};\n"
+        "struct TD_TENSORCLASS A : Plain {};\n"
+        "}\n");
+    require_error(c, 7, 27, "base 'n::schema::Plain' of schema struct 'A' is not a schema struct");
+  }
+}
+
+TEST_CASE("C++ diagnostics: shapes, markers and namespaces used wrongly", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TENSORCLASS A {\n"
+      "  td::schema::Tensor<float, 2, td::schema::any_shape> x;\n"
+      "  td::schema::Tensor<float, -3> y;\n"
+      "};\n"
+      "struct Plain { TD_OPTIONAL int z; };\n"
+      "struct TD_TENSORCLASS TD_NAMESPACE(\"other\") B {};\n"
+      "struct TD_TENSORCLASS C : A, B {};\n"
+      "}\n");
+  require_error(c, 7, 32, "any_shape stands for the whole event shape");
+  require_error(c, 8, 29, "event shape sizes must be >= 0, or td::schema::any_size; got -3");
+  require_error(c, 10, 32, "field 'z' has a tdgen marker, but its struct is not a schema");
+  require_error(c, 11, 45, "generates into namespace 'other', but 'A' of the same header into 'n'");
+  require_error(c, 12, 30, "extends more than one struct");
+}
+
+TEST_CASE("C++ diagnostics: every error of a header in one run, Clang's and tdgen's", "[generator][cpp][diagnostics]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TENSORCLASS A {\n"
+      "  td::schema::Tensor<char16_t> a;\n"   // tdgen: dtype
+      "  Missing b;\n"                        // Clang: unknown type
+      "  std::vector<int> c;\n"               // tdgen: type
+      "};\n"
+      "struct TD_TYPED_TENSORDICT B {\n"
+      "  std::string d;\n"                    // shared check: non-tensor
+      "  td::schema::Tensor<float> size;\n"   // shared check: clash
+      "};\n}\n");
+  INFO(c.err);
+  size_t errors = 0;
+  for (size_t at = c.err.find(": error: "); at != std::string::npos; at = c.err.find(": error: ", at + 1)) ++errors;
+  CHECK(errors == 5);
+  for (int line : {7, 8, 9, 12, 13}) CHECK(c.err.find(c.header + ":" + std::to_string(line) + ":") != std::string::npos);
+  CHECK(c.exit_code == 1);
+  CHECK_FALSE(c.wrote_anything);
+}
+
+TEST_CASE("C++ diagnostics: a header that cannot be read, and mixed inputs", "[generator][cpp][diagnostics]") {
+  TempDir dir;
+  auto missing = run({"--out", dir.path("out"), "--templates", kTemplates, dir.path("nope.h")});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("cannot read schema header '" + dir.path("nope.h") + "'") != std::string::npos);
+  auto mixed = run({"--check", std::string(TENSORDICT_SOURCE_DIR) + "/schemas/replay.h",
+                    std::string(TENSORDICT_SOURCE_DIR) + "/schemas/replay.yaml"});
+  CHECK(mixed.exit_code == 2);
+  CHECK(mixed.err.find("YAML and C++ schemas in one run") != std::string::npos);
+}
