@@ -2,14 +2,15 @@
 TensorDictGenerate
 ------------------
 
-Generates typed C++ classes from tdgen schema files (docs/schema-format.md) as part of the
-build, the way ``protobuf_generate`` does for .proto files.
+Generates typed C++ classes from tdgen schemas (docs/schema-format.md) as part of the build, the
+way ``protobuf_generate`` does for .proto files: YAML schema files, or C++ headers of annotated
+structs (tdgen's Clang frontend).
 
 .. command:: tensordict_generate
 
   ::
 
-    tensordict_generate(TARGET <target> SCHEMAS <files...>
+    tensordict_generate(TARGET <target> [SCHEMAS <yaml files...>] [HEADERS <C++ headers...>]
                         [OUT_DIR <dir>] [IMPORT_DIRS <dirs...>])
 
   ``TARGET``
@@ -21,22 +22,30 @@ build, the way ``protobuf_generate`` does for .proto files.
     ``<OUT_DIR>/<stem>.td.h``. A schema imported by another must be listed too (here or in
     another call whose OUT_DIR is on the include path), since a generated header includes the
     headers of its imports.
+  ``HEADERS``
+    C++ schema headers (structs marked with ``<tensordict/schema.h>``). Each one gives
+    ``<OUT_DIR>/<stem>.td.h``. They are parsed with the target's include directories and
+    compile definitions (its own and those of what it links), so ``#if`` branches and
+    includes resolve as in the real build. The depfile lists every header the parse read:
+    editing an included header regenerates. A schema header included by another is listed
+    too, like an imported YAML schema.
   ``OUT_DIR``
     Where the headers go; default ``${CMAKE_CURRENT_BINARY_DIR}/tdgen/<target>``.
   ``IMPORT_DIRS``
     Directories tdgen searches for imported schemas after the importing file's directory.
 
   One custom command per schema: its OUTPUT is the header; it DEPENDS on the schema, the
-  templates and tdgen, and on the imported schemas through the depfile tdgen writes
-  (``--depfile``), so editing a schema or one it imports regenerates the header, and only the
-  code including it is recompiled (tdgen leaves an unchanged header untouched).
+  templates and tdgen, and on the imported schemas (or included headers) through the depfile
+  tdgen writes (``--depfile``), so editing a schema or one it imports regenerates the header,
+  and only the code including it is recompiled: tdgen leaves an unchanged header untouched,
+  and Ninja's ``restat`` (CMake sets it on custom commands) then skips the compile steps.
 
   The tdgen used is the target ``TensorDict::tdgen``; the templates directory is
   ``TENSORDICT_TDGEN_TEMPLATES_DIR``.
 #]=======================================================================]
 
 function(tensordict_generate)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;OUT_DIR" "SCHEMAS;IMPORT_DIRS")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;OUT_DIR" "SCHEMAS;HEADERS;IMPORT_DIRS")
   if(arg_UNPARSED_ARGUMENTS)
     message(SEND_ERROR "Error: tensordict_generate called with unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
     return()
@@ -49,8 +58,8 @@ function(tensordict_generate)
     message(SEND_ERROR "Error: tensordict_generate called with TARGET ${arg_TARGET}, which is not a target")
     return()
   endif()
-  if(NOT arg_SCHEMAS)
-    message(SEND_ERROR "Error: tensordict_generate called without SCHEMAS")
+  if(NOT arg_SCHEMAS AND NOT arg_HEADERS)
+    message(SEND_ERROR "Error: tensordict_generate called without SCHEMAS or HEADERS")
     return()
   endif()
   if(NOT TARGET TensorDict::tdgen)
@@ -96,6 +105,32 @@ function(tensordict_generate)
       DEPENDS "${schema_abs}" ${tdgen} ${templates}
       DEPFILE "${depfile}"
       COMMENT "tdgen: generating ${stem}.td.h from ${schema_name}"
+      VERBATIM)
+    set_source_files_properties("${header}" PROPERTIES GENERATED TRUE)
+    list(APPEND headers "${header}")
+  endforeach()
+
+  # C++ headers: parsed with the target's include directories and definitions (evaluated at
+  # generation time, so usage requirements of linked targets count).
+  set(includes "$<TARGET_PROPERTY:${arg_TARGET},INCLUDE_DIRECTORIES>")
+  set(definitions "$<TARGET_PROPERTY:${arg_TARGET},COMPILE_DEFINITIONS>")
+  foreach(schema IN LISTS arg_HEADERS)
+    get_filename_component(schema_abs "${schema}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(stem "${schema_abs}" NAME_WLE)
+    get_filename_component(schema_name "${schema_abs}" NAME)
+    set(header "${out_dir}/${stem}.td.h")
+    set(depfile "${CMAKE_CURRENT_BINARY_DIR}/tdgen_deps/${arg_TARGET}/${stem}.td.h.d")
+    add_custom_command(
+      OUTPUT "${header}"
+      COMMAND ${tdgen} --out "${out_dir}" --templates "${TENSORDICT_TDGEN_TEMPLATES_DIR}"
+              --depfile "${depfile}"
+              "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
+              "$<$<BOOL:${definitions}>:-D$<JOIN:${definitions},;-D>>"
+              "${schema_abs}"
+      DEPENDS "${schema_abs}" ${tdgen} ${templates}
+      DEPFILE "${depfile}"
+      COMMENT "tdgen: generating ${stem}.td.h from ${schema_name}"
+      COMMAND_EXPAND_LISTS
       VERBATIM)
     set_source_files_properties("${header}" PROPERTIES GENERATED TRUE)
     list(APPEND headers "${header}")
