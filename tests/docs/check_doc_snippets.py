@@ -84,6 +84,10 @@ def main():
     snippets = {path: path.read_text(encoding="utf-8").splitlines() for path in snippet_files}
     also = {path: path.read_text(encoding="utf-8").splitlines()
             for directory in args.also for path in sorted(directory.glob("*.cpp"))}
+    # C++ schema headers of the snippets (compiled by tdgen's Clang frontend and by the snippet
+    # programs that include what it generates from them).
+    also.update({path: path.read_text(encoding="utf-8").splitlines()
+                 for path in sorted(args.snippets.glob("schemas/*.h"))})
 
     errors = []
     doc_names = {doc.name for doc in docs}

@@ -6,7 +6,12 @@
 #     and run;
 #  3. a field added to the copy's schema and a source file using it: the incremental rebuild
 #     must regenerate rollout.td.h, recompile only what includes it, and the program must run
-#     and print the new field; a further build must have nothing to do.
+#     and print the new field; a further build must have nothing to do;
+#  4. the same example with its record generated from the C++ schema (schemas/rollout.h,
+#     tensordict_generate HEADERS): built and run; a field added through the header rollout.h
+#     includes regenerates rollout.td.h and recompiles what includes it; an edit of that
+#     header that changes nothing regenerates but compiles nothing; a further build does
+#     nothing.
 #
 # Usage: installed_package_test.sh BUILD_DIR SOURCE_DIR WORK_DIR CXX_COMPILER [LAUNCHER] [TORCH_DIR]
 set -euo pipefail
@@ -117,5 +122,54 @@ cmake --build "$work_dir/build" >"$work_dir/build3.log" 2>&1 || { cat "$work_dir
 cat "$work_dir/build3.log"
 if grep -E "tdgen: generating|Building CXX|Linking CXX" "$work_dir/build3.log"; then
   fail "an up-to-date build regenerated, recompiled or relinked something"
+fi
+step "the C++ schema: configure with -DROLLOUT_CPP_SCHEMA=ON, build and run"
+cp -r "$source_dir/examples/rollout" "$work_dir/rollout-cpp"
+cpp_args=(-S "$work_dir/rollout-cpp" -B "$work_dir/build-cpp" -G Ninja -DROLLOUT_CPP_SCHEMA=ON
+          -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix")
+[[ -n "$launcher" ]] && cpp_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+[[ -n "$torch_dir" ]] && cpp_args+=(-DTorch_DIR="$torch_dir")
+cmake "${cpp_args[@]}" >"$work_dir/configure-cpp.log" 2>&1 || { cat "$work_dir/configure-cpp.log"; fail "configure (C++ schema)"; }
+cmake --build "$work_dir/build-cpp" >"$work_dir/build-cpp1.log" 2>&1 || { cat "$work_dir/build-cpp1.log"; fail "build (C++ schema)"; }
+expect_in "$work_dir/build-cpp1.log" "tdgen: generating rollout.td.h from rollout.h"
+"$work_dir/build-cpp/rollout" "$work_dir/rollout-cpp.memmap" | tee "$work_dir/run-cpp1.log"
+expect_in "$work_dir/run-cpp1.log" "collected 64 steps x 8 envs into rollout::Rollout"
+
+step "the C++ schema: a field added in the header rollout.h includes, rebuild"
+cpp_header=$(find "$work_dir/build-cpp" -name rollout.td.h)
+cpp_header_time=$(mtime "$cpp_header")
+cpp_policy_obj=$(find "$work_dir/build-cpp" -name 'policy.cpp.o')
+cpp_policy_time=$(mtime "$cpp_policy_obj")
+cpp_summary_obj=$(find "$work_dir/build-cpp" -name 'summary.cpp.o')
+cpp_summary_time=$(mtime "$cpp_summary_obj")
+sleep 1
+sed -i 's/^#define ROLLOUT_EXTRA_FIELDS$/#define ROLLOUT_EXTRA_FIELDS TD_OPTIONAL td::schema::Tensor<float> advantage;/' \
+  "$work_dir/rollout-cpp/schemas/rollout_options.h"
+expect_in "$work_dir/rollout-cpp/schemas/rollout_options.h" "advantage"
+cp "$here/summary_with_advantage.cpp" "$work_dir/rollout-cpp/src/summary.cpp"
+cmake --build "$work_dir/build-cpp" >"$work_dir/build-cpp2.log" 2>&1 || { cat "$work_dir/build-cpp2.log"; fail "rebuild (C++ schema)"; }
+cat "$work_dir/build-cpp2.log"
+expect_in "$work_dir/build-cpp2.log" "tdgen: generating rollout.td.h from rollout.h"
+[[ "$(mtime "$cpp_header")" != "$cpp_header_time" ]] || fail "rollout.td.h was not regenerated from the included header's edit"
+expect_in "$cpp_header" "set_advantage"
+[[ "$(mtime "$cpp_summary_obj")" != "$cpp_summary_time" ]] || fail "summary.cpp was not recompiled"
+[[ "$(mtime "$cpp_policy_obj")" == "$cpp_policy_time" ]] || fail "policy.cpp was recompiled"
+"$work_dir/build-cpp/rollout" "$work_dir/rollout-cpp.memmap" | tee "$work_dir/run-cpp2.log"
+expect_in "$work_dir/run-cpp2.log" "fields: obs action log_prob reward done advantage"
+
+step "the C++ schema: an edit of the included header that changes no field compiles nothing"
+cpp_summary_time=$(mtime "$cpp_summary_obj")
+sleep 1
+echo "// a comment: the generated header stays the same" >>"$work_dir/rollout-cpp/schemas/rollout_options.h"
+cmake --build "$work_dir/build-cpp" >"$work_dir/build-cpp3.log" 2>&1 || { cat "$work_dir/build-cpp3.log"; fail "third build (C++ schema)"; }
+cat "$work_dir/build-cpp3.log"
+expect_in "$work_dir/build-cpp3.log" "tdgen: generating rollout.td.h from rollout.h"
+if grep -E "Building CXX|Linking CXX" "$work_dir/build-cpp3.log"; then
+  fail "an unchanged generated header recompiled something (restat)"
+fi
+[[ "$(mtime "$cpp_summary_obj")" == "$cpp_summary_time" ]] || fail "summary.cpp was recompiled"
+cmake --build "$work_dir/build-cpp" >"$work_dir/build-cpp4.log" 2>&1 || { cat "$work_dir/build-cpp4.log"; fail "fourth build"; }
+if grep -E "tdgen: generating|Building CXX|Linking CXX" "$work_dir/build-cpp4.log"; then
+  fail "a no-op build (C++ schema) regenerated, recompiled or relinked something"
 fi
 echo "PASS"
