@@ -14,7 +14,9 @@
 # 3. the lazy-stack table (bench/lazy_bench.cpp): each lazy-stack op against its hand-written
 #    floor, `op lazy_ns floor_ns ratio`, then `lazy median ratio X` over the 64-member ops. BENCH_LAZY=0 skips it;
 # 4. the HDF5 table (bench/h5_bench.cpp, 1 GiB file): `h5 op cpp_us floor_us ratio` against
-#    hand-written HDF5 C code, then `h5 worst read ratio X`. BENCH_H5=0 skips it.
+#    hand-written HDF5 C code, then `h5 worst read ratio X`. BENCH_H5=0 skips it;
+# 5. the tdgen table (bench/tdgen_bench.cpp): tdgen's C++ frontend against clang++ -fsyntax-only.
+#    BENCH_TDGEN=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -150,7 +152,7 @@ PY
 fi
 
 # 4. The HDF5 table (bench/h5_bench.cpp), where the build has HDF5. BENCH_H5=0 skips it.
-[[ "${BENCH_H5:-1}" == 0 || ! -x "$build_dir/bench/h5_bench" ]] && exit 0
+if [[ "${BENCH_H5:-1}" != 0 && -x "$build_dir/bench/h5_bench" ]]; then
 "$build_dir/bench/h5_bench" \
   --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
   --benchmark_enable_random_interleaving=true \
@@ -183,3 +185,32 @@ for op in order:
     print(f"h5 {op} {cpp:.1f} {floor:.1f} {cpp / floor:.3f}")
 print(f"h5 worst read ratio {worst:.3f}")
 PY
+fi
+
+# 5. tdgen's C++ frontend (bench/tdgen_bench.cpp): a tdgen run against clang++ -fsyntax-only of
+#    the same input, `tdgen input tdgen_ms floor_ms ratio`, and the growth from 1 to 100
+#    headers. BENCH_TDGEN=0 skips it.
+if [[ "${BENCH_TDGEN:-1}" != 0 && -x "$build_dir/bench/tdgen_bench" ]]; then
+"$build_dir/bench/tdgen_bench" --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
+  --benchmark_report_aggregates_only=true \
+  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
+  || { cat "$json.log" >&2; exit 1; }
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+
+ms = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    name = b["run_name"].split("/")
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ms")]
+    arg = name[1] if len(name) > 1 and name[1].isdigit() else ""
+    ms[(name[0], arg)] = b["real_time"] * scale
+for label, tdgen, floor in [("light", ("BM_Light_Tdgen", ""), ("BM_Light_Floor", "")),
+                            ("aten", ("BM_ATen_Tdgen", ""), ("BM_ATen_Floor", "")),
+                            ("100-headers", ("BM_Many_Tdgen", "100"), ("BM_Many_Floor", ""))]:
+    print(f"tdgen {label} {ms[tdgen]:.1f} {ms[floor]:.1f} {ms[tdgen] / ms[floor]:.3f}")
+one, hundred = ms[("BM_Many_Tdgen", "1")], ms[("BM_Many_Tdgen", "100")]
+print(f"tdgen growth 1->100 headers {hundred / one:.2f}x ({(hundred - one) / 99:.2f} ms per header)")
+PY
+fi
