@@ -91,30 +91,19 @@ function(tensordict_generate)
   endforeach()
   file(GLOB templates CONFIGURE_DEPENDS "${TENSORDICT_TDGEN_TEMPLATES_DIR}/*.tmpl")
 
-  set(headers)
-  foreach(schema IN LISTS arg_SCHEMAS)
-    get_filename_component(schema_abs "${schema}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(stem "${schema_abs}" NAME_WLE)
-    get_filename_component(schema_name "${schema_abs}" NAME)
-    set(header "${out_dir}/${stem}.td.h")
-    set(depfile "${CMAKE_CURRENT_BINARY_DIR}/tdgen_deps/${arg_TARGET}/${stem}.td.h.d")
-    add_custom_command(
-      OUTPUT "${header}"
-      COMMAND ${tdgen} --out "${out_dir}" --templates "${TENSORDICT_TDGEN_TEMPLATES_DIR}"
-              --depfile "${depfile}" ${import_args} "${schema_abs}"
-      DEPENDS "${schema_abs}" ${tdgen} ${templates}
-      DEPFILE "${depfile}"
-      COMMENT "tdgen: generating ${stem}.td.h from ${schema_name}"
-      VERBATIM)
-    set_source_files_properties("${header}" PROPERTIES GENERATED TRUE)
-    list(APPEND headers "${header}")
-  endforeach()
-
-  # C++ headers: parsed with the target's include directories and definitions (evaluated at
-  # generation time, so usage requirements of linked targets count).
+  # C++ headers are parsed with the target's include directories and definitions (evaluated at
+  # generation time, so usage requirements of linked targets count); YAML schemas get the
+  # import directories.
   set(includes "$<TARGET_PROPERTY:${arg_TARGET},INCLUDE_DIRECTORIES>")
   set(definitions "$<TARGET_PROPERTY:${arg_TARGET},COMPILE_DEFINITIONS>")
-  foreach(schema IN LISTS arg_HEADERS)
+  set(headers)
+  foreach(schema IN LISTS arg_SCHEMAS arg_HEADERS)
+    set(yaml_args ${import_args})
+    set(is_header 0)
+    if(schema IN_LIST arg_HEADERS)
+      set(yaml_args)
+      set(is_header 1)
+    endif()
     get_filename_component(schema_abs "${schema}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(stem "${schema_abs}" NAME_WLE)
     get_filename_component(schema_name "${schema_abs}" NAME)
@@ -123,9 +112,9 @@ function(tensordict_generate)
     add_custom_command(
       OUTPUT "${header}"
       COMMAND ${tdgen} --out "${out_dir}" --templates "${TENSORDICT_TDGEN_TEMPLATES_DIR}"
-              --depfile "${depfile}"
-              "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
-              "$<$<BOOL:${definitions}>:-D$<JOIN:${definitions},;-D>>"
+              --depfile "${depfile}" ${yaml_args}
+              "$<$<AND:${is_header},$<BOOL:${includes}>>:-I$<JOIN:${includes},;-I>>"
+              "$<$<AND:${is_header},$<BOOL:${definitions}>>:-D$<JOIN:${definitions},;-D>>"
               "${schema_abs}"
       DEPENDS "${schema_abs}" ${tdgen} ${templates}
       DEPFILE "${depfile}"

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <string>
 
+#include <unistd.h>
+
 #include <ATen/ATen.h>
 #include <tensordict/backends/memmap.h>
 #include <tensordict/tensordict.h>
@@ -39,7 +41,9 @@ void write_for_python(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "tensordict_docs_compat";
+  // One directory per process: CTest runs this program twice, in parallel.
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("tensordict_docs_compat_" + std::to_string(::getpid()));
   std::filesystem::remove_all(tmp);
   write_for_python(tmp.string());
   read_python(argc > 1 ? argv[1] : tmp.string());
