@@ -294,3 +294,34 @@ TEST_CASE("C++ schemas: several headers in one run generate one header each", "[
   for (const char* name : {"replay.td.h", "rl_transition.td.h", "ifeval.td.h"}) CHECK(fs::exists(out.path(name)));
   CHECK_FALSE(fs::exists(out.path("observation.td.h")));  // imported, not a root
 }
+
+TEST_CASE("C++ schemas: flags from compile_commands.json (-p), inferred for a header", "[generator][cpp]") {
+  TempDir dir;
+  fs::create_directories(dir.path("inc"));
+  std::ofstream(dir.path("inc/dims.h")) << "#pragma once\nconstexpr long kWidth = 5;\n";
+  std::ofstream(dir.path("src.cpp")) << "int main() { return 0; }\n";
+  // The database names only the source file; the header next to it takes its flags.
+  std::ofstream(dir.path("compile_commands.json"))
+      << "[{\"directory\": \"" << dir.path() << "\", \"file\": \"" << dir.path("src.cpp")
+      << "\", \"command\": \"/usr/bin/c++ -std=c++17 -DFROM_DB=1 -Iinc -c src.cpp -o src.o\"}]\n";
+  tdgen::CppFrontendOptions options;
+  options.compile_commands_dir = dir.path();
+  const Parsed p = parse(dir, "schema.h", kPrelude + R"(
+#include "dims.h"
+namespace db::schema {
+struct TD_TENSORCLASS FromDb {
+#if FROM_DB
+  td::schema::Tensor<float, kWidth> wide;
+#endif
+};
+}
+)", options);
+  INFO(p.err);
+  const tdgen::ClassDef& cls = only_class(p);
+  REQUIRE(cls.fields.size() == 1);
+  CHECK(cls.fields[0].shape == std::vector<int64_t>{5});
+  std::ostringstream err;
+  options.compile_commands_dir = dir.path("inc");  // no database there
+  CHECK_FALSE(tdgen::load_cpp_module({dir.path("schema.h")}, options, err).module);
+  CHECK(err.str().find("-p " + dir.path("inc")) != std::string::npos);
+}
