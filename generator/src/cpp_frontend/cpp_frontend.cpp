@@ -16,6 +16,7 @@
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "display_path.h"
 #include "schema_collector.h"
 
 #ifndef TDGEN_CLANG_RESOURCE_DIR
@@ -66,19 +67,18 @@ class DiagnosticPrinter : public clang::DiagnosticConsumer {
   }
 
  private:
-  // Clang names the headers by absolute path (ClangTool makes the main file absolute); the
-  // ones under the working directory are shown relative to it, as the user typed them.
-  std::string relative_paths(std::string line) const {
-    for (const char* lead : {"", "In file included from ", "from "}) {
-      const size_t at = std::string(lead).empty() ? 0 : line.find(lead);
+  // The paths a diagnostic line starts with, or names after "from " (the include stack), as
+  // display_path() shows them.
+  static std::string relative_paths(std::string line) {
+    for (const char* lead : {"", "from "}) {
+      const size_t at = *lead ? line.find(lead) : 0;
       if (at == std::string::npos) continue;
       const size_t path = at + std::string(lead).size();
-      if (line.compare(path, cwd_.size(), cwd_) == 0) line.erase(path, cwd_.size());
+      line = line.substr(0, path) + cpp::display_path(line.substr(path));
     }
     return line;
   }
 
-  const std::string cwd_ = fs::current_path().string() + "/";
   std::ostream& out_;
   std::string buffer_;
   llvm::raw_string_ostream stream_;
@@ -91,8 +91,8 @@ class FileList : public clang::DependencyCollector {
 };
 
 struct ParseState {
-  std::vector<std::string> headers;  // as the main file includes them
-  std::vector<std::string> given;    // as given on the command line
+  std::vector<std::string> headers;  // absolute, as the main file includes them
+  std::vector<std::string> given;    // as given on the command line (what diagnostics show)
   FileList dependencies;
   std::shared_ptr<const Module> module;
 };
@@ -215,12 +215,10 @@ CppModule load_cpp_module(const std::vector<std::string>& headers, const CppFron
     flags = database_flags(options.compile_commands_dir, fs::absolute(headers.front()).string(), directory, err, ok);
     if (!ok) return result;
   }
-  // Headers named as given when tdgen runs where the compile runs (diagnostics then show the
-  // paths the user typed); absolute when the database's directory is elsewhere.
-  const bool as_given = fs::equivalent(directory, fs::current_path());
+  // Included by absolute path: the compile may run in the database's directory, not here.
   std::string main_text;
   for (const std::string& h : headers) {
-    state.headers.push_back(as_given ? h : fs::absolute(h).lexically_normal().string());
+    state.headers.push_back(fs::absolute(h).lexically_normal().string());
     main_text += "#include \"" + state.headers.back() + "\"\n";
   }
   flags.insert(flags.end(), {"-x", "c++", "-std=c++17", "-DTDGEN_PARSING=1", "-ferror-limit=0", "-w",

@@ -13,6 +13,7 @@
 #include <tdgen/diagnostic.h>
 #include <tdgen/sema.h>
 
+#include "display_path.h"
 #include "field_type.h"
 
 namespace tdgen::cpp {
@@ -32,13 +33,6 @@ class MarkerFinder : public clang::RecursiveASTVisitor<MarkerFinder> {
 
   std::vector<clang::Decl*> marked;
 };
-
-// Clang names headers by absolute path; those under the working directory are shown relative
-// to it (as typed), the others absolute.
-std::string display_path(const std::string& path) {
-  static const std::string cwd = std::filesystem::current_path().string() + "/";
-  return path.rfind(cwd, 0) == 0 ? path.substr(cwd.size()) : path;
-}
 
 std::string strip_prefix(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : std::string();
