@@ -36,15 +36,18 @@ if [[ ! -x "$build_dir/bench/ops_bench" || ! -x "$build_dir/bench/scaling_bench"
 fi
 json=$(mktemp /tmp/tensordict-bench.XXXXXX.json)
 trap 'rm -f "$json" "$json.log"' EXIT
+# run_bench NAME ARGS...: bench/NAME, its results written to $json; its stderr is shown only
+# when it fails.
+run_bench() {
+  local name=$1
+  shift
+  "$build_dir/bench/$name" --benchmark_repetitions="${BENCH_REPETITIONS:-5}" "$@" \
+    --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
+    || { cat "$json.log" >&2; exit 1; }
+}
 if [[ "${BENCH_OPS:-1}" != 0 ]]; then
-"$build_dir/bench/ops_bench" \
-  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
-  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
-  --benchmark_enable_random_interleaving=true \
-  --benchmark_report_aggregates_only=true \
-  --benchmark_filter="${BENCH_FILTER:-.}" \
-  --benchmark_out="$json" --benchmark_out_format=json "$@" >/dev/null 2>"$json.log" \
-  || { cat "$json.log" >&2; exit 1; }
+run_bench ops_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=true --benchmark_filter="${BENCH_FILTER:-.}" "$@"
 /usr/bin/python3 - "$json" <<'PY'
 import json, statistics, sys
 
@@ -77,12 +80,7 @@ PY
 fi
 
 if [[ "${BENCH_SCALING:-1}" != 0 ]]; then
-"$build_dir/bench/scaling_bench" \
-  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
-  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
-  --benchmark_display_aggregates_only=true \
-  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
-  || { cat "$json.log" >&2; exit 1; }
+run_bench scaling_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_display_aggregates_only=true
 /usr/bin/python3 - "$json" <<'PY'
 import json, sys
 
@@ -118,12 +116,7 @@ PY
 fi
 
 if [[ "${BENCH_LAZY:-1}" != 0 ]]; then
-"$build_dir/bench/lazy_bench" \
-  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
-  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
-  --benchmark_report_aggregates_only=true \
-  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
-  || { cat "$json.log" >&2; exit 1; }
+run_bench lazy_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_report_aggregates_only=true
 /usr/bin/python3 - "$json" <<'PY'
 import json, statistics, sys
 
@@ -153,13 +146,8 @@ fi
 
 # 4. The HDF5 table (bench/h5_bench.cpp), where the build has HDF5. BENCH_H5=0 skips it.
 if [[ "${BENCH_H5:-1}" != 0 && -x "$build_dir/bench/h5_bench" ]]; then
-"$build_dir/bench/h5_bench" \
-  --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
-  --benchmark_enable_random_interleaving=true \
-  --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
-  --benchmark_report_aggregates_only=true \
-  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
-  || { cat "$json.log" >&2; exit 1; }
+run_bench h5_bench --benchmark_enable_random_interleaving=true --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
+  --benchmark_report_aggregates_only=true
 /usr/bin/python3 - "$json" <<'PY'
 import json, sys
 
@@ -191,10 +179,7 @@ fi
 #    the same input, `tdgen input tdgen_ms floor_ms ratio`, and the growth from 1 to 100
 #    headers. BENCH_TDGEN=0 skips it.
 if [[ "${BENCH_TDGEN:-1}" != 0 && -x "$build_dir/bench/tdgen_bench" ]]; then
-"$build_dir/bench/tdgen_bench" --benchmark_repetitions="${BENCH_REPETITIONS:-5}" \
-  --benchmark_report_aggregates_only=true \
-  --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>"$json.log" \
-  || { cat "$json.log" >&2; exit 1; }
+run_bench tdgen_bench --benchmark_report_aggregates_only=true
 /usr/bin/python3 - "$json" <<'PY'
 import json, sys
 
