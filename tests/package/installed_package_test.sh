@@ -26,6 +26,18 @@ expect_in() {  # expect_in FILE TEXT
   grep -qF -- "$2" "$1" || { cat "$1"; fail "expected '$2' in $1"; }
 }
 
+# configure_rollout SRC BUILD LOG [ARGS...]: configures the copy $work_dir/SRC of the example in
+# $work_dir/BUILD against the installed prefix, logging to $work_dir/LOG.log.
+configure_rollout() {
+  local src=$1 build=$2 log=$3
+  shift 3
+  local args=(-S "$work_dir/$src" -B "$work_dir/$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+              -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" "$@")
+  [[ -n "$launcher" ]] && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+  [[ -n "$torch_dir" ]] && args+=(-DTorch_DIR="$torch_dir")
+  cmake "${args[@]}" >"$work_dir/$log.log" 2>&1 || { cat "$work_dir/$log.log"; fail "configure $src"; }
+}
+
 rm -rf "$work_dir"
 mkdir -p "$work_dir"
 
@@ -69,11 +81,7 @@ pc_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs te
 
 step "configure and build examples/rollout against the installed package"
 cp -r "$source_dir/examples/rollout" "$work_dir/rollout"
-configure_args=(-S "$work_dir/rollout" -B "$work_dir/build" -G Ninja
-                -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix")
-[[ -n "$launcher" ]] && configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
-[[ -n "$torch_dir" ]] && configure_args+=(-DTorch_DIR="$torch_dir")
-cmake "${configure_args[@]}" >"$work_dir/configure.log" 2>&1 || { cat "$work_dir/configure.log"; fail "configure"; }
+configure_rollout rollout build configure
 expect_in "$work_dir/build/CMakeCache.txt" "TensorDict_DIR:PATH=$prefix/lib/cmake/TensorDict"
 cmake --build "$work_dir/build" >"$work_dir/build1.log" 2>&1 || { cat "$work_dir/build1.log"; fail "build"; }
 expect_in "$work_dir/build1.log" "tdgen: generating rollout.td.h"
@@ -125,11 +133,7 @@ if grep -E "tdgen: generating|Building CXX|Linking CXX" "$work_dir/build3.log"; 
 fi
 step "the C++ schema: configure with -DROLLOUT_CPP_SCHEMA=ON, build and run"
 cp -r "$source_dir/examples/rollout" "$work_dir/rollout-cpp"
-cpp_args=(-S "$work_dir/rollout-cpp" -B "$work_dir/build-cpp" -G Ninja -DROLLOUT_CPP_SCHEMA=ON
-          -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix")
-[[ -n "$launcher" ]] && cpp_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
-[[ -n "$torch_dir" ]] && cpp_args+=(-DTorch_DIR="$torch_dir")
-cmake "${cpp_args[@]}" >"$work_dir/configure-cpp.log" 2>&1 || { cat "$work_dir/configure-cpp.log"; fail "configure (C++ schema)"; }
+configure_rollout rollout-cpp build-cpp configure-cpp -DROLLOUT_CPP_SCHEMA=ON
 cmake --build "$work_dir/build-cpp" >"$work_dir/build-cpp1.log" 2>&1 || { cat "$work_dir/build-cpp1.log"; fail "build (C++ schema)"; }
 expect_in "$work_dir/build-cpp1.log" "tdgen: generating rollout.td.h from rollout.h"
 "$work_dir/build-cpp/rollout" "$work_dir/rollout-cpp.memmap" | tee "$work_dir/run-cpp1.log"
