@@ -6,6 +6,8 @@
 #include <tdgen/emitter.h>
 
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <sstream>
 
@@ -16,9 +18,10 @@ namespace tdgen {
 
 namespace {
 
-const char* const kTemplateNames[] = {"header.td.h.tmpl", "class.tmpl",        "field_descriptor.tmpl",
-                                      "shape_array.tmpl", "field_tensor.tmpl", "field_nested.tmpl",
-                                      "field_scalar.tmpl", "field_cache.tmpl"};
+const char* const kTemplateNames[] = {"header.td.h.tmpl",  "class.tmpl",        "field_descriptor.tmpl",
+                                      "shape_array.tmpl",  "field_dims.tmpl",   "field_default.tmpl",
+                                      "field_tensor.tmpl", "field_nested.tmpl", "field_scalar.tmpl",
+                                      "field_cache.tmpl"};
 
 struct Templates {
   explicit Templates(const std::string& dir)
@@ -26,11 +29,14 @@ struct Templates {
         cls(CodeTemplate::load(dir, "class.tmpl")),
         descriptor(CodeTemplate::load(dir, "field_descriptor.tmpl")),
         shape_array(CodeTemplate::load(dir, "shape_array.tmpl")),
+        dims(CodeTemplate::load(dir, "field_dims.tmpl")),
+        default_value(CodeTemplate::load(dir, "field_default.tmpl")),
         tensor_field(CodeTemplate::load(dir, "field_tensor.tmpl")),
         nested_field(CodeTemplate::load(dir, "field_nested.tmpl")),
         scalar_field(CodeTemplate::load(dir, "field_scalar.tmpl")),
         cache(CodeTemplate::load(dir, "field_cache.tmpl")) {}
-  CodeTemplate header, cls, descriptor, shape_array, tensor_field, nested_field, scalar_field, cache;
+  CodeTemplate header, cls, descriptor, shape_array, dims, default_value, tensor_field, nested_field, scalar_field,
+      cache;
 };
 
 // User text only ever goes into `///` comments: one comment line per text line, control
@@ -56,10 +62,35 @@ std::string printable(const std::string& text) {
   return out;
 }
 
-std::string dims_str(const std::vector<int64_t>& dims) {
+// The contents of a C++ string literal holding `text`.
+std::string literal(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// "[N, 3]": named dims by name.
+std::string dims_str(const FieldDef& f) {
   std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < f.shape->size(); ++i)
+    out += (i ? ", " : "") + (i < f.dim_names.size() && !f.dim_names[i].empty() ? f.dim_names[i] : std::to_string((*f.shape)[i]));
   return out + "]";
+}
+
+// A double as a C++ constant expression that reads back exactly.
+std::string double_literal(double value) {
+  if (std::isnan(value)) return "::std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(value)) return value > 0 ? "::std::numeric_limits<double>::infinity()"
+                                          : "-::std::numeric_limits<double>::infinity()";
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  std::string text = out.str();
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
 }
 
 const char* kind_enum(FieldKind kind) {
@@ -77,7 +108,7 @@ const char* kind_enum(FieldKind kind) {
 // "uint8, event shape [84, 84, 3]"
 std::string expected_str(const FieldDef& f) {
   std::string out = f.dtype ? std::string("dtype ") + dtype_name(*f.dtype) : "any dtype";
-  out += f.shape ? ", event shape " + dims_str(*f.shape) : ", any event shape";
+  out += f.shape ? ", event shape " + dims_str(f) : ", any event shape";
   return out;
 }
 
@@ -91,7 +122,22 @@ std::string field_summary(const Module& module, const FieldDef& f) {
     case FieldKind::Float: what = "float"; break;
     case FieldKind::Bool: what = "bool"; break;
   }
-  return "Field `" + f.name + "` (" + what + (f.optional ? ", optional" : "") + ").";
+  std::string extra = f.optional ? ", optional" : "";
+  if (f.default_value) {
+    const DefaultValue& d = *f.default_value;
+    switch (d.kind) {
+      case DefaultValue::Kind::Bool: extra += std::string(", default ") + (d.boolean ? "true" : "false"); break;
+      case DefaultValue::Kind::Int: extra += ", default " + std::to_string(d.integer); break;
+      case DefaultValue::Kind::Float: {
+        std::ostringstream text;
+        text << d.number;
+        extra += ", default " + text.str();
+        break;
+      }
+      case DefaultValue::Kind::String: extra += ", default \"" + d.text + "\""; break;
+    }
+  }
+  return "Field `" + f.name + "` (" + what + extra + ").";
 }
 
 class HeaderWriter {
@@ -140,44 +186,61 @@ class HeaderWriter {
     base += ">";
 
     const std::vector<const FieldDef*> fields = all_fields(m_, cls);
-    std::string shapes, descriptors, names, accessors, caches;
+    std::string arrays, descriptors, names, accessors, caches;
     for (size_t i = 0; i < fields.size(); ++i) {
       const FieldDef& f = *fields[i];
+      const std::string& a = f.accessor();
       const bool has_shape = f.kind == FieldKind::Tensor && f.shape && !f.shape->empty();
       if (has_shape) {
         std::string dims;
         for (size_t d = 0; d < f.shape->size(); ++d) dims += (d ? ", " : "") + std::to_string((*f.shape)[d]);
-        shapes += t_.shape_array.render({{"FIELD", f.name}, {"DIMS", dims}});
+        arrays += t_.shape_array.render({{"FIELD", a}, {"DIMS", dims}});
       }
+      const bool named_dims = has_shape && !f.dim_names.empty();
+      if (named_dims) {
+        std::string list;
+        for (size_t d = 0; d < f.dim_names.size(); ++d)
+          list += (d ? ", " : "") + (f.dim_names[d].empty() ? std::string("nullptr") : "\"" + f.dim_names[d] + "\"");
+        arrays += t_.dims.render({{"FIELD", a}, {"NAMES", list}});
+      }
+      if (f.default_value) arrays += write_default(f);
       const bool tensor = f.kind == FieldKind::Tensor;
       descriptors += t_.descriptor.render({
-          {"FIELD", f.name},
+          {"KEY", literal(f.name)},
           {"KIND", kind_enum(f.kind)},
           {"DTYPE", tensor && f.dtype ? dtype_cpp(*f.dtype) : "::c10::ScalarType::Undefined"},
           {"ANY_DTYPE", tensor && f.dtype ? "false" : "true"},
-          {"SHAPE", has_shape ? f.name + "_shape" : "nullptr"},
+          {"SHAPE", has_shape ? a + "_shape" : "nullptr"},
           {"RANK", tensor && f.shape ? std::to_string(f.shape->size()) : "-1"},
           {"OPTIONAL", f.optional ? "true" : "false"},
           {"NESTED_NAME", f.kind == FieldKind::Nested ? "\"" + referenced_class(m_, f.nested).name + "\"" : "nullptr"},
           {"NESTED_SCHEMA", f.kind == FieldKind::Nested
                                 ? "&::tensordict::typed::schema_of<" + qualified_cpp_name(m_, f.nested) + ">"
                                 : "nullptr"},
+          {"DIM_NAMES", named_dims ? a + "_dims" : "nullptr"},
+          {"DEFAULT", f.default_value ? "&" + a + "_default" : "nullptr"},
       });
-      names += "        \"" + f.name + "\",\n";
+      names += "        \"" + literal(f.name) + "\",\n";
     }
+    std::string dim_names;
+    const std::vector<const DimDef*> dims = all_dims(m_, cls);
+    for (size_t d = 0; d < dims.size(); ++d) dim_names += (d ? ", \"" : "\"") + dims[d]->name + "\"";
     // Accessors for every field, inherited ones too: re-declared here they name this class in
     // errors and their setters return it. Caches only for this class's own fields; the
     // inherited ones use the base's (protected) caches.
     const size_t first_own = fields.size() - cls.fields.size();
     for (size_t i = 0; i < fields.size(); ++i) accessors += write_accessors(cls, *fields[i], i);
-    for (size_t i = first_own; i < fields.size(); ++i) caches += t_.cache.render({{"FIELD", fields[i]->name}});
+    for (size_t i = first_own; i < fields.size(); ++i) caches += t_.cache.render({{"FIELD", fields[i]->accessor()}});
     return t_.cls.render({
         {"CLASS_DOC", doc_comment(cls.doc.empty() ? std::string(class_kind_name(cls.kind)) + " " + cls.name +
                                                         " (generated from a schema)." : cls.doc, "")},
         {"CLASS_NAME", cls.name},
         {"BASE", base},
         {"QUALIFIED_NAME", self},
-        {"SHAPE_ARRAYS", shapes},
+        {"FIELD_ARRAYS", arrays},
+        {"DIM_COUNT", std::to_string(dims.size())},
+        {"DIM_NAMES", dims.empty() ? "{}" : "{" + dim_names + "}"},
+        {"FROZEN", is_frozen(m_, cls) ? "true" : "false"},
         {"FIELD_COUNT", std::to_string(fields.size())},
         {"FIELD_DESCRIPTORS", descriptors},
         {"FIELD_NAMES", names},
@@ -191,7 +254,7 @@ class HeaderWriter {
   std::string write_accessors(const ClassDef& cls, const FieldDef& f, size_t index) {
     std::string doc = doc_comment(field_summary(m_, f), "  ");
     if (!f.doc.empty()) doc = doc_comment(f.doc, "  ") + doc;
-    CodeTemplate::Values v{{"FIELD_DOC", doc}, {"FIELD", f.name}, {"INDEX", std::to_string(index)}, {"CLASS_NAME", cls.name}};
+    CodeTemplate::Values v{{"FIELD_DOC", doc}, {"FIELD", f.accessor()}, {"INDEX", std::to_string(index)}, {"CLASS_NAME", cls.name}};
     switch (f.kind) {
       case FieldKind::Tensor:
         v["EXPECTED"] = expected_str(f);
@@ -210,6 +273,30 @@ class HeaderWriter {
     // Rows of an optional field may be null (Python None).
     v["ROW_TYPE"] = f.optional ? "::std::optional<" + v["CPP_TYPE"] + ">" : v["CPP_TYPE"];
     return t_.scalar_field.render(v);
+  }
+
+  std::string write_default(const FieldDef& f) {
+    const DefaultValue& d = *f.default_value;
+    // Stored as the field reads it: an integer default of a float field (or float tensor) is a
+    // float.
+    const bool integral_dtype = f.dtype && std::string(dtype_name(*f.dtype)).find("int") != std::string::npos;
+    const bool as_float = d.kind == DefaultValue::Kind::Float ||
+                          (d.kind == DefaultValue::Kind::Int &&
+                           (f.kind == FieldKind::Float || (f.kind == FieldKind::Tensor && !integral_dtype)));
+    const char* kind = d.kind == DefaultValue::Kind::Bool     ? "Bool"
+                       : d.kind == DefaultValue::Kind::String ? "String"
+                       : as_float                             ? "Float"
+                                                              : "Int";
+    return t_.default_value.render({
+        {"FIELD", f.accessor()},
+        {"KIND", kind},
+        {"BOOL", d.kind == DefaultValue::Kind::Bool && d.boolean ? "true" : "false"},
+        {"INT", d.kind != DefaultValue::Kind::Int || as_float ? "0"
+                : d.integer == INT64_MIN                     ? "INT64_MIN"
+                                                             : std::to_string(d.integer)},
+        {"FLOAT", as_float ? double_literal(d.kind == DefaultValue::Kind::Int ? static_cast<double>(d.integer) : d.number) : "0.0"},
+        {"TEXT", d.kind == DefaultValue::Kind::String ? "\"" + literal(d.text) + "\"" : "nullptr"},
+    });
   }
 
   const Templates& t_;

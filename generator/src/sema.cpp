@@ -3,6 +3,8 @@
 #include <tdgen/sema.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -62,7 +64,7 @@ class Resolver {
       for (auto& cls : file.classes) collect([&] { check_extends(cls); });
     report();
     for (auto& file : m_.files)
-      for (auto& cls : file.classes) collect([&] { check_fields(cls); });
+      for (auto& cls : file.classes) collect([&] { check_fields(file, cls); });
     report();
     for (size_t f = 0; f < m_.files.size(); ++f) emission_order(m_, static_cast<int>(f));  // nesting cycles
   }
@@ -168,61 +170,170 @@ class Resolver {
 
   static bool is_non_tensor(FieldKind kind) { return kind != FieldKind::Tensor && kind != FieldKind::Nested; }
 
-  void check_fields(const ClassDef& cls) {
-    // Inherited fields first (the base chain is acyclic by now).
-    std::map<std::string, std::pair<const FieldDef*, const ClassDef*>> seen;
+  // How the schema's own syntax spells a C++ accessor name, for the clash diagnostic's hint.
+  static std::string cpp_name_hint(const SchemaFile& file, const std::string& name) {
+    const std::string ext = std::filesystem::path(file.path).extension().string();
+    const std::string suggestion = name + "_field";
+    if (ext == ".yaml" || ext == ".yml")
+      return "keep the key and rename its accessors with `cpp_name: " + suggestion + "`";
+    return "keep the key and rename its accessors with TD_CPP_NAME(\"" + suggestion + "\")";
+  }
+
+  // A stored key: any printable text when the accessors have their own name, else an identifier.
+  void check_field_names(const SchemaFile& file, const FieldDef& field) {
+    if (field.cpp_name.empty()) {
+      check_name(field.name, field.location, "field name");
+    } else {
+      if (field.name.empty()) throw Diagnostic(field.location, "empty field name");
+      for (char c : field.name)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+          throw Diagnostic(field.location, "field name '" + field.name + "' holds a control character");
+      check_name(field.cpp_name, field.cpp_name_location, "C++ name");
+    }
+    const auto& reserved = reserved_member_names();
+    const std::string& a = field.accessor();
+    std::vector<std::string> members{a, "set_" + a, "set_" + a + "_", "has_" + a};
+    if (is_non_tensor(field.kind)) members.push_back(a + "_list");
+    for (const std::string& member : members) {
+      if (std::find(reserved.begin(), reserved.end(), member) == reserved.end()) continue;
+      if (!field.cpp_name.empty())
+        throw Diagnostic(field.cpp_name_location, "C++ name '" + a + "' of field '" + field.name +
+                                                      "' clashes with the member '" + member +
+                                                      "' of TensorDict, TensorClass or the generated class");
+      throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
+                                           "' of TensorDict, TensorClass or the generated class: " +
+                                           cpp_name_hint(file, field.name));
+    }
+  }
+
+  // The default of an optional field, against the field's kind, dtype and event shape.
+  void check_default(const FieldDef& field) {
+    const DefaultValue& d = *field.default_value;
+    using K = DefaultValue::Kind;
+    static const char* const kKindNames[] = {"a bool", "an integer", "a float", "a string"};
+    const char* given = kKindNames[static_cast<int>(d.kind)];
+    if (!field.optional)
+      throw Diagnostic(d.location, "field '" + field.name + "' has a default but is required: a default is what "
+                                       "the constructor stores when the field is not given, so mark it optional");
+    auto refuse = [&](const std::string& expected) {
+      throw Diagnostic(d.location, "the default of field '" + field.name + "' must be " + expected + ", got " + given);
+    };
+    switch (field.kind) {
+      case FieldKind::Nested:
+        throw Diagnostic(d.location, "field '" + field.name + "' holds a nested class: it cannot have a default");
+      case FieldKind::String: if (d.kind != K::String) refuse("a string"); return;
+      case FieldKind::Int: if (d.kind != K::Int) refuse("an integer"); return;
+      case FieldKind::Float: if (d.kind != K::Int && d.kind != K::Float) refuse("a number"); return;
+      case FieldKind::Bool: if (d.kind != K::Bool) refuse("true or false"); return;
+      case FieldKind::Tensor: break;
+    }
+    if (!field.dtype || !field.shape)
+      throw Diagnostic(d.location, "field '" + field.name + "' has a default but " +
+                                       (field.dtype ? "any event shape" : "any dtype") +
+                                       ": a default fills a declared dtype and event shape");
+    for (size_t i = 0; i < field.shape->size(); ++i)
+      if ((*field.shape)[i] < 0 && (field.dim_names.empty() || field.dim_names[i].empty()))
+        throw Diagnostic(d.location, "field '" + field.name + "' has a default but a dim of any size (-1): a "
+                                         "default needs every size, given or named");
+    const Dtype t = *field.dtype;
+    if (t == Dtype::kBool) {
+      if (d.kind != K::Bool) refuse("true or false (dtype bool)");
+      return;
+    }
+    if (d.kind == K::Bool || d.kind == K::String) refuse(std::string("a number (dtype ") + dtype_name(t) + ")");
+    const bool floating = t == Dtype::kFloat || t == Dtype::kDouble || t == Dtype::kHalf || t == Dtype::kBFloat16 ||
+                          t == Dtype::kComplexFloat || t == Dtype::kComplexDouble;
+    if (floating) return;
+    if (d.kind != K::Int) refuse(std::string("an integer (dtype ") + dtype_name(t) + ")");
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    switch (t) {
+      case Dtype::kByte: lo = 0; hi = 255; break;
+      case Dtype::kChar: lo = -128; hi = 127; break;
+      case Dtype::kShort: lo = -32768; hi = 32767; break;
+      case Dtype::kInt: lo = INT32_MIN; hi = INT32_MAX; break;
+      default: break;
+    }
+    if (d.integer < lo || d.integer > hi)
+      throw Diagnostic(d.location, "the default " + std::to_string(d.integer) + " of field '" + field.name +
+                                       "' does not fit its dtype " + dtype_name(t) + " (" + std::to_string(lo) +
+                                       " to " + std::to_string(hi) + ")");
+  }
+
+  void check_fields(const SchemaFile& file, const ClassDef& cls) {
+    // Inherited fields and dims first (the base chain is acyclic by now).
+    struct Seen {
+      const FieldDef* field;
+      const ClassDef* cls;
+    };
+    std::map<std::string, Seen> keys, accessors;
+    std::map<std::string, std::pair<const DimDef*, const ClassDef*>> dims;
     std::vector<const ClassDef*> chain;
     for (const ClassDef* c = &cls; c != nullptr; c = c->base ? &referenced_class(m_, *c->base) : nullptr)
       chain.push_back(c);
     std::reverse(chain.begin(), chain.end());
-    const auto& reserved = reserved_member_names();
     for (const ClassDef* c : chain) {
+      for (const DimDef& dim : c->dims) {
+        if (c == &cls) {
+          collect([&] {
+            check_name(dim.name, dim.location, "dim name");
+            auto it = dims.find(dim.name);
+            if (it != dims.end())
+              throw Diagnostic(dim.location, "duplicate dim '" + dim.name + "'" +
+                                                 (it->second.second != &cls ? " (inherited from '" + it->second.second->name + "', " : " (") +
+                                                 "first declared at " + it->second.first->location.str() + ")");
+          });
+        }
+        dims.emplace(dim.name, std::make_pair(&dim, c));
+      }
       for (const FieldDef& field : c->fields) {
         if (c != &cls) {
-          seen[field.name] = {&field, c};
+          keys[field.name] = {&field, c};
+          accessors[field.accessor()] = {&field, c};
           continue;
         }
         // One error per field at most, every field checked.
         collect([&] {
-          check_name(field.name, field.location, "field name");
-          std::vector<std::string> members{field.name, "set_" + field.name, "set_" + field.name + "_", "has_" + field.name};
-          if (is_non_tensor(field.kind)) members.push_back(field.name + "_list");
-          for (const std::string& member : members) {
-            if (std::find(reserved.begin(), reserved.end(), member) != reserved.end())
-              throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
-                                                   "' of TensorDict, TensorClass or the generated class");
+          check_field_names(file, field);
+          if (field.accessor() == cls.name)
+            throw Diagnostic(field.location, "field name '" + field.accessor() + "' is the name of its class");
+          for (auto* seen : {&keys, &accessors}) {
+            auto it = seen->find(seen == &keys ? field.name : field.accessor());
+            if (it == seen->end()) continue;
+            const bool inherited = it->second.cls != &cls;
+            const std::string what = seen == &keys ? "duplicate field '" + field.name + "'"
+                                                    : "field '" + field.name + "' has the C++ name '" + field.accessor() +
+                                                          "' of field '" + it->second.field->name + "'";
+            throw Diagnostic(field.location, what +
+                                                 (inherited ? " (inherited from '" + it->second.cls->name + "', " : " (") +
+                                                 "first declared at " + it->second.field->location.str() + ")");
           }
-          if (field.name == cls.name)
-            throw Diagnostic(field.location, "field name '" + field.name + "' is the name of its class");
-          auto it = seen.find(field.name);
-          if (it != seen.end()) {
-            const bool inherited = it->second.second != &cls;
-            throw Diagnostic(field.location, "duplicate field '" + field.name + "'" +
-                                                 (inherited ? " (inherited from '" + it->second.second->name + "', " : " (") +
-                                                 "first declared at " + it->second.first->location.str() + ")");
-          }
-          if (cls.kind == ClassKind::TypedTensorDict && field.kind != FieldKind::Tensor && field.kind != FieldKind::Nested)
+          if (cls.kind == ClassKind::TypedTensorDict && is_non_tensor(field.kind))
             throw Diagnostic(field.location, "non-tensor field '" + field.name +
                                                  "' in the typed_tensordict '" + cls.name +
                                                  "': only a tensorclass may hold string, int, float or bool fields");
+          for (const std::string& dim : field.dim_names)
+            if (!dim.empty() && dims.find(dim) == dims.end())
+              throw Diagnostic(field.location, "field '" + field.name + "' names the dim '" + dim +
+                                                   "', which neither '" + cls.name + "' nor a class it extends declares");
+          if (field.default_value) check_default(field);
         });
-        if (seen.find(field.name) == seen.end()) seen[field.name] = {&field, c};
+        keys.emplace(field.name, Seen{&field, c});
+        accessors.emplace(field.accessor(), Seen{&field, c});
       }
     }
-    // Generated accessors of one field must not be another field: `set_x` next to `x`, or
+    // Generated accessors of one field must not be another field's: `set_x` next to `x`, or
     // `x_list` next to a non-tensor `x`.
-    for (const auto& [name, entry] : seen) {
-      auto list = seen.find(name + "_list");
-      if (is_non_tensor(entry.first->kind) && list != seen.end() &&
-          (entry.second == &cls || list->second.second == &cls)) {
-        const FieldDef* own = list->second.second == &cls ? list->second.first : entry.first;
+    for (const auto& [name, entry] : accessors) {
+      auto list = accessors.find(name + "_list");
+      if (is_non_tensor(entry.field->kind) && list != accessors.end() && (entry.cls == &cls || list->second.cls == &cls)) {
+        const FieldDef* own = list->second.cls == &cls ? list->second.field : entry.field;
         throw Diagnostic(own->location, "field name '" + list->first +
                                             "' clashes with the generated per-row accessor of field '" + name + "'");
       }
       for (const char* prefix : {"set_", "has_"}) {
-        auto other = seen.find(prefix + name);
-        if (other != seen.end() && (entry.second == &cls || other->second.second == &cls)) {
-          const FieldDef* own = other->second.second == &cls ? other->second.first : entry.first;
+        auto other = accessors.find(prefix + name);
+        if (other != accessors.end() && (entry.cls == &cls || other->second.cls == &cls)) {
+          const FieldDef* own = other->second.cls == &cls ? other->second.field : entry.field;
           throw Diagnostic(own->location, "field name '" + other->first + "' clashes with the generated " +
                                               (prefix[0] == 's' ? "setter" : "presence test") + " of field '" + name + "'");
         }
@@ -255,6 +366,17 @@ std::vector<const FieldDef*> all_fields(const Module& module, const ClassDef& cl
   if (cls.base) out = all_fields(module, referenced_class(module, *cls.base));
   for (const auto& f : cls.fields) out.push_back(&f);
   return out;
+}
+
+std::vector<const DimDef*> all_dims(const Module& module, const ClassDef& cls) {
+  std::vector<const DimDef*> out;
+  if (cls.base) out = all_dims(module, referenced_class(module, *cls.base));
+  for (const auto& d : cls.dims) out.push_back(&d);
+  return out;
+}
+
+bool is_frozen(const Module& module, const ClassDef& cls) {
+  return cls.frozen || (cls.base && is_frozen(module, referenced_class(module, *cls.base)));
 }
 
 std::vector<const ClassDef*> emission_order(const Module& module, int file_index) {

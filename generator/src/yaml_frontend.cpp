@@ -4,6 +4,7 @@
 #include <tdgen/yaml_frontend.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -116,7 +117,7 @@ class FileParser {
     const std::string where = "class '" + cls.name + "'";
     if (body.IsNull()) throw Diagnostic(cls.location, "missing key 'kind' in " + where);
     expect_map(body, where);
-    check_keys(body, {"kind", "doc", "extends", "fields"}, where);
+    check_keys(body, {"kind", "doc", "extends", "frozen", "dims", "fields"}, where);
     YAML::Node kind = body["kind"];
     if (!kind) throw Diagnostic(cls.location, "missing key 'kind' in " + where);
     const std::string k = scalar(kind, "'kind'");
@@ -129,6 +130,11 @@ class FileParser {
     }
     if (YAML::Node doc = body["doc"]) cls.doc = scalar(doc, "'doc'");
     if (YAML::Node base = body["extends"]) cls.base = ClassRef{scalar(base, "'extends'"), loc(base)};
+    if (YAML::Node frozen = body["frozen"]) cls.frozen = boolean(frozen, "'frozen'");
+    if (YAML::Node dims = body["dims"]) {
+      if (!dims.IsSequence()) throw Diagnostic(loc(dims), "'dims' must be a list of dim names, e.g. [N, T]");
+      for (const YAML::Node& dim : dims) cls.dims.push_back(DimDef{scalar(dim, "a dim name"), loc(dim)});
+    }
     if (YAML::Node fields = body["fields"]) {
       if (!fields.IsNull()) {
         expect_map(fields, "'fields' of " + where);
@@ -151,10 +157,15 @@ class FileParser {
     if (body.IsNull()) return field;  // any tensor
     const std::string where = "field '" + field.name + "'";
     expect_map(body, where);
-    check_keys(body, {"dtype", "shape", "class", "type", "optional", "doc"}, where);
+    check_keys(body, {"dtype", "shape", "class", "type", "optional", "default", "cpp_name", "doc"}, where);
     YAML::Node dtype = body["dtype"], shape = body["shape"], cls = body["class"], type = body["type"];
     if (YAML::Node optional = body["optional"]) field.optional = boolean(optional, "'optional'");
     if (YAML::Node doc = body["doc"]) field.doc = scalar(doc, "'doc'");
+    if (YAML::Node cpp_name = body["cpp_name"]) {
+      field.cpp_name = scalar(cpp_name, "'cpp_name'");
+      field.cpp_name_location = loc(cpp_name);
+    }
+    if (YAML::Node value = body["default"]) field.default_value = default_value(value);
     if (cls) {
       if (dtype || shape || type)
         throw Diagnostic(loc(cls), where + ": 'class' cannot be combined with 'dtype', 'shape' or 'type'");
@@ -184,16 +195,53 @@ class FileParser {
     if (shape) {
       if (!shape.IsSequence()) throw Diagnostic(loc(shape), "shape must be a list of integers, e.g. [84, 84, 3] or []");
       std::vector<int64_t> dims;
+      std::vector<std::string> names;
       for (const YAML::Node& dim : shape) {
         int64_t value = 0;
+        if (dim.IsScalar() && !YAML::convert<int64_t>::decode(dim, value) && is_dim_name(dim.Scalar())) {
+          dims.push_back(-1);  // a named dim: any size, the same in every field naming it
+          names.resize(dims.size());
+          names.back() = dim.Scalar();
+          continue;
+        }
         if (!dim.IsScalar() || !YAML::convert<int64_t>::decode(dim, value))
-          throw Diagnostic(loc(dim), "shape must be a list of integers, e.g. [84, 84, 3] or []");
+          throw Diagnostic(loc(dim), "shape must be a list of sizes or dim names, e.g. [84, 84, 3], [N, 3] or []");
         if (value < -1) throw Diagnostic(loc(dim), "shape sizes must be >= 0, or -1 for any size");
         dims.push_back(value);
       }
+      if (!names.empty()) names.resize(dims.size());
       field.shape = std::move(dims);
+      field.dim_names = std::move(names);
     }
     return field;
+  }
+
+  static bool is_dim_name(const std::string& text) {
+    return !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_');
+  }
+
+  // A default as written: a quoted scalar is a string; a plain one true/false, an integer, a
+  // number, or else a string. Sema checks it against the field.
+  DefaultValue default_value(const YAML::Node& node) const {
+    if (!node.IsScalar()) throw Diagnostic(loc(node), "'default' must be a single value (a number, true/false or a string)");
+    DefaultValue d;
+    d.location = loc(node);
+    const std::string& text = node.Scalar();
+    if (node.Tag() == "!") {
+      d.kind = DefaultValue::Kind::String;
+      d.text = text;
+    } else if (text == "true" || text == "True" || text == "false" || text == "False") {
+      d.kind = DefaultValue::Kind::Bool;
+      d.boolean = text[0] == 't' || text[0] == 'T';
+    } else if (YAML::convert<int64_t>::decode(node, d.integer)) {
+      d.kind = DefaultValue::Kind::Int;
+    } else if (YAML::convert<double>::decode(node, d.number)) {
+      d.kind = DefaultValue::Kind::Float;
+    } else {
+      d.kind = DefaultValue::Kind::String;
+      d.text = text;
+    }
+    return d;
   }
 
   std::string path_;

@@ -28,7 +28,7 @@ std::string without_first_line(const std::string& text) { return text.substr(tex
 // Every YAML schema of schemas/, the golden inputs and the examples has a C++ twin.
 std::vector<std::string> yaml_schemas() {
   std::vector<std::string> out;
-  for (const std::string dir : {kSource + "/schemas", kSource + "/tests/generator/golden", kSource + "/examples/rollout/schemas",
+  for (const std::string& dir : {kSource + "/schemas", kSource + "/tests/generator/golden", kSource + "/examples/rollout/schemas",
                                  kSource + "/examples/docs_snippets/schemas"})
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".yaml") out.push_back(e.path().string());
@@ -218,6 +218,69 @@ struct TD_TENSORCLASS Outer : Base {
   CHECK_FALSE(outer.fields[0].optional);
   CHECK(outer.fields[4].optional);
   CHECK(tdgen::referenced_class(*p.module, outer.fields[5].nested).name == "Inner");
+}
+
+TEST_CASE("C++ schemas: accessor names and defaults and named dims and frozen", "[generator][cpp]") {
+  TempDir dir;
+  const Parsed p = parse(dir, "options.h", kPrelude + R"(
+namespace o::schema {
+constexpr double kScale = 1.5;
+struct TD_TENSORCLASS TD_FROZEN Base {
+  TD_DIM(N);
+  TD_DIM(T);
+  TD_OPTIONAL TD_CPP_NAME("values_field") td::schema::Tensor<float, T, N> values;
+};
+using Pair = td::schema::Tensor<float, Base::N, 2>;  // through an alias: any size
+struct TD_TENSORCLASS Derived : Base {
+  td::schema::Tensor<int64_t, T> steps;
+  TD_OPTIONAL td::schema::Tensor<float, N> scaled = kScale * 2;
+  TD_OPTIONAL td::schema::Tensor<int32_t> offset = -7;
+  TD_OPTIONAL std::string label{"none"};
+  TD_OPTIONAL bool flag = true;
+  Pair pair;
+};
+}
+)");
+  INFO(p.err);
+  REQUIRE(p.module);
+  const tdgen::SchemaFile& file = p.module->files.at(0);
+  const tdgen::ClassDef& base = file.classes.at(0);
+  const tdgen::ClassDef& derived = file.classes.at(1);
+  CHECK(base.frozen);
+  CHECK_FALSE(derived.frozen);
+  CHECK(tdgen::is_frozen(*p.module, derived));  // inherited
+  REQUIRE(base.dims.size() == 2);
+  CHECK(base.dims[0].name == "N");
+  CHECK(base.dims[1].name == "T");
+  CHECK(tdgen::all_dims(*p.module, derived).size() == 2);
+  const tdgen::FieldDef& values = base.fields.at(0);
+  CHECK(values.name == "values");
+  CHECK(values.cpp_name == "values_field");
+  CHECK(values.accessor() == "values_field");
+  CHECK(values.dim_names == std::vector<std::string>{"T", "N"});
+  CHECK(*values.shape == std::vector<int64_t>{-1, -1});
+  CHECK(derived.fields.at(0).dim_names == std::vector<std::string>{"T"});
+  using Kind = tdgen::DefaultValue::Kind;
+  const auto& scaled = derived.fields.at(1).default_value;
+  REQUIRE(scaled);
+  CHECK(scaled->kind == Kind::Float);
+  CHECK(scaled->number == 3.0);
+  const auto& offset = derived.fields.at(2).default_value;
+  REQUIRE(offset);
+  CHECK(offset->kind == Kind::Int);
+  CHECK(offset->integer == -7);
+  const auto& label = derived.fields.at(3).default_value;
+  REQUIRE(label);
+  CHECK(label->kind == Kind::String);
+  CHECK(label->text == "none");
+  CHECK(label->location.line == 17);
+  const auto& flag = derived.fields.at(4).default_value;
+  REQUIRE(flag);
+  CHECK(flag->kind == Kind::Bool);
+  CHECK(flag->boolean);
+  const tdgen::FieldDef& pair = derived.fields.at(5);
+  CHECK(pair.dim_names.empty());
+  CHECK(*pair.shape == std::vector<int64_t>{-1, 2});
 }
 
 TEST_CASE("C++ schemas: /// comments become the docs, and the target namespace", "[generator][cpp]") {

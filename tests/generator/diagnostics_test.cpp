@@ -55,13 +55,15 @@ TEST_CASE("unknown dtype", "[generator][diagnostics]") {
              Catch::StartsWith(":6:18: unknown dtype 'float33' (expected one of: float32,"));
 }
 
-TEST_CASE("shape not a list of integers", "[generator][diagnostics]") {
+TEST_CASE("shape not a list of sizes or dim names", "[generator][diagnostics]") {
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x: {shape: 3}\n"),
              Catch::StartsWith(":6:18: shape must be a list of integers"));
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x: {shape: [3, a]}\n"),
-             Catch::StartsWith(":6:22: shape must be a list of integers"));
+             Catch::StartsWith(":6:7: field 'x' names the dim 'a', which neither 'A' nor a class it extends declares"));
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x: {shape: [1.5]}\n"),
-             Catch::StartsWith(":6:19: shape must be a list of integers"));
+             Catch::StartsWith(":6:19: shape must be a list of sizes or dim names, e.g. [84, 84, 3], [N, 3] or []"));
+  CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x: {shape: [[1]]}\n"),
+             Catch::StartsWith(":6:19: shape must be a list of sizes or dim names"));
   CHECK_THAT(diagnose(std::string(kHeader) + "  A:\n    kind: tensorclass\n    fields:\n      x: {shape: [-2]}\n"),
              Catch::StartsWith(":6:19: shape sizes must be >= 0, or -1 for any size"));
 }
@@ -206,4 +208,23 @@ TEST_CASE("a schema file that cannot be read", "[generator][diagnostics]") {
   auto result = run({"--check", "/nonexistent/dir/s.yaml"});
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.err, Catch::StartsWith("/nonexistent/dir/s.yaml:1:1: cannot read schema file"));
+}
+
+TEST_CASE("accessor names and defaults and named dims in YAML", "[generator][diagnostics]") {
+  const std::string cls = std::string(kHeader) + "  A:\n    kind: tensorclass\n";
+  CHECK_THAT(diagnose(cls + "    fields:\n      keys: {}\n"),
+             Catch::StartsWith(":6:7: field name 'keys' clashes with the member 'keys'") &&
+                 Catch::Contains("keep the key and rename its accessors with `cpp_name: keys_field`"));
+  CHECK_THAT(diagnose(cls + "    fields:\n      keys: {cpp_name: 2x}\n"),
+             Catch::StartsWith(":6:24: C++ name '2x' is not a C++ identifier"));
+  CHECK_THAT(diagnose(cls + "    fields:\n      n: {type: int, optional: true, default: \"3\"}\n"),
+             Catch::StartsWith(":6:47: the default of field 'n' must be an integer, got a string"));
+  CHECK_THAT(diagnose(cls + "    fields:\n      n: {type: int, optional: true, default: [3]}\n"),
+             Catch::StartsWith(":6:47: 'default' must be a single value"));
+  CHECK_THAT(diagnose(cls + "    fields:\n      b: {dtype: bool, shape: [], optional: true, default: 1}\n"),
+             Catch::StartsWith(":6:60: the default of field 'b' must be true or false (dtype bool), got an integer"));
+  CHECK_THAT(diagnose(cls + "    dims: [N, N]\n    fields:\n      x: {shape: [N]}\n"),
+             Catch::StartsWith(":5:15: duplicate dim 'N'"));
+  CHECK_THAT(diagnose(cls + "    dims: N\n"), Catch::StartsWith(":5:11: 'dims' must be a list of dim names"));
+  CHECK_THAT(diagnose(cls + "    frozen: maybe\n"), Catch::StartsWith(":5:13: 'frozen' must be true or false"));
 }

@@ -103,3 +103,78 @@ TEST_CASE("sema on the IR: unknown references and kind mismatches", "[generator]
   REQUIRE(kinds.size() == 1);
   CHECK(kinds[0].rfind("4:12: a typed_tensordict cannot extend the tensorclass 'T'", 0) == 0);
 }
+
+TEST_CASE("sema on the IR: C++ names and defaults and named dims", "[generator][sema]") {
+  auto step = make_class("Step", tdgen::ClassKind::TensorClass, 2);
+  step.dims.push_back(tdgen::DimDef{"N", at(2, 20)});
+  tdgen::FieldDef points = tensor("points", 3);
+  points.dtype = tdgen::Dtype::kFloat;
+  points.shape = std::vector<int64_t>{-1, 3};
+  points.dim_names = {"N", ""};
+  step.fields.push_back(points);
+  tdgen::FieldDef index = tensor("index", 4);  // a member name, renamed: fine
+  index.cpp_name = "point_index";
+  index.cpp_name_location = at(4, 30);
+  step.fields.push_back(index);
+  tdgen::FieldDef odd_key = tensor("has space", 5);  // any key, given a C++ name
+  odd_key.cpp_name = "spaced";
+  step.fields.push_back(odd_key);
+  tdgen::FieldDef scale = tensor("scale", 6);
+  scale.kind = tdgen::FieldKind::Float;
+  scale.optional = true;
+  scale.default_value = tdgen::DefaultValue{tdgen::DefaultValue::Kind::Int, false, 2, 0, "", at(6, 20)};
+  step.fields.push_back(scale);
+  CHECK(errors_of(one_file({step})).empty());
+
+  auto bad = make_class("Bad", tdgen::ClassKind::TensorClass, 10);
+  bad.base = tdgen::ClassRef{"Step", at(10, 15)};
+  bad.dims.push_back(tdgen::DimDef{"N", at(10, 30)});  // also declared by Step
+  tdgen::FieldDef keys = tensor("keys", 11);            // clashes: the hint names the escape
+  bad.fields.push_back(keys);
+  tdgen::FieldDef twin = tensor("other", 12);  // the C++ name of an inherited field
+  twin.cpp_name = "point_index";
+  bad.fields.push_back(twin);
+  tdgen::FieldDef required = tensor("required", 13);
+  required.dtype = tdgen::Dtype::kFloat;
+  required.shape = std::vector<int64_t>{};
+  required.default_value = tdgen::DefaultValue{tdgen::DefaultValue::Kind::Float, false, 0, 1.5, "", at(13, 22)};
+  bad.fields.push_back(required);
+  tdgen::FieldDef small = tensor("small", 14);
+  small.dtype = tdgen::Dtype::kByte;
+  small.shape = std::vector<int64_t>{};
+  small.optional = true;
+  small.default_value = tdgen::DefaultValue{tdgen::DefaultValue::Kind::Int, false, 300, 0, "", at(14, 22)};
+  bad.fields.push_back(small);
+  tdgen::FieldDef loose = tensor("loose", 15);
+  loose.dtype = tdgen::Dtype::kFloat;
+  loose.optional = true;  // any shape: nothing to fill
+  loose.default_value = tdgen::DefaultValue{tdgen::DefaultValue::Kind::Float, false, 0, 1.0, "", at(15, 22)};
+  bad.fields.push_back(loose);
+  tdgen::FieldDef label = tensor("label", 16);
+  label.kind = tdgen::FieldKind::String;
+  label.optional = true;
+  label.default_value = tdgen::DefaultValue{tdgen::DefaultValue::Kind::Int, false, 1, 0, "", at(16, 22)};
+  bad.fields.push_back(label);
+  tdgen::FieldDef mask = tensor("mask", 17);
+  mask.dtype = tdgen::Dtype::kBool;
+  mask.shape = std::vector<int64_t>{-1};
+  mask.dim_names = {"T"};  // declared nowhere
+  bad.fields.push_back(mask);
+  tdgen::FieldDef renamed = tensor("renamed", 18);
+  renamed.cpp_name = "size";  // the C++ name itself clashes
+  renamed.cpp_name_location = at(18, 30);
+  bad.fields.push_back(renamed);
+
+  const auto errors = errors_of(one_file({step, bad}));
+  REQUIRE(errors.size() == 9);
+  CHECK(errors[0].rfind("10:30: duplicate dim 'N' (inherited from 'Step', first declared at hand.ir:2:20)", 0) == 0);
+  CHECK(errors[1] == "11:3: field name 'keys' clashes with the member 'keys' of TensorDict, TensorClass or the "
+                     "generated class: keep the key and rename its accessors with TD_CPP_NAME(\"keys_field\")");
+  CHECK(errors[2].rfind("12:3: field 'other' has the C++ name 'point_index' of field 'index' (inherited from 'Step'", 0) == 0);
+  CHECK(errors[3].rfind("13:22: field 'required' has a default but is required", 0) == 0);
+  CHECK(errors[4].rfind("14:22: the default 300 of field 'small' does not fit its dtype uint8 (0 to 255)", 0) == 0);
+  CHECK(errors[5].rfind("15:22: field 'loose' has a default but any event shape", 0) == 0);
+  CHECK(errors[6].rfind("16:22: the default of field 'label' must be a string, got an integer", 0) == 0);
+  CHECK(errors[7].rfind("17:3: field 'mask' names the dim 'T', which neither 'Bad' nor a class it extends declares", 0) == 0);
+  CHECK(errors[8].rfind("18:30: C++ name 'size' of field 'renamed' clashes with the member 'size'", 0) == 0);
+}

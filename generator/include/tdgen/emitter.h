@@ -26,7 +26,7 @@ class Emitter {
 
 /// Version of the typed runtime interface the generated headers are written for (the
 /// runtime's TENSORDICT_TYPED_RUNTIME_VERSION).
-constexpr int kTypedRuntimeVersion = 2;
+constexpr int kTypedRuntimeVersion = 3;
 
 /// Writes one C++17 header per schema file from the templates in `templates_dir`.
 class CppHeaderEmitter : public Emitter {

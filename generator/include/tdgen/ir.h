@@ -56,18 +56,50 @@ struct ClassRef {
   int class_index = -1;
 };
 
+/// A field's default value, as written: its own kind, checked against the field by sema.
+struct DefaultValue {
+  enum class Kind { Bool, Int, Float, String };
+  Kind kind = Kind::Int;
+  bool boolean = false;
+  int64_t integer = 0;
+  double number = 0;
+  std::string text;
+  SourceLocation location;
+};
+
 struct FieldDef {
+  /// The stored key (and, without `cpp_name`, the accessor name).
   std::string name;
   SourceLocation location;
+  /// The name of the generated accessors when it differs from the stored key (a key that would
+  /// hide a TensorDict member, or that is no C++ identifier); empty: `name`.
+  std::string cpp_name;
+  SourceLocation cpp_name_location;
   FieldKind kind = FieldKind::Tensor;
   /// Tensor fields: the declared dtype; none = any dtype.
   std::optional<Dtype> dtype;
-  /// Tensor fields: the event shape (dims after the batch dims), -1 = any size; none = any shape.
+  /// Tensor fields: the event shape (dims after the batch dims), -1 = any size (and a named
+  /// dim); none = any shape.
   std::optional<std::vector<int64_t>> shape;
+  /// Tensor fields with named dims: per dim of `shape`, the dim's name or "" (empty when no dim
+  /// is named).
+  std::vector<std::string> dim_names;
   /// Nested fields: the nested class.
   ClassRef nested;
   bool optional = false;
+  /// Optional fields: what the constructor stores when the field is not given.
+  std::optional<DefaultValue> default_value;
   std::string doc;
+
+  /// The name of the generated accessors.
+  const std::string& accessor() const { return cpp_name.empty() ? name : cpp_name; }
+};
+
+/// A named dim, declared once by a class and usable in the shapes of its fields and of the
+/// fields of classes extending it.
+struct DimDef {
+  std::string name;
+  SourceLocation location;
 };
 
 struct ClassDef {
@@ -79,6 +111,10 @@ struct ClassDef {
   std::optional<ClassRef> base;
   /// The fields this class declares (not the inherited ones), in declaration order.
   std::vector<FieldDef> fields;
+  /// The named dims this class declares (not the inherited ones).
+  std::vector<DimDef> dims;
+  /// Objects are locked after construction; inherited by extending classes.
+  bool frozen = false;
 };
 
 struct ImportDef {

@@ -1,8 +1,9 @@
 #pragma once
 // Checks on a whole Module, independent of the frontend that built it: names (C++ keywords,
-// clashes with generated or TensorDict members), duplicate classes and fields (also through
-// inheritance), class references, cyclic `extends`, kinds (non-tensor fields only in a
-// tensorclass). Fills the resolution fields of ClassRefs.
+// clashes with generated or TensorDict members, C++ names), duplicate classes, fields and dims
+// (also through inheritance), class references, cyclic `extends`, kinds (non-tensor fields only
+// in a tensorclass), named dims (declared), defaults (on optional fields, of the field's kind,
+// in range). Fills the resolution fields of ClassRefs.
 
 #include <memory>
 #include <string>
@@ -22,6 +23,11 @@ std::string qualified_cpp_name(const Module& module, const ClassRef& ref);
 
 /// Every field of `cls`, inherited ones first.
 std::vector<const FieldDef*> all_fields(const Module& module, const ClassDef& cls);
+
+/// Every named dim of `cls`, inherited ones first.
+std::vector<const DimDef*> all_dims(const Module& module, const ClassDef& cls);
+/// True when `cls` or a class it extends is frozen.
+bool is_frozen(const Module& module, const ClassDef& cls);
 
 /// Classes of file `file_index` in emission order: a class after its base and after the
 /// classes its fields nest, otherwise in declaration order.

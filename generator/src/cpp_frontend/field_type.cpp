@@ -6,6 +6,8 @@
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
 #include <clang/AST/DeclTemplate.h>
+#include <clang/AST/Expr.h>
+#include <clang/AST/ExprCXX.h>
 #include <clang/AST/TypeLoc.h>
 
 namespace tdgen::cpp {
@@ -45,6 +47,27 @@ clang::SourceLocation argument_location(const clang::FieldDecl& field, unsigned 
     if (index < spec.getNumArgs()) return spec.getArgLoc(index).getLocation();
   }
   return info->getTypeLoc().getBeginLoc();
+}
+
+// The name of the TD_DIM the `index`-th template argument of the field's type is written as
+// (`Tensor<float, N, 3>`), or "". Only the spelling shows it: through an alias, a named dim is a
+// dim of any size.
+std::string named_dim(const clang::FieldDecl& field, unsigned index) {
+  const clang::TypeSourceInfo* info = field.getTypeSourceInfo();
+  if (!info) return "";
+  clang::TypeLoc loc = info->getTypeLoc().getUnqualifiedLoc();
+  if (auto elaborated = loc.getAs<clang::ElaboratedTypeLoc>()) loc = elaborated.getNamedTypeLoc();
+  auto spec = loc.getAs<clang::TemplateSpecializationTypeLoc>();
+  if (!spec || index >= spec.getNumArgs()) return "";
+  const clang::TemplateArgumentLoc written = spec.getArgLoc(index);
+  const clang::TemplateArgument& arg = written.getArgument();
+  if (arg.getKind() != clang::TemplateArgument::Expression) return "";
+  const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(arg.getAsExpr()->IgnoreParenImpCasts());
+  const auto* var = ref ? llvm::dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
+  if (!var) return "";
+  for (const std::string& a : tdgen_annotations(*var))
+    if (a == "tdgen.dim") return var->getNameAsString();
+  return "";
 }
 
 // The dtype named by a Tensor's element type; `any` for td::schema::any_dtype.
@@ -100,6 +123,12 @@ void tensor_field(const clang::FieldDecl& field, const clang::ClassTemplateSpeci
   std::vector<int64_t> dims;
   if (args.size() > 1) {
     for (const clang::TemplateArgument& dim : args[1].pack_elements()) dims.push_back(dim.getAsIntegral().getExtValue());
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const std::string name = named_dim(field, static_cast<unsigned>(i + 1));
+    if (name.empty()) continue;
+    out.dim_names.resize(dims.size());
+    out.dim_names[i] = name;
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == kAnyShape && dims.size() > 1) {
@@ -194,6 +223,68 @@ FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext&
     return out;
   }
   return unsupported(hint);
+}
+
+FieldInit field_default(const clang::FieldDecl& field, const clang::ASTContext& context) {
+  FieldInit out;
+  const clang::Expr* init = field.getInClassInitializer();
+  if (init == nullptr) return out;
+  out.location = init->getBeginLoc();
+  // Through the conversion to the field's type: the marker Tensor's or std::string's
+  // constructor, whose first argument is the value as written.
+  const clang::Expr* e = init->IgnoreImplicit();
+  while (true) {
+    if (const auto* construct = llvm::dyn_cast<clang::CXXConstructExpr>(e)) {
+      if (construct->getNumArgs() == 0) break;
+      e = construct->getArg(0)->IgnoreImplicit();
+    } else if (const auto* cast = llvm::dyn_cast<clang::CXXFunctionalCastExpr>(e)) {
+      e = cast->getSubExpr()->IgnoreImplicit();
+    } else if (const auto* list = llvm::dyn_cast<clang::InitListExpr>(e)) {
+      if (list->getNumInits() != 1) break;
+      e = list->getInit(0)->IgnoreImplicit();
+    } else {
+      break;
+    }
+  }
+  DefaultValue d;
+  if (const auto* text = llvm::dyn_cast<clang::StringLiteral>(e->IgnoreParens())) {
+    if (text->getCharByteWidth() != 1) {
+      out.error = "the default of field '" + field.getNameAsString() + "' must be a narrow string literal";
+      return out;
+    }
+    d.kind = DefaultValue::Kind::String;
+    d.text = text->getString().str();
+    out.value = d;
+    return out;
+  }
+  const clang::QualType type = e->getType().getCanonicalType();
+  clang::Expr::EvalResult result;
+  if (e->isValueDependent() || !e->EvaluateAsRValue(result, context) ||
+      !(type->isBooleanType() || type->isIntegerType() || type->isRealFloatingType())) {
+    out.error = "the default of field '" + field.getNameAsString() +
+                "' must be a constant number, true/false or a string literal";
+    return out;
+  }
+  if (type->isBooleanType()) {
+    d.kind = DefaultValue::Kind::Bool;
+    d.boolean = result.Val.getInt().getBoolValue();
+  } else if (type->isIntegerType()) {
+    const llvm::APSInt& value = result.Val.getInt();
+    if (value.isUnsigned() ? value.getActiveBits() > 63 : value.getMinSignedBits() > 64) {
+      out.error = "the default of field '" + field.getNameAsString() + "' does not fit in int64_t";
+      return out;
+    }
+    d.kind = DefaultValue::Kind::Int;
+    d.integer = value.getExtValue();
+  } else {
+    llvm::APFloat value = result.Val.getFloat();
+    bool lost = false;
+    value.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    d.kind = DefaultValue::Kind::Float;
+    d.number = value.convertToDouble();
+  }
+  out.value = d;
+  return out;
 }
 
 }  // namespace tdgen::cpp

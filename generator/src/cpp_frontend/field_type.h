@@ -25,6 +25,8 @@ struct FieldType {
   FieldKind kind = FieldKind::Tensor;
   std::optional<Dtype> dtype;
   std::optional<std::vector<int64_t>> shape;
+  /// Per dim of `shape`, the name of the TD_DIM it is written as, or ""; empty when none is.
+  std::vector<std::string> dim_names;
   /// Nested fields: the schema struct.
   const clang::CXXRecordDecl* nested = nullptr;
   /// Empty when the type is supported; else the error and where it points.
@@ -34,5 +36,15 @@ struct FieldType {
 
 /// Classifies `field`'s type.
 FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext& context);
+
+/// A field's default: its in-class initializer (`Tensor<float, 3> x = 0.5;`, `std::string s =
+/// "a";`), read through the conversion to the field's type so it keeps the kind it is written
+/// with. nullopt without an initializer; `error` set when it is not a constant tdgen can store.
+struct FieldInit {
+  std::optional<DefaultValue> value;
+  clang::SourceLocation location;
+  std::string error;
+};
+FieldInit field_default(const clang::FieldDecl& field, const clang::ASTContext& context);
 
 }  // namespace tdgen::cpp

@@ -38,6 +38,18 @@ std::string strip_prefix(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : std::string();
 }
 
+bool is_dim(const clang::VarDecl& var) {
+  const std::vector<std::string> marks = tdgen_annotations(var);
+  return std::find(marks.begin(), marks.end(), "tdgen.dim") != marks.end();
+}
+
+// The TD_CPP_NAME annotation of a field, with where it is written.
+const clang::AnnotateAttr* cpp_name_attr(const clang::FieldDecl& field) {
+  for (const auto* attr : field.specific_attrs<clang::AnnotateAttr>())
+    if (attr->getAnnotation().startswith("tdgen.cpp_name=")) return attr;
+  return nullptr;
+}
+
 class Collector {
  public:
   Collector(clang::ASTContext& context, clang::DiagnosticsEngine& diags)
@@ -58,6 +70,11 @@ class Collector {
       if (decl->isInvalidDecl() && !llvm::isa<clang::CXXRecordDecl>(decl)) continue;
       if (auto* rec = llvm::dyn_cast<clang::CXXRecordDecl>(decl)) {
         if (accept_struct(*rec)) schemas.push_back(rec);
+      } else if (auto* var = llvm::dyn_cast<clang::VarDecl>(decl); var && is_dim(*var)) {
+        const auto* parent = llvm::dyn_cast<clang::CXXRecordDecl>(var->getDeclContext());
+        if (!parent || !marked_kind(*parent))
+          error(var->getLocation(), "TD_DIM(" + var->getNameAsString() +
+                                        ") declares a named dim of a schema struct: put it inside one");
       } else if (auto* field = llvm::dyn_cast<clang::FieldDecl>(decl)) {
         if (!marked_kind(*field->getParent()))
           error(field->getLocation(), "field '" + field->getNameAsString() +
@@ -199,6 +216,13 @@ class Collector {
     cls.location = here(rec.getLocation());
     cls.kind = *marked_kind(rec);
     cls.doc = doc_of(rec);
+    for (const std::string& a : tdgen_annotations(rec)) {
+      if (a == "tdgen.frozen") {
+        cls.frozen = true;
+      } else if (a.rfind("tdgen.kind=", 0) != 0 && a.rfind("tdgen.namespace=", 0) != 0) {
+        error(rec.getLocation(), "the marker '" + a + "' does not apply to a struct");
+      }
+    }
     file.classes.push_back(std::move(cls));
     classes_[&rec] = {f, static_cast<int>(file.classes.size()) - 1};
   }
@@ -244,6 +268,10 @@ class Collector {
       }
       if (note_reference(*target)) module_.files[f].classes[c].base = reference(*target, at);
     }
+    for (const clang::Decl* member : rec.decls()) {
+      const auto* var = llvm::dyn_cast<clang::VarDecl>(member);
+      if (var && is_dim(*var)) module_.files[f].classes[c].dims.push_back(DimDef{var->getNameAsString(), here(var->getLocation())});
+    }
     for (const clang::FieldDecl* field : rec.fields()) {
       if (field->isInvalidDecl()) continue;  // Clang reported it (an unknown type, say)
       if (field->getName().empty()) {
@@ -255,9 +283,26 @@ class Collector {
       def.location = here(field->getLocation());
       def.doc = doc_of(*field);
       bool ok = true;
+      if (const clang::AnnotateAttr* attr = cpp_name_attr(*field)) {
+        def.cpp_name = strip_prefix(attr->getAnnotation().str(), "tdgen.cpp_name=");
+        def.cpp_name_location = here(attr->getLocation());
+        if (def.cpp_name.empty()) {
+          error(attr->getLocation(), "TD_CPP_NAME needs a name: TD_CPP_NAME(\"" + def.name + "_field\")");
+          ok = false;
+        }
+      }
+      const FieldInit init = field_default(*field, context_);
+      if (!init.error.empty()) {
+        error(init.location, init.error);
+        ok = false;
+      }
+      if (init.value) {
+        def.default_value = init.value;
+        def.default_value->location = here(init.location);
+      }
       for (const std::string& a : tdgen_annotations(*field)) {
-        if (a == "tdgen.optional") {
-          def.optional = true;
+        if (a == "tdgen.optional" || a.rfind("tdgen.cpp_name=", 0) == 0) {
+          def.optional = def.optional || a == "tdgen.optional";
         } else {
           error(field->getLocation(), "the marker '" + a + "' does not apply to a field");
           ok = false;
@@ -272,6 +317,7 @@ class Collector {
       def.kind = type.kind;
       def.dtype = type.dtype;
       def.shape = type.shape;
+      def.dim_names = type.dim_names;
       if (type.kind == FieldKind::Nested) {
         if (!note_reference(*type.nested)) continue;  // the nested struct's own error is reported
         def.nested = reference(*type.nested, field->getTypeSpecStartLoc());

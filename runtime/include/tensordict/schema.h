@@ -26,6 +26,14 @@
 #define TD_NAMESPACE(ns) TDGEN_ANNOTATE("tdgen.namespace=" ns)
 /// Before a field: the field may be absent.
 #define TD_OPTIONAL TDGEN_ANNOTATE("tdgen.optional")
+/// After `struct`, with the kind: objects are locked after construction (YAML `frozen: true`).
+#define TD_FROZEN TDGEN_ANNOTATE("tdgen.frozen")
+/// Before a field: the name of its generated accessors when the stored key (the member's name)
+/// would hide a TensorDict member, as `index` or `keys` would (YAML `cpp_name:`).
+#define TD_CPP_NAME(name) TDGEN_ANNOTATE("tdgen.cpp_name=" name)
+/// Inside a schema struct: declares the named dim `name`, written as a dim of its fields
+/// (`Tensor<float, N, 3> points;`); every field naming it has the same size (YAML `dims:`).
+#define TD_DIM(name) static constexpr ::std::int64_t name TDGEN_ANNOTATE("tdgen.dim") = ::tensordict::schema::any_size
 
 namespace tensordict {
 namespace schema {
@@ -46,8 +54,13 @@ struct any_dtype {};
 
 /// A tensor field: element type T, event shape Dims (the dims after the batch dims; none: a
 /// scalar per batch element). Defined, not just declared: a field's type must be complete.
+/// An optional field's default is its initializer, a fill value: `Tensor<float, 3> x = 0.5;`.
 template <class T, int64_t... Dims>
-struct Tensor {};
+struct Tensor {
+  constexpr Tensor() = default;
+  template <class Fill>
+  constexpr Tensor(Fill) {}  // NOLINT: implicit, so a default reads `= 0.5`
+};
 
 /// A tensor of any dtype and shape.
 using AnyTensor = Tensor<any_dtype, any_shape>;

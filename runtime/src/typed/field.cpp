@@ -120,13 +120,14 @@ json::Value scalar_value(const char* class_name, const FieldDescriptor& field, c
 }
 
 // Stores one constructor/set value in `field`, checked.
-void store_field(const char* class_name, const FieldDescriptor& field, TensorDict& td, EntryInit value) {
+void store_field(const Schema& schema, const FieldDescriptor& field, TensorDict& td, EntryInit value) {
+  const char* class_name = schema.class_name;
   switch (field.kind) {
     case FieldKind::Tensor: {
       TD_CHECK(!value.is_nested_list() && value.entry().is_tensor(), TypeError, class_name, ".", field.name,
                ": expected a tensor, got ",
                value.is_nested_list() ? "a nested list" : kind_name(value.entry().kind()));
-      write_tensor(td, class_name, field, value.entry().tensor_unchecked());
+      write_tensor(td, schema, field, value.entry().tensor_unchecked());
       return;
     }
     case FieldKind::Nested: {
@@ -300,6 +301,7 @@ void check_write(const Schema& schema, const TensorDict& value) {
       check_write(field->nested_schema(), entry.tensordict_unchecked());
     }
   });
+  check_named_dims(schema, value);
 }
 
 void check_write_at(const Schema& schema, KeyRef key, c10::IntArrayRef batch_size,
@@ -321,6 +323,104 @@ void check_write_at(const Schema& schema, KeyRef key, c10::IntArrayRef batch_siz
     TD_CHECK(field->kind == FieldKind::Nested && field->nested_schema != nullptr, TypeError, level->class_name,
              ".", field->name, ": expected ", kind_description(field->kind), ", got a nested key below it");
     level = &field->nested_schema();
+  }
+}
+
+namespace {
+
+bool same_name(const char* a, const char* b) { return a != nullptr && b != nullptr && std::strcmp(a, b) == 0; }
+
+// A tensor field set in `td`, or an undefined tensor.
+at::Tensor stored_tensor(const TensorDict& td, const FieldDescriptor& field) {
+  Entry entry = td.find(field.name);
+  return entry.defined() && entry.is_tensor() ? entry.tensor_unchecked() : at::Tensor();
+}
+
+// The size the tensor fields set in `td` give the named dim `dim` (the first one found), or -1.
+int64_t named_dim_size(const Schema& schema, const TensorDict& td, const char* dim) {
+  const int64_t batch_dims = td.batch_dims();
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    const FieldDescriptor& f = schema.fields[i];
+    if (f.dim_names == nullptr || f.kind != FieldKind::Tensor) continue;
+    for (int64_t d = 0; d < f.rank; ++d) {
+      if (!same_name(f.dim_names[d], dim)) continue;
+      const at::Tensor t = stored_tensor(td, f);
+      if (t.defined() && t.dim() == batch_dims + f.rank) return t.size(batch_dims + d);
+      break;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+void check_named_dims(const Schema& schema, const FieldDescriptor& field, const TensorDict& td,
+                      const at::Tensor& value) {
+  const int64_t batch_dims = td.batch_dims();
+  for (int64_t d = 0; d < field.rank; ++d) {
+    const char* dim = field.dim_names[d];
+    if (dim == nullptr) continue;
+    const int64_t size = value.size(batch_dims + d);
+    // A dim named twice in one field ([N, N]) must agree with itself.
+    for (int64_t e = d + 1; e < field.rank; ++e)
+      TD_CHECK(!same_name(field.dim_names[e], dim) || value.size(batch_dims + e) == size, ShapeError,
+               schema.class_name, ".", field.name, ": the dims named ", dim, " differ (", size, " and ",
+               value.size(batch_dims + e), ") in shape ", dims_str(value.sizes()));
+    for (size_t i = 0; i < schema.num_fields; ++i) {
+      const FieldDescriptor& other = schema.fields[i];
+      if (other.dim_names == nullptr || same_name(other.name, field.name)) continue;
+      for (int64_t q = 0; q < other.rank; ++q) {
+        if (!same_name(other.dim_names[q], dim)) continue;
+        const at::Tensor t = stored_tensor(td, other);
+        if (!t.defined() || t.dim() != batch_dims + other.rank) break;
+        TD_CHECK(t.size(batch_dims + q) == size, ShapeError, schema.class_name, ".", field.name, ": dim ", dim,
+                 " is ", size, " here (shape ", dims_str(value.sizes()), ") but ", t.size(batch_dims + q), " in ",
+                 schema.class_name, ".", other.name, " (shape ", dims_str(t.sizes()),
+                 "): the fields of one object agree on ", dim);
+        break;
+      }
+    }
+  }
+}
+
+void check_named_dims(const Schema& schema, const TensorDict& td) {
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    const FieldDescriptor& f = schema.fields[i];
+    if (f.dim_names == nullptr || f.kind != FieldKind::Tensor) continue;
+    const at::Tensor t = stored_tensor(td, f);
+    if (t.defined() && t.dim() == td.batch_dims() + f.rank) check_named_dims(schema, f, td, t);
+  }
+}
+
+void apply_defaults(const Schema& schema, TensorDict& td) {
+  for (size_t i = 0; i < schema.num_fields; ++i) {
+    const FieldDescriptor& f = schema.fields[i];
+    if (f.default_value == nullptr || td.contains(f.name)) continue;
+    const FieldDefault& value = *f.default_value;
+    if (f.kind != FieldKind::Tensor) {
+      json::Value v = value.kind == FieldDefault::Kind::String ? json::Value(std::string(value.text))
+                      : value.kind == FieldDefault::Kind::Bool ? json::Value(value.boolean)
+                      : value.kind == FieldDefault::Kind::Int  ? json::Value(value.integer)
+                                                               : json::Value(value.number);
+      td.set_non_tensor(f.name, std::move(v));
+      continue;
+    }
+    std::vector<int64_t> shape(td.batch_size().begin(), td.batch_size().end());
+    for (int64_t d = 0; d < f.rank; ++d) {
+      int64_t size = f.shape[d];
+      if (f.dim_names != nullptr && f.dim_names[d] != nullptr) {
+        size = named_dim_size(schema, td, f.dim_names[d]);
+        TD_CHECK(size >= 0, ValueError, schema.class_name, ".", f.name, ": cannot fill the default, the size of dim ",
+                 f.dim_names[d], " is unknown (no field that gives it is set); give ", f.name, " explicitly");
+      }
+      shape.push_back(size);
+    }
+    const at::Scalar fill = value.kind == FieldDefault::Kind::Bool  ? at::Scalar(value.boolean)
+                            : value.kind == FieldDefault::Kind::Int ? at::Scalar(value.integer)
+                                                                    : at::Scalar(value.number);
+    at::TensorOptions options = at::TensorOptions().dtype(f.dtype);
+    if (td.device()) options = options.device(*td.device());
+    td.set(f.name, at::full(shape, fill, options));
   }
 }
 
@@ -397,7 +497,9 @@ TensorDict build_typed_tensordict(const Schema& schema, c10::ArrayRef<TensorDict
   TD_CHECK(unexpected.empty(), TypeError, schema.class_name, "() got unexpected field(s): ",
            join(unexpected, ", ", false));
   TensorDict td = TensorDict::empty_with(batch_size, device);
-  for (const auto& item : items) store_field(schema.class_name, *schema.find(item.first), td, item.second);
+  for (const auto& item : items) store_field(schema, *schema.find(item.first), td, item.second);
+  apply_defaults(schema, td);
+  if (schema.frozen) td.lock_();
   return td;
 }
 
@@ -412,6 +514,7 @@ void check_typed_tensordict(const Schema& schema, const TensorDict& td) {
     Entry entry = td.find(schema.fields[i].name);
     if (entry.defined()) check_entry(schema.class_name, schema.fields[i], td.batch_size(), entry);
   }
+  check_named_dims(schema, td);
 }
 
 TensorDict build_tensor_class(const Schema& schema, c10::ArrayRef<TensorDict::Item> items,
@@ -429,7 +532,9 @@ TensorDict build_tensor_class(const Schema& schema, c10::ArrayRef<TensorDict::It
     TD_CHECK(schema.find(item.first) != nullptr, AttributeError, "Cannot set the attribute '", item.first,
              "', expected attributes are ", set_str(declared_names(schema)), ".");
   TensorDict td = TensorDict::empty_with(batch_size, device);
-  for (const auto& item : items) store_field(schema.class_name, *schema.find(item.first), td, item.second);
+  for (const auto& item : items) store_field(schema, *schema.find(item.first), td, item.second);
+  apply_defaults(schema, td);
+  if (schema.frozen) td.lock_();
   return td;
 }
 
@@ -446,13 +551,14 @@ void check_tensor_class(const Schema& schema, const TensorDict& td) {
     Entry entry = td.find(schema.fields[i].name);
     if (entry.defined()) check_entry(schema.class_name, schema.fields[i], td.batch_size(), entry);
   }
+  check_named_dims(schema, td);
 }
 
 void set_tensor_class_field(const Schema& schema, TensorDict& td, const std::string& key, EntryInit value) {
   const FieldDescriptor* field = schema.find(key);
   TD_CHECK(field != nullptr, AttributeError, "Cannot set the attribute '", key, "', expected attributes are ",
            set_str(declared_names(schema)), ".");
-  store_field(schema.class_name, *field, td, std::move(value));
+  store_field(schema, *field, td, std::move(value));
 }
 
 }  // namespace typed

@@ -42,10 +42,11 @@ inline const Entry* read_entry(const TensorDict& td, const FieldDescriptor& fiel
   return cache.lookup(td.impl(), field.name);
 }
 
-/// Checks `value` against `field` and stores it (no copy).
-inline void write_tensor(TensorDict& td, const char* class_name, const FieldDescriptor& field,
-                         at::Tensor value) {
-  check_tensor(class_name, field, td.batch_size(), value);
+/// Checks `value` against `field` (and its named dims against the other fields of `schema`)
+/// and stores it (no copy).
+inline void write_tensor(TensorDict& td, const Schema& schema, const FieldDescriptor& field, at::Tensor value) {
+  check_tensor(schema.class_name, field, td.batch_size(), value);
+  if (field.dim_names != nullptr) check_named_dims(schema, field, td, value);
   td.set(field.name, std::move(value));
 }
 

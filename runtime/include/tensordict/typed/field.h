@@ -44,6 +44,18 @@ constexpr Unchecked unchecked{};
 
 struct Schema;
 
+/// The value a constructor stores in an optional field that is not given (schema `default:`): a
+/// fill value for a tensor field (its declared dtype and event shape), the value itself for a
+/// non-tensor field. Literal, so a generated class can hold it in a constexpr.
+struct FieldDefault {
+  enum class Kind : uint8_t { Bool, Int, Float, String };
+  Kind kind;
+  bool boolean;
+  int64_t integer;
+  double number;
+  const char* text;
+};
+
 /// One declared field. Everything is a literal so a descriptor can be constexpr.
 struct FieldDescriptor {
   const char* name;
@@ -60,6 +72,11 @@ struct FieldDescriptor {
   /// The nested class's schema (Nested fields; nullptr otherwise): typed writes check the
   /// values below the field too. A function, so the nested class may be declared later.
   const Schema& (*nested_schema)();
+  /// Per event dim, the name of a named dim shared with other fields of the class (nullptr for a
+  /// dim without a name); nullptr when no dim of the field is named.
+  const char* const* dim_names;
+  /// What a constructor stores when the field is not given; nullptr: nothing.
+  const FieldDefault* default_value;
 };
 
 /// A class's fields: its name and its descriptors, inherited ones first.
@@ -69,14 +86,17 @@ struct Schema {
   size_t num_fields;
   /// A TensorClass's fields are all it may hold; a TypedTensorDict accepts other keys too.
   bool closed;
+  /// Objects are locked after construction (schema `frozen: true`).
+  bool frozen;
 
   /// The descriptor named `name`, or nullptr.
   const FieldDescriptor* find(const std::string& name) const;
 };
 
 template <size_t N>
-constexpr Schema make_schema(const char* class_name, const std::array<FieldDescriptor, N>& fields, bool closed) {
-  return Schema{class_name, fields.data(), N, closed};
+constexpr Schema make_schema(const char* class_name, const std::array<FieldDescriptor, N>& fields, bool closed,
+                             bool frozen = false) {
+  return Schema{class_name, fields.data(), N, closed, frozen};
 }
 
 /// The schema of a generated class (what FieldDescriptor::nested_schema points to).
@@ -93,6 +113,14 @@ std::string event_shape_string(const FieldDescriptor& field);
 /// Every message names the class, the field, what was expected and what was given.
 void check_tensor(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
                   const at::Tensor& value);
+/// Checks that `value`, about to be stored in `field` of an object of `schema` held in `td`,
+/// agrees with the other fields set in `td` on every named dim (ShapeError naming both fields
+/// and the dim). Only fields with named dims pay for it.
+void check_named_dims(const Schema& schema, const FieldDescriptor& field, const TensorDict& td,
+                      const at::Tensor& value);
+/// Checks that the tensor fields set in `td` agree on every named dim of `schema`.
+void check_named_dims(const Schema& schema, const TensorDict& td);
+
 /// Checks a nested tensordict about to be stored in `field`: its leading batch dims must be
 /// `batch_size` (ShapeError naming class and field).
 void check_nested(const char* class_name, const FieldDescriptor& field, c10::IntArrayRef batch_size,
@@ -110,6 +138,12 @@ void check_write(const Schema& schema, const TensorDict& value);
 /// the written region's batch size is `batch_size` (set_at_).
 void check_write_at(const Schema& schema, KeyRef key, c10::IntArrayRef batch_size,
                     const at::Tensor& value);
+
+/// Stores the default of every field of `schema` that has one and is not set in `td` (the
+/// constructors call it after storing the given fields). A tensor default fills the field's
+/// event shape, whose named dims take their size from the fields already set (ValueError when
+/// none gives it).
+void apply_defaults(const Schema& schema, TensorDict& td);
 
 /// A tensordict with every field of `schema` that has a concrete dtype and event shape, as
 /// zero tensors expanded from one element (no full-size allocation), nested classes

@@ -79,9 +79,12 @@ class TensorClass : public typed::TypedOps<Derived, Base> {
       : Ops(typed::unchecked, typed::build_tensor_class(Derived::Traits::schema, items, batch_size, device)) {}
 
   /// Wraps `td` live (no copy: writes go to `td`'s backend). With `check`, keys the class
-  /// does not declare are refused and declared fields that are present must be well-typed.
+  /// does not declare are refused and declared fields that are present must be well-typed (and
+  /// agree on named dims). A frozen class locks `td`.
   static Derived from_tensordict(TensorDict td, bool check = true) {
     if (check) typed::check_tensor_class(Derived::Traits::schema, td);
+    // A frozen class locks what it wraps: its objects are never writable (Python leaves them so).
+    if (Derived::Traits::schema.frozen) td.lock_();
     return Derived(typed::unchecked, std::move(td));
   }
 

@@ -59,9 +59,12 @@ class TypedTensorDict : public typed::TypedOps<Derived, Base> {
             typed::build_typed_tensordict(Derived::Traits::schema, items, batch_size, device)) {}
 
   /// Wraps `td` live (no copy: writes go to `td`'s backend). With `check`, the required fields
-  /// must be present and declared fields well-typed; extra keys are allowed.
+  /// must be present and declared fields well-typed (agreeing on named dims); extra keys are
+  /// allowed. A frozen class locks `td`.
   static Derived from_tensordict(TensorDict td, bool check = true) {
     if (check) typed::check_typed_tensordict(Derived::Traits::schema, td);
+    // A frozen class locks what it wraps: its objects are never writable (Python leaves them so).
+    if (Derived::Traits::schema.frozen) td.lock_();
     return Derived(typed::unchecked, std::move(td));
   }
 };

@@ -3,4 +3,4 @@
 // header static_asserts it, so a header generated for another runtime fails to compile with a
 // message saying to regenerate it rather than with obscure template errors.
 
-#define TENSORDICT_TYPED_RUNTIME_VERSION 2
+#define TENSORDICT_TYPED_RUNTIME_VERSION 3
