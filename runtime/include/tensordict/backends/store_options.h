@@ -1,0 +1,34 @@
+#pragma once
+// Where a TensorDictStore lives and how to reach it: a Redis-protocol server (Redis, Valkey,
+// KeyDB, Dragonfly) over TCP or a unix socket. The key layout is Python tensordict v0.14's:
+// every key is `{prefix}:{<td_id>}:<suffix>`, the braces a cluster hash tag.
+
+#include <chrono>
+#include <string>
+
+namespace tensordict {
+
+struct StoreOptions {
+  std::string host = "localhost";
+  int port = 6379;
+  /// When set, connect through this unix socket instead of host:port.
+  std::string unix_socket;
+  /// SELECT'ed after connecting.
+  int db = 0;
+  /// AUTH'ed after connecting when set (with `username` when that is set too: Redis 6 ACLs).
+  std::string username;
+  std::string password;
+  /// The first part of every key (Python's `prefix`).
+  std::string prefix = "tensordict";
+  /// The store's id; empty: a new random (uuid4) id when a store is created.
+  std::string td_id;
+  /// Connecting gives up after this long (StorageError naming the server).
+  std::chrono::milliseconds connect_timeout{2000};
+  /// A command's reply must arrive within this long (StorageError naming the command and key).
+  std::chrono::milliseconds command_timeout{10000};
+
+  /// "host:port" or "unix:<path>": how errors name the server.
+  std::string endpoint() const;
+};
+
+}  // namespace tensordict

@@ -1,0 +1,104 @@
+#include "backends/redis/store_layout.h"
+
+#include <cstdio>
+#include <random>
+
+#include <tensordict/dtype.h>
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+
+namespace tensordict {
+namespace redis {
+
+StoreKeys::StoreKeys(std::string prefix, std::string td_id)
+    : td_id_(std::move(td_id)), base_(std::move(prefix) + ":{" + td_id_ + "}:") {}
+
+std::string new_td_id() {
+  std::random_device device;
+  std::mt19937_64 gen((static_cast<uint64_t>(device()) << 32) ^ device());
+  uint64_t hi = gen(), lo = gen();
+  hi = (hi & ~uint64_t{0xF000}) | uint64_t{0x4000};          // version 4
+  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
+  char text[37];
+  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
+                static_cast<unsigned>(lo >> 48), static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+  return text;
+}
+
+std::string leaf_path(KeyRef key) {
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const std::string_view part = key[i];
+    TD_CHECK(!part.empty() && part.find('.') == std::string_view::npos, ValueError, "TensorDictStore cannot store the key ",
+             NestedKey(key).repr(), ": a store joins nested keys with '.', so a key part may not be empty or hold one");
+    if (i) out += '.';
+    out += part;
+  }
+  return out;
+}
+
+NestedKey split_path(std::string_view path) { return NestedKey::split(path, "."); }
+
+std::string shape_json(c10::IntArrayRef shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::vector<int64_t> parse_shape(std::string_view text, const std::string& where) {
+  json::Value value;
+  try {
+    value = json::parse(text, where);
+  } catch (const Error& e) {
+    TD_THROW(StorageError, where, ": not a JSON list of sizes: ", e.what());
+  }
+  TD_CHECK(value.is_array(), StorageError, where, ": expected a JSON list of sizes, got '", std::string(text.substr(0, 64)), "'");
+  std::vector<int64_t> shape;
+  for (const json::Value& dim : value.as_array()) {
+    TD_CHECK(dim.is_int() && dim.as_int() >= 0, StorageError, where, ": expected a JSON list of sizes >= 0, got '",
+             std::string(text.substr(0, 64)), "'");
+    shape.push_back(dim.as_int());
+  }
+  return shape;
+}
+
+LeafMetadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& fields, const std::string& key) {
+  auto find = [&](const char* name) -> const std::string* {
+    for (const auto& [field, value] : fields)
+      if (field == name) return &value;
+    return nullptr;
+  };
+  LeafMetadata meta;
+  TD_CHECK(!fields.empty(), StorageError, key, ": the leaf's metadata hash is missing");
+  if (const std::string* flag = find("is_non_tensor"); flag != nullptr && *flag == "1") {
+    meta.is_non_tensor = true;
+    const std::string* encoding = find("encoding");
+    TD_CHECK(encoding != nullptr, StorageError, key, ": non-tensor metadata without an 'encoding' field");
+    meta.encoding = *encoding;
+    return meta;
+  }
+  const std::string* shape = find("shape");
+  const std::string* dtype = find("dtype");
+  TD_CHECK(shape != nullptr, StorageError, key, ": tensor metadata without a 'shape' field");
+  TD_CHECK(dtype != nullptr, StorageError, key, ": tensor metadata without a 'dtype' field");
+  meta.shape = parse_shape(*shape, key + " (field 'shape')");
+  const std::optional<c10::ScalarType> parsed = dtype_from_torch_name(*dtype);
+  TD_CHECK(parsed.has_value(), StorageError, key, ": unknown dtype '", dtype->substr(0, 64), "'");
+  meta.dtype = *parsed;
+  leaf_bytes(meta.shape, meta.dtype, key);  // refuse sizes that overflow before anyone allocates
+  return meta;
+}
+
+int64_t leaf_bytes(c10::IntArrayRef shape, c10::ScalarType dtype, const std::string& key) {
+  int64_t bytes = static_cast<int64_t>(c10::elementSize(dtype));
+  for (int64_t dim : shape) {
+    TD_CHECK(dim == 0 || bytes <= INT64_MAX / dim, StorageError, key, ": shape ", shape_json(shape),
+             " holds more bytes than int64 can count");
+    bytes *= dim;
+  }
+  return bytes;
+}
+
+}  // namespace redis
+}  // namespace tensordict

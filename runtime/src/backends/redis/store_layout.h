@@ -1,0 +1,79 @@
+#pragma once
+// The key layout of a TensorDictStore, byte for byte Python tensordict v0.14's
+// (docs/storage-formats.md, "Redis stores"):
+//
+//   {prefix}:{<td_id>}:__batch_size__   string, JSON list "[10, 3]"
+//   {prefix}:{<td_id>}:__device__       string, "" or "cpu", "cuda:0"
+//   {prefix}:{<td_id>}:__keys__         set of leaf paths ("obs", "next.obs")
+//   {prefix}:{<td_id>}:d:<path>         a tensor's C-order bytes, or a non-tensor's JSON
+//   {prefix}:{<td_id>}:m:<path>         hash: shape, dtype | is_non_tensor, encoding
+//
+// Everything read from the server is untrusted: every parser here checks what it reads and
+// names the key it came from.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
+
+#include <tensordict/key.h>
+
+namespace tensordict {
+namespace redis {
+
+class StoreKeys {
+ public:
+  StoreKeys(std::string prefix, std::string td_id);
+
+  const std::string& td_id() const { return td_id_; }
+  std::string batch_size() const { return base_ + "__batch_size__"; }
+  std::string device() const { return base_ + "__device__"; }
+  std::string keys() const { return base_ + "__keys__"; }
+  std::string data(std::string_view path) const { return base_ + "d:" + std::string(path); }
+  std::string meta(std::string_view path) const { return base_ + "m:" + std::string(path); }
+
+ private:
+  std::string td_id_;
+  std::string base_;  // "{prefix}:{<td_id>}:"
+};
+
+/// A new store id: a random (version 4) UUID, as Python's uuid.uuid4().
+std::string new_td_id();
+
+/// ("next", "obs") -> "next.obs". A key part holding '.' or nothing is refused (ValueError):
+/// read back, the path would split differently.
+std::string leaf_path(KeyRef key);
+/// "next.obs" -> ("next", "obs").
+NestedKey split_path(std::string_view path);
+
+/// "[10, 3]", as Python's json.dumps writes a list.
+std::string shape_json(c10::IntArrayRef shape);
+/// The shape a JSON list holds: StorageError naming `where` for anything but a list of
+/// integers >= 0.
+std::vector<int64_t> parse_shape(std::string_view text, const std::string& where);
+
+/// What an m:<path> hash says about a leaf.
+struct LeafMetadata {
+  bool is_non_tensor = false;
+  /// Tensors.
+  std::vector<int64_t> shape;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  /// Non-tensor data: "json" or "json_array" ("pickle" is refused when the value is read).
+  std::string encoding;
+};
+
+/// Parses the field/value pairs of an m: hash (HGETALL). StorageError naming `key` and the
+/// missing or malformed field: a hash without `shape` or `dtype` (and not non-tensor), an
+/// unknown dtype, a shape that is not a list of sizes.
+LeafMetadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& fields, const std::string& key);
+
+/// The byte count of a tensor of `shape` and `dtype`; StorageError naming `key` when it
+/// overflows int64.
+int64_t leaf_bytes(c10::IntArrayRef shape, c10::ScalarType dtype, const std::string& key);
+
+}  // namespace redis
+}  // namespace tensordict

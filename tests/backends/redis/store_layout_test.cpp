@@ -1,0 +1,75 @@
+// The key layout and metadata codec of TensorDictStore (Python tensordict v0.14's), and the
+// typed errors for metadata another program wrote wrong.
+#include "support/catch_torch.h"
+
+#include <string>
+
+#include <tensordict/errors.h>
+
+#include "backends/redis/store_layout.h"
+
+using namespace tensordict;
+using namespace tensordict::redis;
+
+TEST_CASE("store keys are Python's, with the id in hash-tag braces", "[redis][layout]") {
+  const StoreKeys keys("tensordict", "0b6c");
+  CHECK(keys.batch_size() == "tensordict:{0b6c}:__batch_size__");
+  CHECK(keys.device() == "tensordict:{0b6c}:__device__");
+  CHECK(keys.keys() == "tensordict:{0b6c}:__keys__");
+  CHECK(keys.data("next.obs") == "tensordict:{0b6c}:d:next.obs");
+  CHECK(keys.meta("obs") == "tensordict:{0b6c}:m:obs");
+  CHECK(StoreKeys("rb", "x").data("a") == "rb:{x}:d:a");
+}
+
+TEST_CASE("new store ids are version-4 UUIDs", "[redis][layout]") {
+  const std::string a = new_td_id(), b = new_td_id();
+  CHECK(a != b);
+  REQUIRE(a.size() == 36);
+  CHECK(a[8] == '-');
+  CHECK(a[13] == '-');
+  CHECK(a[14] == '4');
+  CHECK(std::string("89ab").find(a[19]) != std::string::npos);
+}
+
+TEST_CASE("nested keys join with dots, and a dot inside a key part is refused", "[redis][layout]") {
+  CHECK(leaf_path(NestedKey{"next", "obs"}) == "next.obs");
+  CHECK(split_path("next.obs") == NestedKey({"next", "obs"}));
+  CHECK_THROWS_AS(leaf_path(NestedKey("a.b")), ValueError);
+  CHECK_THROWS_AS(leaf_path(NestedKey{"a", ""}), ValueError);
+}
+
+TEST_CASE("shapes are JSON lists as Python writes them", "[redis][layout]") {
+  CHECK(shape_json({10, 3}) == "[10, 3]");
+  CHECK(shape_json({}) == "[]");
+  CHECK(parse_shape("[10, 3]", "k") == std::vector<int64_t>{10, 3});
+  CHECK(parse_shape("[]", "k").empty());
+  CHECK_THROWS_WITH(parse_shape("[1, -2]", "tensordict:{x}:__batch_size__"),
+                    Catch::StartsWith("tensordict:{x}:__batch_size__: expected a JSON list of sizes >= 0"));
+  CHECK_THROWS_AS(parse_shape("[1.5]", "k"), StorageError);
+  CHECK_THROWS_AS(parse_shape("not json", "k"), StorageError);
+  CHECK_THROWS_AS(parse_shape("{\"a\": 1}", "k"), StorageError);
+}
+
+TEST_CASE("leaf metadata is checked: missing fields and bad values are StorageErrors naming the key",
+          "[redis][layout]") {
+  const std::string key = "tensordict:{x}:m:obs";
+  const LeafMetadata tensor = parse_metadata({{"shape", "[10, 3]"}, {"dtype", "torch.float32"}}, key);
+  CHECK_FALSE(tensor.is_non_tensor);
+  CHECK(tensor.shape == std::vector<int64_t>{10, 3});
+  CHECK(tensor.dtype == at::kFloat);
+  const LeafMetadata text = parse_metadata({{"is_non_tensor", "1"}, {"encoding", "json"}}, key);
+  CHECK(text.is_non_tensor);
+  CHECK(text.encoding == "json");
+
+  CHECK_THROWS_WITH(parse_metadata({{"shape", "[10]"}}, key),
+                    key + ": tensor metadata without a 'dtype' field");
+  CHECK_THROWS_WITH(parse_metadata({{"dtype", "torch.int64"}}, key),
+                    key + ": tensor metadata without a 'shape' field");
+  CHECK_THROWS_WITH(parse_metadata({}, key), key + ": the leaf's metadata hash is missing");
+  CHECK_THROWS_WITH(parse_metadata({{"is_non_tensor", "1"}}, key),
+                    key + ": non-tensor metadata without an 'encoding' field");
+  CHECK_THROWS_WITH(parse_metadata({{"shape", "[2]"}, {"dtype", "torch.float128"}}, key),
+                    key + ": unknown dtype 'torch.float128'");
+  CHECK_THROWS_WITH(parse_metadata({{"shape", "[9223372036854775807, 4]"}, {"dtype", "torch.float32"}}, key),
+                    Catch::Contains("holds more bytes than int64 can count"));
+}
