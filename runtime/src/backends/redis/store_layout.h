@@ -30,9 +30,17 @@ class StoreKeys {
   StoreKeys(std::string prefix, std::string td_id);
 
   const std::string& td_id() const { return td_id_; }
+  /// "{prefix}:{<td_id>}:", what every key of the store starts with.
+  const std::string& base() const { return base_; }
   std::string batch_size() const { return base_ + "__batch_size__"; }
   std::string device() const { return base_ + "__device__"; }
   std::string keys() const { return base_ + "__keys__"; }
+  /// This port's addition, which Python ignores: nested levels (empty ones too) and their
+  /// batch sizes, a hash from level path to JSON batch size.
+  std::string nested() const { return base_ + "__nested__"; }
+  /// This port's addition too: a sorted set of leaf and level paths scored by when they were
+  /// first written, so keys keep their insertion order (Python lists them in set order).
+  std::string order() const { return base_ + "__order__"; }
   std::string data(std::string_view path) const { return base_ + "d:" + std::string(path); }
   std::string meta(std::string_view path) const { return base_ + "m:" + std::string(path); }
 

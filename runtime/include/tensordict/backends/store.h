@@ -1,0 +1,62 @@
+#pragma once
+// TensorDictStore: a tensordict kept on a Redis-protocol server (Python tensordict's
+// TensorDictStore, v0.14 key layout), shared by every process and machine that can reach the
+// server. Leaves are byte strings, metadata are hashes and sets; every write goes to the
+// server, and reads return fresh tensors. Built with TENSORDICT_WITH_REDIS (hiredis). See
+// docs/backends.md, "Redis stores".
+//
+//   tensordict::StoreOptions options;
+//   options.host = "10.0.0.5";
+//   auto store = tensordict::TensorDictStore::from_tensordict(td, options);
+//   // elsewhere: TensorDictStore::from_store(store.td_id(), options)
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
+
+#include <tensordict/backends/store_options.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tensordict {
+
+class TensorDictStore : public TensorDict {
+ public:
+  /// Uploads `td` (nested levels, non-tensor values) to a new store in one transaction and
+  /// returns it. The store's id is `options.td_id`, or a new uuid4.
+  static TensorDictStore from_tensordict(const TensorDict& td, StoreOptions options = {});
+  /// A store with a zero-filled leaf per entry of `schema` (key -> (event shape, dtype)),
+  /// shaped batch_size + event shape. The server allocates the zeros (one SETRANGE per leaf):
+  /// no tensor bytes pass through the client.
+  static TensorDictStore from_schema(
+      const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
+      c10::IntArrayRef batch_size, StoreOptions options = {});
+  /// Reconnects to the existing store `td_id` (written by C++ or Python): KeyError "No
+  /// TensorDictStore" when the server holds none.
+  static TensorDictStore from_store(const std::string& td_id, StoreOptions options = {});
+
+  /// `td` as a TensorDictStore; TypeError naming its class when it is not one.
+  static TensorDictStore from(const TensorDict& td);
+  /// True when `td` is a TensorDictStore (its root or a nested level).
+  static bool is_store(const TensorDict& td);
+
+  /// The store's id: what another process passes to from_store.
+  const std::string& td_id() const;
+  /// The options it was opened with (prefix, server, timeouts).
+  const StoreOptions& options() const;
+  /// Every leaf read in one round trip into an in-memory tensordict.
+  TensorDict to_tensordict() const;
+  /// Deletes every key of the store from the server; the handle is then an empty store.
+  void clear_store();
+
+ private:
+  explicit TensorDictStore(TensorDict td) : TensorDict(std::move(td)) {}
+};
+
+/// The id of the store behind `td` (a TensorDictStore handle or one of its nested levels).
+std::string store_id(const TensorDict& td);
+
+}  // namespace tensordict

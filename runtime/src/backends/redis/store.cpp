@@ -1,0 +1,136 @@
+// TensorDictStore's public factories and accessors.
+
+#include <tensordict/backends/store.h>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/dtype.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+
+#include "backends/redis/store_level.h"
+
+namespace tensordict {
+
+namespace {
+
+using redis::Command;
+using redis::StoreLevel;
+using redis::StoreState;
+
+std::shared_ptr<StoreState> open_state(StoreOptions& options) {
+  if (options.td_id.empty()) options.td_id = redis::new_td_id();
+  return std::make_shared<StoreState>(options, options.td_id);
+}
+
+// The commands that make the store empty: every key the server holds for it, read from its
+// layout (a store written before, under the same id, is replaced whole).
+void add_clear(std::vector<Command>& out, StoreState& state) {
+  const redis::Layout& layout = state.layout(true);
+  const redis::StoreKeys& k = state.keys;
+  for (const auto& [path, meta] : layout.leaves) out.push_back({"DEL", k.data(path), k.meta(path)});
+  out.push_back({"DEL", k.keys(), k.nested(), k.order(), k.batch_size(), k.device()});
+}
+
+void add_header(std::vector<Command>& out, const redis::StoreKeys& k, c10::IntArrayRef batch,
+                const std::optional<at::Device>& device) {
+  out.push_back({"SET", k.batch_size(), redis::shape_json(batch)});
+  out.push_back({"SET", k.device(), device ? device->str() : std::string()});
+}
+
+TensorDictStore root_of(const std::shared_ptr<StoreState>& state) {
+  const redis::Layout& layout = state->layout(true);
+  return TensorDictStore::from(TensorDict(c10::make_intrusive<StoreLevel>(state, "", layout.batch, layout.device)));
+}
+
+const StoreLevel& level_of(const TensorDict& td) {
+  const StoreLevel* level = redis::as_store_level(*td.impl());
+  TD_CHECK(level != nullptr, TypeError, "expected a TensorDictStore, got a ", td.impl()->type_name());
+  return *level;
+}
+
+}  // namespace
+
+TensorDictStore TensorDictStore::from_tensordict(const TensorDict& td, StoreOptions options) {
+  std::shared_ptr<StoreState> state = open_state(options);
+  std::vector<Command> commands;
+  add_clear(commands, *state);
+  add_header(commands, state->keys, td.batch_size(), td.device());
+  td.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    redis::add_store_commands(commands, state->keys, redis::leaf_path(NestedKey(key)), entry, td.batch_size());
+  });
+  state->forget_layout();
+  state->transaction(std::move(commands));
+  return root_of(state);
+}
+
+TensorDictStore TensorDictStore::from_schema(
+    const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
+    c10::IntArrayRef batch_size, StoreOptions options) {
+  std::shared_ptr<StoreState> state = open_state(options);
+  const redis::StoreKeys& k = state->keys;
+  std::vector<Command> commands;
+  add_clear(commands, *state);
+  add_header(commands, k, batch_size, std::nullopt);
+  for (const auto& [key, spec] : schema) {
+    const std::string path = redis::leaf_path(key);
+    for (size_t i = 1; i < key.size(); ++i) {
+      const std::string level =
+          redis::leaf_path(NestedKey(std::vector<std::string>(key.parts().begin(), key.parts().begin() + i)));
+      commands.push_back({"HSET", k.nested(), level, redis::shape_json(batch_size)});
+      commands.push_back({"ZADD", k.order(), "NX", std::to_string(redis::next_order_score()), level});
+    }
+    commands.push_back({"ZADD", k.order(), "NX", std::to_string(redis::next_order_score()), path});
+    std::vector<int64_t> shape(batch_size.begin(), batch_size.end());
+    shape.insert(shape.end(), spec.first.begin(), spec.first.end());
+    const int64_t nbytes = redis::leaf_bytes(shape, spec.second, k.data(path));
+    TD_CHECK(nbytes <= (int64_t{512} << 20), StorageError, k.data(path), ": ", nbytes,
+             " bytes are over the server's 512 MiB limit for one value");
+    // The server zero-fills up to the byte written: no tensor bytes leave the client.
+    if (nbytes > 0) {
+      commands.push_back({"SETRANGE", k.data(path), std::to_string(nbytes - 1), std::string(1, '\0')});
+    } else {
+      commands.push_back({"SET", k.data(path), ""});
+    }
+    commands.push_back({"HSET", k.meta(path), "shape", redis::shape_json(shape), "dtype", torch_dtype_name(spec.second)});
+    commands.push_back({"SADD", k.keys(), path});
+  }
+  state->forget_layout();
+  state->transaction(std::move(commands));
+  return root_of(state);
+}
+
+TensorDictStore TensorDictStore::from_store(const std::string& td_id, StoreOptions options) {
+  options.td_id = td_id;
+  std::shared_ptr<StoreState> state = open_state(options);
+  TD_CHECK(state->layout(true).exists, KeyError, "No TensorDictStore with id '", td_id, "' at ",
+           options.endpoint(), " (prefix '", options.prefix, "')");
+  return root_of(state);
+}
+
+TensorDictStore TensorDictStore::from(const TensorDict& td) {
+  level_of(td);
+  return TensorDictStore(td);
+}
+
+bool TensorDictStore::is_store(const TensorDict& td) { return redis::as_store_level(*td.impl()) != nullptr; }
+
+const std::string& TensorDictStore::td_id() const { return level_of(*this).state()->keys.td_id(); }
+
+const StoreOptions& TensorDictStore::options() const { return level_of(*this).state()->client.options(); }
+
+TensorDict TensorDictStore::to_tensordict() const { return impl()->snapshot(); }
+
+void TensorDictStore::clear_store() {
+  const StoreLevel& level = level_of(*this);
+  StoreState& state = *level.state();
+  std::vector<Command> commands;
+  add_clear(commands, state);
+  add_header(commands, state.keys, state.layout(false).batch, state.layout(false).device);
+  state.forget_layout();
+  state.transaction(std::move(commands));
+}
+
+std::string store_id(const TensorDict& td) { return level_of(td).state()->keys.td_id(); }
+
+}  // namespace tensordict

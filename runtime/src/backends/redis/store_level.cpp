@@ -1,0 +1,440 @@
+#include "backends/redis/store_level.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <cstring>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/dtype.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/non_tensor.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tensordict {
+namespace redis {
+
+namespace {
+
+// Redis refuses strings over 512 MiB (proto-max-bulk-len): refused here, before sending.
+constexpr int64_t kMaxValueBytes = int64_t{512} << 20;
+
+// The whole structure in one round trip: batch size, device, nested levels, then each leaf
+// path followed by its metadata hash.
+const char* const kLayoutScript = R"lua(
+local base = ARGV[1]
+local out = {}
+out[1] = redis.call('GET', base .. '__batch_size__')
+out[2] = redis.call('GET', base .. '__device__')
+out[3] = redis.call('HGETALL', base .. '__nested__')
+out[4] = redis.call('ZRANGE', base .. '__order__', 0, -1, 'WITHSCORES')
+local members = redis.call('SMEMBERS', base .. '__keys__')
+for i = 1, #members do
+  out[#out + 1] = members[i]
+  out[#out + 1] = redis.call('HGETALL', base .. 'm:' .. members[i])
+end
+return out
+)lua";
+
+std::vector<std::pair<std::string, std::string>> hash_pairs(ReplyRef reply) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i + 1 < reply.size(); i += 2) out.emplace_back(reply[i].str(), reply[i + 1].str());
+  return out;
+}
+
+bool under(const std::string& path, const std::string& prefix) {
+  return path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 && path[prefix.size()] == '.';
+}
+
+std::string tensor_bytes(const at::Tensor& tensor, const std::string& key) {
+  // Checked before anything is materialized: an expanded tensor may be small in memory.
+  const int64_t nbytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
+  TD_CHECK(nbytes <= kMaxValueBytes, StorageError, key, ": ", nbytes,
+           " bytes are over the server's 512 MiB limit for one value; split the leaf or store it elsewhere");
+  const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+  return std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(nbytes));
+}
+
+// Commands removing what the store holds at `full_path` (a leaf, or a nested level and
+// everything under it).
+void add_removal(std::vector<Command>& out, const StoreKeys& keys, const Layout& layout, const std::string& full_path) {
+  for (const auto& [path, meta] : layout.leaves) {
+    if (path != full_path && !under(path, full_path)) continue;
+    out.push_back({"DEL", keys.data(path), keys.meta(path)});
+    out.push_back({"SREM", keys.keys(), path});
+    out.push_back({"ZREM", keys.order(), path});
+  }
+  for (const auto& [path, batch] : layout.nested) {
+    if (path != full_path && !under(path, full_path)) continue;
+    out.push_back({"HDEL", keys.nested(), path});
+    out.push_back({"ZREM", keys.order(), path});
+  }
+}
+
+std::string score_text(double score) {
+  std::ostringstream text;
+  text.precision(17);
+  text << score;
+  return text.str();
+}
+
+}  // namespace
+
+const Layout& StoreState::layout(bool refresh) {
+  if (cached && !refresh) return *cached;
+  Replies replies = client.run({"EVAL", kLayoutScript, "1", keys.keys(), keys.base()});
+  const ReplyRef root = replies[0];
+  TD_CHECK(root.is_array() && root.size() >= 4, StorageError, client.options().endpoint(), ": ", keys.base(),
+           ": unexpected reply to the layout script");
+  Layout out;
+  if (!root[0].is_nil()) {
+    out.exists = true;
+    const std::vector<int64_t> batch = parse_shape(root[0].str(), keys.batch_size());
+    out.batch.assign(batch.begin(), batch.end());
+  }
+  if (!root[1].is_nil() && !root[1].str().empty()) {
+    const std::string text(root[1].str());
+    try {
+      out.device = at::Device(text);
+    } catch (const c10::Error&) {
+      TD_THROW(StorageError, keys.device(), ": not a device: '", text.substr(0, 64), "'");
+    }
+  }
+  for (const auto& [path, batch] : hash_pairs(root[2])) {
+    const std::vector<int64_t> dims = parse_shape(batch, keys.nested() + " (field '" + path + "')");
+    out.nested.emplace(path, BatchSize(dims.begin(), dims.end()));
+  }
+  for (const auto& [path, score] : hash_pairs(root[3])) {
+    try {
+      out.order.emplace(path, std::stod(score));
+    } catch (const std::exception&) {
+      TD_THROW(StorageError, keys.order(), ": the score of '", path.substr(0, 64), "' is not a number");
+    }
+  }
+  for (size_t i = 4; i + 1 < root.size(); i += 2) {
+    const std::string path(root[i].str());
+    out.leaves.emplace(path, parse_metadata(hash_pairs(root[i + 1]), keys.meta(path)));
+  }
+  cached = std::move(out);
+  return *cached;
+}
+
+void StoreState::transaction(std::vector<Command> commands) {
+  commands.insert(commands.begin(), Command{"MULTI"});
+  commands.push_back({"EXEC"});
+  Replies replies = client.pipeline(commands);
+  for (size_t i = 0; i + 1 < commands.size(); ++i) client.check(replies[i], commands[i]);
+  const ReplyRef exec = replies[replies.size() - 1];
+  client.check(exec, commands.back());
+  TD_CHECK(exec.is_array(), StorageError, client.options().endpoint(), ": the transaction was aborted");
+  // Commands queued fine but failing when run (a wrong type) come back inside EXEC's reply.
+  for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], commands[i + 1]);
+}
+
+double next_order_score() {
+  static std::mutex mutex;
+  static double last = 0;
+  const double now = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::lock_guard<std::mutex> lock(mutex);
+  last = std::max(now, last + 1);
+  return last;
+}
+
+void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
+                        const Entry& entry, c10::IntArrayRef batch) {
+  // NX: a replaced entry keeps its place.
+  out.push_back({"ZADD", keys.order(), "NX", score_text(next_order_score()), full_path});
+  if (entry.is_tensordict()) {
+    const TensorDict& td = entry.tensordict();
+    out.push_back({"HSET", keys.nested(), full_path, shape_json(td.batch_size())});
+    td.impl()->for_each([&](const std::string& key, const Entry& child) {
+      add_store_commands(out, keys, full_path + "." + leaf_path(NestedKey(key)), child, td.batch_size());
+    });
+    return;
+  }
+  // HSET merges fields: the old hash goes first, so a tensor written over a non-tensor (or
+  // back) keeps no stale field (a v0.14 weakness).
+  out.push_back({"DEL", keys.meta(full_path)});
+  if (entry.is_tensor()) {
+    const at::Tensor& t = entry.tensor();
+    out.push_back({"SET", keys.data(full_path), tensor_bytes(t, keys.data(full_path))});
+    out.push_back({"HSET", keys.meta(full_path), "shape", shape_json(t.sizes()), "dtype", torch_dtype_name(t.scalar_type())});
+  } else {
+    const NonTensorData& value = entry.non_tensor();
+    std::string encoding = "json";
+    std::string text;
+    if (!value.is_stack() || value.is_uniform()) {
+      text = value.value().dump_stdlib();
+    } else {
+      TD_CHECK(batch.size() == 1, NotImplementedError, "TensorDictStore cannot store ", full_path,
+               ": per-element non-tensor values are stored per row (json_array), which needs a one-dim batch, got ",
+               shape_json(batch));
+      encoding = "json_array";
+      text = value.tolist().dump_stdlib();
+    }
+    TD_CHECK(static_cast<int64_t>(text.size()) <= kMaxValueBytes, StorageError, keys.data(full_path),
+             ": over the server's 512 MiB limit for one value");
+    out.push_back({"SET", keys.data(full_path), std::move(text)});
+    out.push_back({"HSET", keys.meta(full_path), "is_non_tensor", "1", "encoding", encoding});
+  }
+  out.push_back({"SADD", keys.keys(), full_path});
+}
+
+Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::string& key, c10::IntArrayRef batch,
+                  const std::optional<at::Device>& device) {
+  if (meta.is_non_tensor) {
+    TD_CHECK(meta.encoding != "pickle", StorageError, key,
+             ": a pickle-encoded value is refused (unpickling runs code from the server); write it as JSON");
+    json::Value value = json::parse(bytes, key);
+    if (meta.encoding == "json") return Entry(NonTensorData(std::move(value)));
+    TD_CHECK(meta.encoding == "json_array", StorageError, key, ": unknown non-tensor encoding '", meta.encoding, "'");
+    TD_CHECK(value.is_array(), StorageError, key, ": a json_array value that is not a JSON list");
+    const auto& rows = value.as_array();
+    if (batch.empty()) {
+      TD_CHECK(rows.size() == 1, StorageError, key, ": a json_array of an unbatched store holds ", rows.size(),
+               " values, expected 1");
+      return Entry(NonTensorData(rows[0]));
+    }
+    TD_CHECK(static_cast<int64_t>(rows.size()) == batch[0], StorageError, key, ": a json_array of ", rows.size(),
+             " rows for a batch of ", batch[0]);
+    // Python's json_array holds one value per row of the first batch dim.
+    std::vector<int64_t> view(batch.size(), 1);
+    view[0] = batch[0];
+    at::Tensor ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
+    return Entry(NonTensorData::from_ids(std::vector<json::Value>(rows.begin(), rows.end()), ids).compacted());
+  }
+  const int64_t expected = leaf_bytes(meta.shape, meta.dtype, key);
+  TD_CHECK(static_cast<int64_t>(bytes.size()) == expected, StorageError, key, ": holds ", bytes.size(),
+           " bytes, but its metadata say shape ", shape_json(meta.shape), " of ", torch_dtype_name(meta.dtype), " (",
+           expected, " bytes)");
+  at::Tensor out = at::empty(meta.shape, at::TensorOptions().dtype(meta.dtype));
+  if (expected > 0) std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
+  if (device && !device->is_cpu()) out = out.to(*device);
+  return Entry(std::move(out));
+}
+
+StoreLevel::StoreLevel(std::shared_ptr<StoreState> state, std::string path, c10::IntArrayRef batch_size,
+                       std::optional<at::Device> device)
+    : TensorDictBase(batch_size, std::move(device), StoragePolicy{}), state_(std::move(state)), path_(std::move(path)) {}
+
+EntryKind StoreLevel::kind_in(const Layout& layout, const std::string& full_path) const {
+  if (auto it = layout.leaves.find(full_path); it != layout.leaves.end())
+    return it->second.is_non_tensor ? EntryKind::NonTensor : EntryKind::Tensor;
+  if (layout.nested.count(full_path)) return EntryKind::TensorDict;
+  for (auto it = layout.leaves.lower_bound(full_path + "."); it != layout.leaves.end() && under(it->first, full_path); ++it)
+    return EntryKind::TensorDict;
+  return EntryKind::Undefined;
+}
+
+EntryKind StoreLevel::kind(std::string_view key) const {
+  // Re-read: another client may have added or erased it since.
+  return kind_in(state_->layout(true), full(key));
+}
+
+std::vector<std::string> StoreLevel::keys_in(const Layout& layout) const {
+  // Each key at the earliest score of the paths under it; keys without one (written by Python)
+  // after those with one, by name.
+  std::map<std::string, double> first;
+  auto add = [&](const std::string& path) {
+    if (path.size() <= path_.size() || path.compare(0, path_.size(), path_) != 0) return;
+    const std::string rest = path.substr(path_.size());
+    const std::string key = rest.substr(0, rest.find('.'));
+    if (key.empty()) return;
+    auto score = layout.order.find(path);
+    const double s = score == layout.order.end() ? std::numeric_limits<double>::infinity() : score->second;
+    auto [it, inserted] = first.emplace(key, s);
+    if (!inserted) it->second = std::min(it->second, s);
+  };
+  for (const auto& [path, meta] : layout.leaves) add(path);
+  for (const auto& [path, batch] : layout.nested) add(path);
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [key, s] : first) ranked.emplace_back(s, key);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::string> out;
+  for (auto& [s, key] : ranked) out.push_back(std::move(key));
+  return out;
+}
+
+std::vector<std::string> StoreLevel::keys() const { return keys_in(state_->layout(true)); }
+
+void StoreLevel::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  const Layout& layout = state_->layout(true);
+  for (const std::string& key : keys_in(layout)) fn(key, kind_in(layout, full(key)));
+}
+
+c10::intrusive_ptr<StoreLevel> StoreLevel::child(const Layout& layout, const std::string& full_path) const {
+  auto it = layout.nested.find(full_path);
+  c10::IntArrayRef batch = it != layout.nested.end() ? c10::IntArrayRef(it->second) : c10::IntArrayRef(batch_size_);
+  return c10::make_intrusive<StoreLevel>(state_, full_path + ".", batch, device_);
+}
+
+Entry StoreLevel::get(std::string_view key) const {
+  const std::string p = full(key);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const Layout& layout = state_->layout(attempt > 0);
+    const EntryKind k = kind_in(layout, p);
+    if (k == EntryKind::Undefined) {
+      if (attempt == 0) continue;
+      return Entry();
+    }
+    if (k == EntryKind::TensorDict) return Entry(TensorDict(child(layout, p)));
+    const LeafMetadata meta = layout.leaves.at(p);
+    Replies replies = state_->client.run({"GET", state_->keys.data(p)});
+    const ReplyRef data = replies[0];
+    const bool stale = data.is_nil() || (!meta.is_non_tensor &&
+                                         static_cast<int64_t>(data.str().size()) != leaf_bytes(meta.shape, meta.dtype, p));
+    // Another client replaced or erased the leaf since the layout was read: read it again once.
+    if (stale && attempt == 0) continue;
+    TD_CHECK(!data.is_nil(), StorageError, state_->keys.data(p), ": listed in __keys__ but holds no value");
+    return decode_leaf(meta, data.str(), state_->keys.data(p), batch_size_, device_);
+  }
+  return Entry();
+}
+
+TensorDict StoreLevel::materialize(const Layout& layout, const std::string& prefix, c10::IntArrayRef batch,
+                                   const std::map<std::string, std::string>& data) const {
+  TensorDict out = TensorDict::empty_with(batch, device_);
+  StoreLevel view(state_, prefix, batch, device_);
+  for (const std::string& key : view.keys_in(layout)) {
+    const std::string p = prefix + key;
+    const EntryKind k = kind_in(layout, p);
+    if (k == EntryKind::TensorDict) {
+      auto it = layout.nested.find(p);
+      c10::IntArrayRef sub = it != layout.nested.end() ? c10::IntArrayRef(it->second) : batch;
+      out.impl()->insert_or_assign(key, Entry(materialize(layout, p + ".", sub, data)));
+    } else {
+      out.impl()->insert_or_assign(key, decode_leaf(layout.leaves.at(p), data.at(p), state_->keys.data(p), batch, device_));
+    }
+  }
+  return out;
+}
+
+TensorDict StoreLevel::snapshot() const {
+  const Layout layout = state_->layout(true);
+  std::vector<std::string> paths;
+  for (const auto& [path, meta] : layout.leaves)
+    if (path_.empty() || path.compare(0, path_.size(), path_) == 0) paths.push_back(path);
+  std::vector<Command> commands;
+  for (const std::string& p : paths) commands.push_back({"GET", state_->keys.data(p)});
+  Replies replies = state_->client.pipeline(commands);
+  std::map<std::string, std::string> data;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    state_->client.check(replies[i], commands[i]);
+    TD_CHECK(!replies[i].is_nil(), StorageError, commands[i][1], ": listed in __keys__ but holds no value");
+    data.emplace(paths[i], std::string(replies[i].str()));
+  }
+  return materialize(layout, path_, batch_size_, data);
+}
+
+void StoreLevel::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  const TensorDict all = snapshot();
+  all.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    // Nested levels stay live views of the store; leaves are the fresh reads.
+    if (entry.is_tensordict()) {
+      fn(key, Entry(TensorDict(child(state_->layout(false), full(key)))));
+    } else {
+      fn(key, entry);
+    }
+  });
+}
+
+LeafMeta StoreLevel::leaf_meta(std::string_view key) const {
+  const std::string p = full(key);
+  const Layout& layout = state_->layout(true);
+  auto it = layout.leaves.find(p);
+  TD_CHECK(it != layout.leaves.end() && !it->second.is_non_tensor, KeyError, "key ", NestedKey(key).repr(),
+           " is not a tensor leaf of the store");
+  return LeafMeta{BatchSize(it->second.shape.begin(), it->second.shape.end()), it->second.dtype,
+                  device_.value_or(at::Device(at::kCPU))};
+}
+
+void StoreLevel::insert_or_assign(std::string_view key, Entry value) {
+  const std::string p = full(leaf_path(NestedKey(key)));
+  if (value.is_tensordict()) {
+    // The handle stores back the level it got from get(): it is already on the server.
+    const StoreLevel* level = as_store_level(*value.tensordict().impl());
+    if (level != nullptr && level->state_ == state_ && level->path_ == p + ".") return;
+  }
+  std::vector<Command> commands;
+  add_removal(commands, state_->keys, state_->layout(false), p);
+  add_store_commands(commands, state_->keys, p, value, batch_size_);
+  state_->forget_layout();
+  state_->transaction(std::move(commands));
+  bump_layout_version();
+}
+
+void StoreLevel::erase(std::string_view key) {
+  const std::string p = full(key);
+  std::vector<Command> commands;
+  add_removal(commands, state_->keys, state_->layout(true), p);
+  if (commands.empty()) return;
+  state_->forget_layout();
+  state_->transaction(std::move(commands));
+  bump_layout_version();
+}
+
+void StoreLevel::rename(std::string_view from, std::string_view to) {
+  const std::string source = full(from), target = full(leaf_path(NestedKey(to)));
+  const Layout layout = state_->layout(true);
+  std::vector<Command> commands;
+  add_removal(commands, state_->keys, layout, target);
+  const StoreKeys& k = state_->keys;
+  for (const auto& [path, meta] : layout.leaves) {
+    if (path != source && !under(path, source)) continue;
+    const std::string moved = target + path.substr(source.size());
+    commands.push_back({"RENAME", k.data(path), k.data(moved)});
+    commands.push_back({"RENAME", k.meta(path), k.meta(moved)});
+    commands.push_back({"SREM", k.keys(), path});
+    commands.push_back({"SADD", k.keys(), moved});
+  }
+  // The renamed entry keeps its place.
+  for (const auto& [path, score] : layout.order) {
+    if (path != source && !under(path, source)) continue;
+    commands.push_back({"ZREM", k.order(), path});
+    commands.push_back({"ZADD", k.order(), score_text(score), target + path.substr(source.size())});
+  }
+  for (const auto& [path, batch] : layout.nested) {
+    if (path != source && !under(path, source)) continue;
+    commands.push_back({"HDEL", k.nested(), path});
+    commands.push_back({"HSET", k.nested(), target + path.substr(source.size()), shape_json(batch)});
+  }
+  state_->forget_layout();
+  state_->transaction(std::move(commands));
+  bump_layout_version();
+}
+
+void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
+  const LeafMeta meta = leaf_meta(key);
+  // Cast and broadcast as at::Tensor::copy_ does, then the whole leaf in one SET.
+  const at::Tensor stored = value.to(at::kCPU, meta.dtype).expand(meta.shape);
+  const std::string p = full(key);
+  state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p))});
+}
+
+TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
+  const std::string p = full(leaf_path(NestedKey(key)));
+  state_->forget_layout();
+  state_->client.run({"HSET", state_->keys.nested(), p, shape_json(batch_size)});
+  return TensorDict(c10::make_intrusive<StoreLevel>(state_, p + ".", batch_size, device_));
+}
+
+void StoreLevel::set_batch_size(c10::IntArrayRef batch_size) {
+  if (path_.empty()) {
+    state_->client.run({"SET", state_->keys.batch_size(), shape_json(batch_size)});
+  } else {
+    state_->client.run({"HSET", state_->keys.nested(), path_.substr(0, path_.size() - 1), shape_json(batch_size)});
+  }
+  state_->forget_layout();
+  TensorDictBase::set_batch_size(batch_size);
+}
+
+const StoreLevel* as_store_level(const TensorDictBase& impl) { return dynamic_cast<const StoreLevel*>(&impl); }
+
+}  // namespace redis
+}  // namespace tensordict

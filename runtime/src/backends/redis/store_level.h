@@ -1,0 +1,115 @@
+#pragma once
+// The backend behind TensorDictStore. StoreState is one store on one server, shared by every
+// level handed out; StoreLevel is the root or a nested level, named by its path prefix ("" or
+// "next."). Reads are fresh tensors (no aliasing), so every write reaches the server through
+// write_ or insert_or_assign (Note [Reads, copies and writes] in tensor_dict_base.h).
+//
+// Refresh rule: the structure (keys, shapes, dtypes, nested levels) is read in one round trip
+// by a server-side script and cached. Listing (keys, for_each, snapshot, to_tensordict) always
+// re-reads it, so a reader sees keys other clients added; a read of a key the cache does not
+// know re-reads it too; a leaf whose bytes no longer match the cached shape is re-read once.
+// Data are never cached.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tensordict/backends/store.h>
+#include <tensordict/tensor_dict_base.h>
+
+#include "backends/redis/redis_client.h"
+#include "backends/redis/store_layout.h"
+
+namespace tensordict {
+namespace redis {
+
+/// What the server holds for a store's structure.
+struct Layout {
+  /// False when the store has no __batch_size__: no such store.
+  bool exists = false;
+  BatchSize batch;
+  std::optional<at::Device> device;
+  /// Every leaf, by full path ("next.obs").
+  std::map<std::string, LeafMetadata> leaves;
+  /// Nested levels recorded in __nested__, by path, with their batch sizes.
+  std::map<std::string, BatchSize> nested;
+  /// When each path was first written (__order__); paths a Python client wrote have none.
+  std::map<std::string, double> order;
+};
+
+struct StoreState {
+  StoreState(StoreOptions options, const std::string& td_id) : client(options), keys(options.prefix, td_id) {}
+
+  /// The structure, re-read when `refresh` or when nothing is cached.
+  const Layout& layout(bool refresh);
+  void forget_layout() { cached.reset(); }
+  /// Sends `commands` as one MULTI/EXEC transaction and checks every reply.
+  void transaction(std::vector<Command> commands);
+
+  RedisClient client;
+  StoreKeys keys;
+  std::optional<Layout> cached;
+};
+
+class StoreLevel final : public TensorDictBase {
+ public:
+  StoreLevel(std::shared_ptr<StoreState> state, std::string path, c10::IntArrayRef batch_size,
+             std::optional<at::Device> device);
+
+  const char* type_name() const override { return "TensorDictStore"; }
+  const std::shared_ptr<StoreState>& state() const { return state_; }
+  const std::string& path() const { return path_; }
+
+  size_t num_entries() const override { return keys().size(); }
+  std::vector<std::string> keys() const override;
+  bool has(std::string_view key) const override { return kind(key) != EntryKind::Undefined; }
+  Entry get(std::string_view key) const override;
+  void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
+  void insert_or_assign(std::string_view key, Entry value) override;
+  void erase(std::string_view key) override;
+  void rename(std::string_view from, std::string_view to) override;
+
+  EntryKind kind(std::string_view key) const override;
+  void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
+  LeafMeta leaf_meta(std::string_view key) const override;
+  TensorDict snapshot() const override;
+  void write_(std::string_view key, const at::Tensor& value) override;
+  TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const override;
+  void set_batch_size(c10::IntArrayRef batch_size) override;
+
+ private:
+  std::string full(std::string_view key) const { return path_ + std::string(key); }
+  EntryKind kind_in(const Layout& layout, const std::string& full_path) const;
+  /// This level's keys in `layout`, in a stable order.
+  std::vector<std::string> keys_in(const Layout& layout) const;
+  c10::intrusive_ptr<StoreLevel> child(const Layout& layout, const std::string& full_path) const;
+  /// The level at `full_path` read into memory from `data` (path -> bytes of every leaf).
+  TensorDict materialize(const Layout& layout, const std::string& prefix, c10::IntArrayRef batch,
+                         const std::map<std::string, std::string>& data) const;
+
+  std::shared_ptr<StoreState> state_;
+  std::string path_;
+};
+
+/// The StoreState behind a TensorDictStore handle (a level); nullptr for another backend.
+const StoreLevel* as_store_level(const TensorDictBase& impl);
+
+/// A score for __order__ after every one this process gave before (microseconds since the
+/// epoch, made strictly increasing).
+double next_order_score();
+
+/// The commands that store `entry` at `full_path` (its batch size `batch`): leaves as SET d: /
+/// HSET m: / SADD, nested levels recursively, recorded in __nested__.
+void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
+                        const Entry& entry, c10::IntArrayRef batch);
+
+/// The leaf read from `bytes` as `meta` says; StorageError naming `key` when their sizes
+/// disagree or the encoding is refused.
+Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::string& key,
+                  c10::IntArrayRef batch, const std::optional<at::Device>& device);
+
+}  // namespace redis
+}  // namespace tensordict

@@ -1,0 +1,218 @@
+// TensorDictStore against a real redis-server: round trips of every stored kind, the v0.14 key
+// layout, reconnecting by id, live writes seen by another handle, from_schema's server-side
+// zero fill, and the typed errors for what cannot be stored or read.
+#include "support/catch_torch.h"
+
+#include <string>
+
+#include <ATen/ATen.h>
+#include <tensordict/backends/store.h>
+#include <tensordict/tensordict.h>
+
+#include "backends/redis/redis_client.h"
+#include "support/redis_server.h"
+
+using namespace tensordict;
+using testing_support::RedisServer;
+
+namespace {
+
+StoreOptions on(const RedisServer& server) {
+  StoreOptions options;
+  options.unix_socket = server.socket();
+  return options;
+}
+
+TensorDict sample() {
+  TensorDict td = TensorDict::empty_with({4});
+  td.set("obs", at::arange(24, at::kFloat).reshape({4, 6}));
+  td.set("done", at::arange(4) % 2 == 0);
+  td.set({"next", "reward"}, at::arange(4, at::kDouble));
+  td.set_non_tensor("label", json::Value("episode"));
+  return td;
+}
+
+void check_equal(const TensorDict& a, const TensorDict& b) {
+  REQUIRE(a.keys(/*include_nested=*/true, /*leaves_only=*/true) == b.keys(true, true));
+  for (const NestedKey& key : a.keys(true, true)) {
+    const Entry x = a.find(key), y = b.find(key);
+    INFO(key.repr());
+    REQUIRE(x.kind() == y.kind());
+    if (x.is_tensor()) {
+      CHECK(x.tensor().scalar_type() == y.tensor().scalar_type());
+      CHECK(at::equal(x.tensor(), y.tensor()));
+    } else if (x.is_non_tensor()) {
+      CHECK(x.non_tensor() == y.non_tensor());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("from_tensordict and to_tensordict round trip every stored kind", "[redis][store]") {
+  RedisServer server;
+  TensorDict td = sample();
+  for (at::ScalarType t : {at::kByte, at::kChar, at::kShort, at::kInt, at::kLong, at::kHalf, at::kBFloat16,
+                           at::kComplexFloat, at::kComplexDouble})
+    td.set(short_dtype_name(t), at::ones({4, 2}).to(t));
+  td.set({"nested", "deeper", "x"}, at::zeros({4, 2, 1}));
+  td.get_tensordict("nested").set_batch_size({4, 2});
+  td.set("empty", TensorDict::empty_with({4}));
+  TensorDictStore store = TensorDictStore::from_tensordict(td, on(server));
+  const TensorDict back = store.to_tensordict();
+  check_equal(td, back);
+  CHECK(back.batch_size() == c10::IntArrayRef({4}));
+  // Nested batch sizes and empty levels survive (Python v0.14 keeps neither).
+  CHECK(back.get_tensordict("nested").batch_size() == c10::IntArrayRef({4, 2}));
+  CHECK(back.contains("empty"));
+  CHECK(store.get_tensordict("nested").batch_size() == c10::IntArrayRef({4, 2}));
+}
+
+TEST_CASE("the stored layout is Python tensordict v0.14's", "[redis][store][layout]") {
+  RedisServer server;
+  StoreOptions options = on(server);
+  options.td_id = "fixed-id";
+  TensorDictStore::from_tensordict(sample(), options);
+  redis::RedisClient raw(on(server));
+  const std::string base = "tensordict:{fixed-id}:";
+  CHECK(raw.run({"GET", base + "__batch_size__"})[0].str() == "[4]");
+  CHECK(raw.run({"GET", base + "__device__"})[0].str() == "");
+  auto members = raw.run({"SMEMBERS", base + "__keys__"});
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < members[0].size(); ++i) keys.emplace_back(members[0][i].str());
+  std::sort(keys.begin(), keys.end());
+  CHECK(keys == std::vector<std::string>{"done", "label", "next.reward", "obs"});
+  CHECK(raw.run({"HGET", base + "m:obs", "shape"})[0].str() == "[4, 6]");
+  CHECK(raw.run({"HGET", base + "m:obs", "dtype"})[0].str() == "torch.float32");
+  CHECK(raw.run({"STRLEN", base + "d:obs"})[0].integer() == 4 * 6 * 4);
+  CHECK(raw.run({"HGET", base + "m:label", "is_non_tensor"})[0].str() == "1");
+  CHECK(raw.run({"HGET", base + "m:label", "encoding"})[0].str() == "json");
+  CHECK(raw.run({"GET", base + "d:label"})[0].str() == "\"episode\"");
+  CHECK(raw.run({"HGET", base + "m:next.reward", "dtype"})[0].str() == "torch.float64");
+}
+
+TEST_CASE("another handle reconnects by id and sees every write", "[redis][store]") {
+  RedisServer server;
+  TensorDictStore writer = TensorDictStore::from_tensordict(sample(), on(server));
+  TensorDictStore reader = TensorDictStore::from_store(writer.td_id(), on(server));
+  CHECK(store_id(reader) == writer.td_id());
+  check_equal(writer.to_tensordict(), reader.to_tensordict());
+
+  // Keys another client adds after the reader connected are listed (the layout is re-read).
+  writer.set("added", at::ones({4, 2}));
+  CHECK(reader.contains("added"));
+  CHECK(at::equal(reader.get("added"), at::ones({4, 2})));
+  // In-place writes, indexed writes, erase and rename reach the server.
+  writer.set_("obs", at::zeros({4, 6}));
+  CHECK(reader.get("obs").sum().item<float>() == 0);
+  writer.index_put_({at::indexing::Slice(1, 3)}, TensorDict({{"obs", at::ones({2, 6})}}, {2}));
+  CHECK(at::equal(reader.get("obs").sum(1), at::tensor({0.f, 6.f, 6.f, 0.f})));
+  writer.erase("done");
+  CHECK_FALSE(reader.contains("done"));
+  writer.rename_key_({"next", "reward"}, {"next", "value"});
+  CHECK(reader.contains({"next", "value"}));
+  CHECK_FALSE(reader.contains({"next", "reward"}));
+  // A leaf another client replaced with another shape is read as it is now.
+  writer.set("added", at::ones({4, 3}));
+  CHECK(reader.get("added").sizes() == c10::IntArrayRef({4, 3}));
+
+  CHECK_THROWS_WITH(TensorDictStore::from_store("no-such-id", on(server)), Catch::StartsWith("No TensorDictStore with id 'no-such-id'"));
+  CHECK_THROWS_AS(TensorDictStore::from_store("no-such-id", on(server)), KeyError);
+}
+
+TEST_CASE("from_schema preallocates on the server without sending tensor bytes", "[redis][store]") {
+  RedisServer server;
+  StoreOptions options = on(server);
+  options.td_id = "schema";
+  TensorDictStore store = TensorDictStore::from_schema(
+      {{"obs", {{84, 84, 3}, at::kByte}}, {{"next", "reward"}, {{}, at::kFloat}}}, {100}, options);
+  CHECK(store.get("obs").sizes() == c10::IntArrayRef({100, 84, 84, 3}));
+  CHECK(store.get("obs").sum().item<int64_t>() == 0);
+  CHECK(store.get({"next", "reward"}).sizes() == c10::IntArrayRef({100}));
+  redis::RedisClient raw(on(server));
+  CHECK(raw.run({"STRLEN", "tensordict:{schema}:d:obs"})[0].integer() == 100 * 84 * 84 * 3);
+  // Filling a row writes through.
+  store.index_put_({5}, TensorDict({{"obs", at::full({84, 84, 3}, 7, at::kByte)}}, {}));
+  CHECK(store.get("obs")[5].min().item<int64_t>() == 7);
+  CHECK(store.get("obs")[4].max().item<int64_t>() == 0);
+}
+
+TEST_CASE("what cannot be stored or read is a typed error naming the key", "[redis][store]") {
+  RedisServer server;
+  StoreOptions options = on(server);
+  options.td_id = "bad";
+  TensorDictStore store = TensorDictStore::from_tensordict(sample(), options);
+  // Over Redis' 512 MiB string limit: refused before anything is sent or allocated.
+  const at::Tensor huge = at::zeros({}, at::kByte).expand({4, (int64_t{128} << 20) + 1});
+  CHECK_THROWS_WITH(store.set("huge", huge), Catch::Contains("over the server's 512 MiB limit"));
+  CHECK_FALSE(store.contains("huge"));
+  CHECK_THROWS_AS(TensorDictStore::from_schema({{"big", {{1 << 20}, at::kDouble}}}, {100}, options), StorageError);
+  // A dot inside a key part would read back as nesting.
+  CHECK_THROWS_AS(store.set("a.b", at::zeros({4})), ValueError);
+
+  redis::RedisClient raw(on(server));
+  raw.run({"HDEL", "tensordict:{bad}:m:obs", "dtype"});
+  CHECK_THROWS_WITH(TensorDictStore::from_store("bad", on(server)),
+                    "tensordict:{bad}:m:obs: tensor metadata without a 'dtype' field");
+  raw.run({"HSET", "tensordict:{bad}:m:obs", "dtype", "torch.float32"});
+  raw.run({"HSET", "tensordict:{bad}:m:label", "encoding", "pickle"});
+  TensorDictStore again = TensorDictStore::from_store("bad", on(server));
+  CHECK_THROWS_WITH(again.get("label"), Catch::Contains("a pickle-encoded value is refused"));
+  raw.run({"SETRANGE", "tensordict:{bad}:d:obs", "200", "x"});  // longer than [4, 6] float32
+  CHECK_THROWS_WITH(again.get("obs"), Catch::Contains("bytes, but its metadata say shape [4, 6]"));
+}
+
+TEST_CASE("a store whose server is gone is a StorageError, and works again when it is back", "[redis][store]") {
+  RedisServer server;
+  TensorDictStore store = TensorDictStore::from_tensordict(sample(), on(server));
+  const std::string id = store.td_id();
+  server.kill();
+  CHECK_THROWS_AS(store.get("obs"), StorageError);
+  CHECK_THROWS_WITH(store.set("x", at::zeros({4})), Catch::Contains("unix:" + server.socket()));
+  server.start();  // a fresh, empty server on the same socket
+  CHECK_THROWS_AS(TensorDictStore::from_store(id, on(server)), KeyError);
+  store.set("x", at::zeros({4}));  // the handle reconnected
+  CHECK(store.contains("x"));
+}
+
+namespace {
+
+// Runs tests/backends/redis/check_store_layout.py with Debian's python3 (python3-redis and
+// python3-numpy, installed by scripts/install-deps.sh); its output, and whether it passed.
+std::pair<bool, std::string> run_layout_script(const std::string& mode, const RedisServer& server, const std::string& id) {
+  const std::string command = "/usr/bin/python3 " + std::string(TENSORDICT_SOURCE_DIR) +
+                              "/tests/backends/redis/check_store_layout.py " + mode + " " + server.socket() + " " + id +
+                              " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  return {::pclose(pipe) == 0, out};
+}
+
+}  // namespace
+
+TEST_CASE("an independent Python reader reads what C++ stores, and C++ reads what it writes",
+          "[redis][store][layout][python]") {
+  RedisServer server;
+  StoreOptions options = on(server);
+  options.td_id = "cpp-wrote";
+  TensorDict td = sample();
+  td.set("rows", Entry(NonTensorData::from_list(json::parse(R"(["a", "b", "c", "d"])"), {4})));
+  TensorDictStore::from_tensordict(td, options);
+  const auto [read_ok, read_out] = run_layout_script("read", server, "cpp-wrote");
+  INFO(read_out);
+  CHECK(read_ok);
+  CHECK(read_out.find("OK") != std::string::npos);
+
+  const auto [write_ok, write_out] = run_layout_script("write", server, "py-wrote");
+  INFO(write_out);
+  REQUIRE(write_ok);
+  TensorDictStore store = TensorDictStore::from_store("py-wrote", on(server));
+  CHECK(store.batch_size() == c10::IntArrayRef({3}));
+  CHECK(at::equal(store.get("obs"), at::arange(6).reshape({3, 2})));
+  CHECK(at::equal(store.get({"nested", "flag"}), at::arange(3) % 2 == 0));
+  const NonTensorData names = store.get_non_tensor("names");
+  CHECK(names.tolist() == json::parse(R"(["x", null, "z"])"));
+}
