@@ -33,6 +33,11 @@
 #ifdef TENSORDICT_TEST_HDF5
 #include <tensordict/backends/persistent.h>
 #endif
+#ifdef TENSORDICT_TEST_REDIS
+#include <tensordict/backends/store.h>
+
+#include "support/redis_server.h"
+#endif
 
 #include "support/copy_on_read_backend.h"
 #include "support/temp_dir.h"
@@ -186,12 +191,54 @@ struct H5Backend {
 };
 #endif
 
+#ifdef TENSORDICT_TEST_REDIS
+/// A store on a real redis-server (one per test process, on a unix socket in a temporary
+/// directory, stopped at exit): the reference uploaded with from_tensordict. Reads are copies,
+/// every write goes to the server; an index is an in-memory copy (Python's store[idx] too).
+/// Leaves that require grad are refused; every key name reads back as written.
+struct StoreBackend {
+  static constexpr const char* name = "TensorDictStore";
+  static constexpr bool kMutableKeys = true;
+  static constexpr bool kLeavesAliasStorage = false;
+  static constexpr bool kNonTensorStacks = true;
+  static constexpr const char* kTypeName = "TensorDictStore";
+  static constexpr const char* kLeafClass = "Tensor";
+  static constexpr const char* kDefaultDevice = "None";
+  static constexpr bool kLazyStack = false;
+  static constexpr bool kViewsWriteThrough = false;
+  static constexpr bool kStoresAutograd = false;
+  static constexpr bool kAnyKeyName = true;
+  static tensordict::StoreOptions options() {
+    static testing_support::RedisServer server;
+    tensordict::StoreOptions out;
+    out.unix_socket = server.socket();
+    return out;
+  }
+  static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
+    tensordict::TensorDict out = tensordict::TensorDictStore::from_tensordict(reference, options());
+    if (reference.is_locked()) out.lock_();
+    return out;
+  }
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) {
+    return tensordict::TensorDictStore::from_store(tensordict::store_id(td), options());
+  }
+};
+#endif
+
+template <class... A, class... B>
+auto concat(std::tuple<A...>, std::tuple<B...>) -> std::tuple<A..., B...>;
+
 #ifdef TENSORDICT_TEST_HDF5
-using ContractBackends = std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend,
+using ContractBackendsWithoutRedis = std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend,
                                     LazyStackBackend, H5Backend>;
 #else
-using ContractBackends =
+using ContractBackendsWithoutRedis =
     std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend, LazyStackBackend>;
+#endif
+#ifdef TENSORDICT_TEST_REDIS
+using ContractBackends = decltype(concat(ContractBackendsWithoutRedis{}, std::tuple<StoreBackend>{}));
+#else
+using ContractBackends = ContractBackendsWithoutRedis;
 #endif
 
 }  // namespace contract

@@ -26,19 +26,65 @@ std::string new_td_id() {
   return text;
 }
 
-std::string leaf_path(KeyRef key) {
+namespace {
+
+// Key parts are joined with '.', as Python does; a part holding '.' or '%', or an empty part,
+// is escaped so that every key reads back as it was written ('%' -> "%25", '.' -> "%2E", ""
+// -> "%"). Keys without those characters are Python's byte for byte.
+std::string encode_part(std::string_view part) {
+  if (part.empty()) return "%";
   std::string out;
-  for (size_t i = 0; i < key.size(); ++i) {
-    const std::string_view part = key[i];
-    TD_CHECK(!part.empty() && part.find('.') == std::string_view::npos, ValueError, "TensorDictStore cannot store the key ",
-             NestedKey(key).repr(), ": a store joins nested keys with '.', so a key part may not be empty or hold one");
-    if (i) out += '.';
-    out += part;
+  for (char c : part) {
+    if (c == '%') out += "%25";
+    else if (c == '.') out += "%2E";
+    else out += c;
   }
   return out;
 }
 
-NestedKey split_path(std::string_view path) { return NestedKey::split(path, "."); }
+std::string decode_part(std::string_view part) {
+  if (part == "%") return "";
+  std::string out;
+  for (size_t i = 0; i < part.size(); ++i) {
+    if (part.substr(i, 3) == "%25") {
+      out += '%';
+      i += 2;
+    } else if (part.substr(i, 3) == "%2E") {
+      out += '.';
+      i += 2;
+    } else {
+      out += part[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string leaf_path(KeyRef key) {
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (i) out += '.';
+    out += encode_part(key[i]);
+  }
+  return out;
+}
+
+std::string key_part(std::string_view part) { return encode_part(part); }
+
+NestedKey split_path(std::string_view path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    parts.push_back(decode_part(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start)));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return NestedKey(std::move(parts));
+}
+
+std::string key_name(std::string_view part) { return decode_part(part); }
 
 std::string shape_json(c10::IntArrayRef shape) {
   std::string out = "[";
@@ -76,6 +122,8 @@ LeafMetadata parse_metadata(const std::vector<std::pair<std::string, std::string
     const std::string* encoding = find("encoding");
     TD_CHECK(encoding != nullptr, StorageError, key, ": non-tensor metadata without an 'encoding' field");
     meta.encoding = *encoding;
+    const std::string* elements = find("elements");
+    meta.per_element = elements != nullptr && *elements == "1";
     return meta;
   }
   const std::string* shape = find("shape");

@@ -52,11 +52,16 @@ class StoreKeys {
 /// A new store id: a random (version 4) UUID, as Python's uuid.uuid4().
 std::string new_td_id();
 
-/// ("next", "obs") -> "next.obs". A key part holding '.' or nothing is refused (ValueError):
-/// read back, the path would split differently.
+/// ("next", "obs") -> "next.obs", as Python joins nested keys. A part holding '.' or '%', or an
+/// empty part, is escaped ('.' -> "%2E", '%' -> "%25", "" -> "%") so every key reads back as
+/// written; other keys are Python's byte for byte.
 std::string leaf_path(KeyRef key);
-/// "next.obs" -> ("next", "obs").
+/// One key part as it appears in a path.
+std::string key_part(std::string_view part);
+/// "next.obs" -> ("next", "obs"), escapes undone.
 NestedKey split_path(std::string_view path);
+/// One path part as the key it stands for.
+std::string key_name(std::string_view part);
 
 /// "[10, 3]", as Python's json.dumps writes a list.
 std::string shape_json(c10::IntArrayRef shape);
@@ -72,6 +77,10 @@ struct LeafMetadata {
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   /// Non-tensor data: "json" or "json_array" ("pickle" is refused when the value is read).
   std::string encoding;
+  /// A json_array holding the value of every batch element as a nested list shaped like the
+  /// whole batch (this port's `elements` field, for batches of several dims), rather than
+  /// Python's one value per row of the first dim.
+  bool per_element = false;
 };
 
 /// Parses the field/value pairs of an m: hash (HGETALL). StorageError naming `key` and the

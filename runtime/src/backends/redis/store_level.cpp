@@ -61,18 +61,23 @@ std::string tensor_bytes(const at::Tensor& tensor, const std::string& key) {
 }
 
 // Commands removing what the store holds at `full_path` (a leaf, or a nested level and
-// everything under it).
-void add_removal(std::vector<Command>& out, const StoreKeys& keys, const Layout& layout, const std::string& full_path) {
+// everything under it). With `keep_place`, the path keeps its place in the key order: it is
+// about to be written again.
+void add_removal(std::vector<Command>& out, const StoreKeys& keys, const Layout& layout, const std::string& full_path,
+                 bool keep_place = false) {
+  const auto drop_order = [&](const std::string& path) {
+    if (!(keep_place && path == full_path)) out.push_back({"ZREM", keys.order(), path});
+  };
   for (const auto& [path, meta] : layout.leaves) {
     if (path != full_path && !under(path, full_path)) continue;
     out.push_back({"DEL", keys.data(path), keys.meta(path)});
     out.push_back({"SREM", keys.keys(), path});
-    out.push_back({"ZREM", keys.order(), path});
+    drop_order(path);
   }
   for (const auto& [path, batch] : layout.nested) {
     if (path != full_path && !under(path, full_path)) continue;
     out.push_back({"HDEL", keys.nested(), path});
-    out.push_back({"ZREM", keys.order(), path});
+    drop_order(path);
   }
 }
 
@@ -154,7 +159,7 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     const TensorDict& td = entry.tensordict();
     out.push_back({"HSET", keys.nested(), full_path, shape_json(td.batch_size())});
     td.impl()->for_each([&](const std::string& key, const Entry& child) {
-      add_store_commands(out, keys, full_path + "." + leaf_path(NestedKey(key)), child, td.batch_size());
+      add_store_commands(out, keys, full_path + "." + key_part(key), child, td.batch_size());
     });
     return;
   }
@@ -163,25 +168,26 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
   out.push_back({"DEL", keys.meta(full_path)});
   if (entry.is_tensor()) {
     const at::Tensor& t = entry.tensor();
+    TD_CHECK(!t.requires_grad(), RuntimeError, keys.data(full_path),
+             ": cannot store a tensor that requires grad (the store keeps bytes, not the graph); detach() it first");
     out.push_back({"SET", keys.data(full_path), tensor_bytes(t, keys.data(full_path))});
     out.push_back({"HSET", keys.meta(full_path), "shape", shape_json(t.sizes()), "dtype", torch_dtype_name(t.scalar_type())});
   } else {
     const NonTensorData& value = entry.non_tensor();
     std::string encoding = "json";
     std::string text;
-    if (!value.is_stack() || value.is_uniform()) {
-      text = value.value().dump_stdlib();
-    } else {
-      TD_CHECK(batch.size() == 1, NotImplementedError, "TensorDictStore cannot store ", full_path,
-               ": per-element non-tensor values are stored per row (json_array), which needs a one-dim batch, got ",
-               shape_json(batch));
-      encoding = "json_array";
-      text = value.tolist().dump_stdlib();
-    }
+    // Per-element values: Python's json_array (one value per row) for a one-dim batch; for more
+    // dims the whole nested list, flagged `elements` so it is not read as rows of lists.
+    const bool stack = value.is_stack() && !value.is_uniform();
+    const bool per_element = stack && batch.size() > 1;
+    if (stack) encoding = "json_array";
+    text = stack ? value.tolist().dump_stdlib() : value.value().dump_stdlib();
     TD_CHECK(static_cast<int64_t>(text.size()) <= kMaxValueBytes, StorageError, keys.data(full_path),
              ": over the server's 512 MiB limit for one value");
     out.push_back({"SET", keys.data(full_path), std::move(text)});
-    out.push_back({"HSET", keys.meta(full_path), "is_non_tensor", "1", "encoding", encoding});
+    Command meta{"HSET", keys.meta(full_path), "is_non_tensor", "1", "encoding", encoding};
+    if (per_element) meta.insert(meta.end(), {"elements", "1"});
+    out.push_back(std::move(meta));
   }
   out.push_back({"SADD", keys.keys(), full_path});
 }
@@ -195,6 +201,13 @@ Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::s
     if (meta.encoding == "json") return Entry(NonTensorData(std::move(value)));
     TD_CHECK(meta.encoding == "json_array", StorageError, key, ": unknown non-tensor encoding '", meta.encoding, "'");
     TD_CHECK(value.is_array(), StorageError, key, ": a json_array value that is not a JSON list");
+    if (meta.per_element) {
+      try {
+        return Entry(NonTensorData::from_list(value, batch));
+      } catch (const Error& e) {
+        TD_THROW(StorageError, key, ": per-element values that do not match the batch ", shape_json(batch), ": ", e.what());
+      }
+    }
     const auto& rows = value.as_array();
     if (batch.empty()) {
       TD_CHECK(rows.size() == 1, StorageError, key, ": a json_array of an unbatched store holds ", rows.size(),
@@ -244,8 +257,7 @@ std::vector<std::string> StoreLevel::keys_in(const Layout& layout) const {
   auto add = [&](const std::string& path) {
     if (path.size() <= path_.size() || path.compare(0, path_.size(), path_) != 0) return;
     const std::string rest = path.substr(path_.size());
-    const std::string key = rest.substr(0, rest.find('.'));
-    if (key.empty()) return;
+    const std::string key = key_name(rest.substr(0, rest.find('.')));
     auto score = layout.order.find(path);
     const double s = score == layout.order.end() ? std::numeric_limits<double>::infinity() : score->second;
     auto [it, inserted] = first.emplace(key, s);
@@ -269,9 +281,40 @@ void StoreLevel::for_each_key(FunctionRef<void(const std::string&, EntryKind)> f
 }
 
 c10::intrusive_ptr<StoreLevel> StoreLevel::child(const Layout& layout, const std::string& full_path) const {
+  if (auto cached = children_.find(full_path); cached != children_.end()) return cached->second;
   auto it = layout.nested.find(full_path);
   c10::IntArrayRef batch = it != layout.nested.end() ? c10::IntArrayRef(it->second) : c10::IntArrayRef(batch_size_);
-  return c10::make_intrusive<StoreLevel>(state_, full_path + ".", batch, device_);
+  auto level = c10::make_intrusive<StoreLevel>(state_, full_path + ".", batch, device_);
+  children_.emplace(full_path, level);
+  return level;
+}
+
+void StoreLevel::drop_children(const std::string& full_path) {
+  for (auto it = children_.begin(); it != children_.end();) {
+    it = it->first == full_path || under(it->first, full_path) ? children_.erase(it) : std::next(it);
+  }
+}
+
+void StoreLevel::release_resources() {
+  children_.clear();
+  TensorDictBase::release_resources();
+}
+
+void StoreLevel::move_to_end(std::string_view key) {
+  // Only the key order changes: the entry and everything under it get new, later scores.
+  const std::string p = full(key);
+  const Layout& layout = state_->layout(true);
+  std::vector<std::pair<double, std::string>> paths;
+  for (const auto& [path, score] : layout.order)
+    if (path == p || under(path, p)) paths.emplace_back(score, path);
+  std::sort(paths.begin(), paths.end());
+  std::vector<Command> commands;
+  for (const auto& [score, path] : paths)
+    commands.push_back({"ZADD", state_->keys.order(), "XX", score_text(next_order_score()), path});
+  if (commands.empty()) return;
+  state_->forget_layout();
+  state_->transaction(std::move(commands));
+  bump_layout_version();
 }
 
 Entry StoreLevel::get(std::string_view key) const {
@@ -302,7 +345,7 @@ TensorDict StoreLevel::materialize(const Layout& layout, const std::string& pref
   TensorDict out = TensorDict::empty_with(batch, device_);
   StoreLevel view(state_, prefix, batch, device_);
   for (const std::string& key : view.keys_in(layout)) {
-    const std::string p = prefix + key;
+    const std::string p = prefix + key_part(key);
     const EntryKind k = kind_in(layout, p);
     if (k == EntryKind::TensorDict) {
       auto it = layout.nested.find(p);
@@ -355,15 +398,16 @@ LeafMeta StoreLevel::leaf_meta(std::string_view key) const {
 }
 
 void StoreLevel::insert_or_assign(std::string_view key, Entry value) {
-  const std::string p = full(leaf_path(NestedKey(key)));
+  const std::string p = full(key);
   if (value.is_tensordict()) {
     // The handle stores back the level it got from get(): it is already on the server.
     const StoreLevel* level = as_store_level(*value.tensordict().impl());
     if (level != nullptr && level->state_ == state_ && level->path_ == p + ".") return;
   }
   std::vector<Command> commands;
-  add_removal(commands, state_->keys, state_->layout(false), p);
+  add_removal(commands, state_->keys, state_->layout(false), p, /*keep_place=*/true);
   add_store_commands(commands, state_->keys, p, value, batch_size_);
+  drop_children(p);
   state_->forget_layout();
   state_->transaction(std::move(commands));
   bump_layout_version();
@@ -374,13 +418,14 @@ void StoreLevel::erase(std::string_view key) {
   std::vector<Command> commands;
   add_removal(commands, state_->keys, state_->layout(true), p);
   if (commands.empty()) return;
+  drop_children(p);
   state_->forget_layout();
   state_->transaction(std::move(commands));
   bump_layout_version();
 }
 
 void StoreLevel::rename(std::string_view from, std::string_view to) {
-  const std::string source = full(from), target = full(leaf_path(NestedKey(to)));
+  const std::string source = full(from), target = full(to);
   const Layout layout = state_->layout(true);
   std::vector<Command> commands;
   add_removal(commands, state_->keys, layout, target);
@@ -399,6 +444,8 @@ void StoreLevel::rename(std::string_view from, std::string_view to) {
     commands.push_back({"ZREM", k.order(), path});
     commands.push_back({"ZADD", k.order(), score_text(score), target + path.substr(source.size())});
   }
+  drop_children(source);
+  drop_children(target);
   for (const auto& [path, batch] : layout.nested) {
     if (path != source && !under(path, source)) continue;
     commands.push_back({"HDEL", k.nested(), path});
@@ -418,10 +465,13 @@ void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
-  const std::string p = full(leaf_path(NestedKey(key)));
+  const std::string p = full(key);
   state_->forget_layout();
-  state_->client.run({"HSET", state_->keys.nested(), p, shape_json(batch_size)});
-  return TensorDict(c10::make_intrusive<StoreLevel>(state_, p + ".", batch_size, device_));
+  state_->transaction({{"HSET", state_->keys.nested(), p, shape_json(batch_size)},
+                       {"ZADD", state_->keys.order(), "NX", score_text(next_order_score()), p}});
+  auto level = c10::make_intrusive<StoreLevel>(state_, p + ".", batch_size, device_);
+  children_[p] = level;
+  return TensorDict(level);
 }
 
 void StoreLevel::set_batch_size(c10::IntArrayRef batch_size) {

@@ -78,10 +78,13 @@ class StoreLevel final : public TensorDictBase {
   TensorDict snapshot() const override;
   void write_(std::string_view key, const at::Tensor& value) override;
   TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const override;
+  void move_to_end(std::string_view key) override;
   void set_batch_size(c10::IntArrayRef batch_size) override;
+  void release_resources() override;
 
  private:
-  std::string full(std::string_view key) const { return path_ + std::string(key); }
+  /// The path of this level's `key` (escaped as leaf_path does).
+  std::string full(std::string_view key) const { return path_ + key_part(key); }
   EntryKind kind_in(const Layout& layout, const std::string& full_path) const;
   /// This level's keys in `layout`, in a stable order.
   std::vector<std::string> keys_in(const Layout& layout) const;
@@ -90,8 +93,14 @@ class StoreLevel final : public TensorDictBase {
   TensorDict materialize(const Layout& layout, const std::string& prefix, c10::IntArrayRef batch,
                          const std::map<std::string, std::string>& data) const;
 
+  /// Forgets the levels handed out at or under `full_path` (replaced, erased or renamed).
+  void drop_children(const std::string& full_path);
+
   std::shared_ptr<StoreState> state_;
   std::string path_;
+  // The nested levels handed out so far: one object per level, so its state (the lock) is the
+  // same whichever handle reaches it.
+  mutable std::map<std::string, c10::intrusive_ptr<StoreLevel>> children_;
 };
 
 /// The StoreState behind a TensorDictStore handle (a level); nullptr for another backend.
