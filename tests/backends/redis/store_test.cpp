@@ -218,3 +218,69 @@ TEST_CASE("an independent Python reader reads what C++ stores, and C++ reads wha
   const NonTensorData names = store.get_non_tensor("names");
   CHECK(names.tolist() == json::parse(R"(["x", null, "z"])"));
 }
+
+namespace {
+
+// A counter of the server's INFO `section`: how many times it ran a command
+// ("cmdstat_getrange:calls="), or the bytes it sent ("total_net_output_bytes:").
+int64_t stat(redis::RedisClient& raw, const std::string& section, const std::string& tag) {
+  const std::string info(raw.run({"INFO", section})[0].str());
+  const size_t at = info.find(tag);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+}
+
+}  // namespace
+
+TEST_CASE("an integer or a step-1 slice of dim 0 reads only those rows, one GETRANGE per leaf",
+          "[redis][store][index]") {
+  RedisServer server;
+  TensorDict td = sample();
+  td.set({"next", "obs"}, at::arange(40, at::kFloat).reshape({4, 10}));
+  td.set("big", at::rand({4, 1 << 18}));  // 1 MiB per row
+  TensorDictStore store = TensorDictStore::from_tensordict(td, on(server));
+  redis::RedisClient raw(on(server));
+  const int64_t ranges = stat(raw, "commandstats", "cmdstat_getrange:calls=");
+  const int64_t sent = stat(raw, "stats", "total_net_output_bytes:");
+
+  const TensorDict rows = store.index({at::indexing::Slice(1, 3)});
+  CHECK(rows.batch_size() == c10::IntArrayRef({2}));
+  check_equal(rows, td.index({at::indexing::Slice(1, 3)}));
+  CHECK(stat(raw, "commandstats", "cmdstat_getrange:calls=") - ranges == 5);  // every tensor leaf
+  // Two rows of 1 MiB, not the 4 MiB leaf (plus the other leaves' rows and the layout).
+  const int64_t moved = stat(raw, "stats", "total_net_output_bytes:") - sent;
+  CHECK(moved > (int64_t{2} << 20));
+  CHECK(moved < (int64_t{2} << 20) + 64 * 1024);
+
+  const TensorDict one = store.index({2});
+  CHECK(one.batch_size().empty());
+  check_equal(one, td.index({2}));
+  CHECK(at::equal(one.get({"next", "obs"}), at::arange(20, 30, at::kFloat)));
+  // Other indices read the leaves whole and index them in memory.
+  check_equal(store.index({at::tensor({3, 0, 3}, at::kLong)}), td.index({at::tensor({3, 0, 3}, at::kLong)}));
+  check_equal(store.index({at::indexing::Slice(0, 4, 2)}), td.index({at::indexing::Slice(0, 4, 2)}));
+  check_equal(store.index({at::indexing::Slice(3, 1)}), td.index({at::indexing::Slice(3, 1)}));
+}
+
+TEST_CASE("an indexed write of rows of dim 0 is one SETRANGE per leaf, cast and broadcast", "[redis][store][index]") {
+  RedisServer server;
+  TensorDict td = sample();
+  td.set("big", at::zeros({4, 1 << 18}));
+  TensorDictStore store = TensorDictStore::from_tensordict(td, on(server));
+  redis::RedisClient raw(on(server));
+  const int64_t ranges = stat(raw, "commandstats", "cmdstat_setrange:calls=");
+  const int64_t received = stat(raw, "stats", "total_net_input_bytes:");
+  // A double value into the float leaf, broadcast over the row.
+  store.index_put_({1}, TensorDict({{"big", at::full({}, 2.0, at::kDouble)}}, {}));
+  CHECK(stat(raw, "commandstats", "cmdstat_setrange:calls=") - ranges == 1);
+  CHECK(stat(raw, "stats", "total_net_input_bytes:") - received < (int64_t{1} << 20) + 64 * 1024);
+  const at::Tensor big = store.get("big");
+  CHECK(big.scalar_type() == at::kFloat);
+  CHECK(at::equal(big.sum(1), at::tensor({0.f, 2.f * (1 << 18), 0.f, 0.f})));
+  store.set_at_("obs", at::ones({2, 6}), {at::indexing::Slice(2, 4)});
+  CHECK(at::equal(store.get("obs").index({at::indexing::Slice(0, 2)}), at::arange(12, at::kFloat).reshape({2, 6})));
+  CHECK(at::equal(store.get("obs").index({at::indexing::Slice(2, 4)}), at::ones({2, 6})));
+  // Out-of-range rows are refused before anything is written (Python wraps them).
+  CHECK_THROWS_AS(store.index_put_({7}, TensorDict({{"obs", at::zeros({6})}}, {})), IndexError);
+  CHECK_THROWS_AS(store.index_put_({1}, TensorDict({{"obs", at::zeros({5})}}, {})), RuntimeError);
+  CHECK(at::equal(store.get("obs")[1], at::arange(6, 12, at::kFloat)));
+}

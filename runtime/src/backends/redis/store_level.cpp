@@ -9,7 +9,9 @@
 
 #include <ATen/ATen.h>
 
+#include <tensordict/batch_index.h>
 #include <tensordict/dtype.h>
+#include <tensordict/function_ref.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 #include <tensordict/json.h>
@@ -340,19 +342,21 @@ Entry StoreLevel::get(std::string_view key) const {
   return Entry();
 }
 
-TensorDict StoreLevel::materialize(const Layout& layout, const std::string& prefix, c10::IntArrayRef batch,
-                                   const std::map<std::string, std::string>& data) const {
+TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c10::IntArrayRef stored_batch,
+                             FunctionRef<Entry(const std::string&, c10::IntArrayRef)> leaf,
+                             FunctionRef<BatchSize(c10::IntArrayRef)> result_batch) const {
+  const BatchSize batch = result_batch(stored_batch);
   TensorDict out = TensorDict::empty_with(batch, device_);
-  StoreLevel view(state_, prefix, batch, device_);
+  StoreLevel view(state_, prefix, stored_batch, device_);
   for (const std::string& key : view.keys_in(layout)) {
     const std::string p = prefix + key_part(key);
-    const EntryKind k = kind_in(layout, p);
-    if (k == EntryKind::TensorDict) {
+    if (kind_in(layout, p) == EntryKind::TensorDict) {
       auto it = layout.nested.find(p);
-      c10::IntArrayRef sub = it != layout.nested.end() ? c10::IntArrayRef(it->second) : batch;
-      out.impl()->insert_or_assign(key, Entry(materialize(layout, p + ".", sub, data)));
+      // A level Python wrote has no batch of its own: the parent's, as Python reads it.
+      const c10::IntArrayRef sub = it != layout.nested.end() ? c10::IntArrayRef(it->second) : stored_batch;
+      out.impl()->insert_or_assign(key, Entry(build(layout, p + ".", sub, leaf, result_batch)));
     } else {
-      out.impl()->insert_or_assign(key, decode_leaf(layout.leaves.at(p), data.at(p), state_->keys.data(p), batch, device_));
+      out.impl()->insert_or_assign(key, leaf(p, stored_batch));
     }
   }
   return out;
@@ -366,13 +370,73 @@ TensorDict StoreLevel::snapshot() const {
   std::vector<Command> commands;
   for (const std::string& p : paths) commands.push_back({"GET", state_->keys.data(p)});
   Replies replies = state_->client.pipeline(commands);
-  std::map<std::string, std::string> data;
+  std::map<std::string, size_t> reply_of;
   for (size_t i = 0; i < paths.size(); ++i) {
     state_->client.check(replies[i], commands[i]);
     TD_CHECK(!replies[i].is_nil(), StorageError, commands[i][1], ": listed in __keys__ but holds no value");
-    data.emplace(paths[i], std::string(replies[i].str()));
+    reply_of.emplace(paths[i], i);
   }
-  return materialize(layout, path_, batch_size_, data);
+  return build(
+      layout, path_, batch_size_,
+      [&](const std::string& p, c10::IntArrayRef batch) {
+        return decode_leaf(layout.leaves.at(p), replies[reply_of.at(p)].str(), state_->keys.data(p), batch, device_);
+      },
+      [](c10::IntArrayRef batch) { return BatchSize(batch.begin(), batch.end()); });
+}
+
+TensorDict StoreLevel::index(const BatchIndex& index) const {
+  // An integer or a step-1 slice of dim 0 selects one byte range of every tensor leaf: one
+  // GETRANGE each, all in one round trip. Other indices read the leaves whole (the default).
+  const auto& items = index.items();
+  const bool integer = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Integer;
+  const bool slice = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Slice && items[0].step == 1;
+  if (!(integer || slice) || index.source_dims() != 1) return TensorDictBase::index(index);
+  const int64_t start = integer ? items[0].integer : items[0].start;
+  const int64_t stop = integer ? start + 1 : std::max(items[0].start, items[0].stop);
+  const Layout layout = state_->layout(true);
+  std::vector<std::string> paths;
+  std::vector<Command> commands;
+  for (const auto& [path, meta] : layout.leaves) {
+    if (!(path_.empty() || path.compare(0, path_.size(), path_) == 0)) continue;
+    paths.push_back(path);
+    if (meta.is_non_tensor || meta.shape.empty()) {
+      commands.push_back({"GET", state_->keys.data(path)});
+      continue;
+    }
+    const int64_t row = leaf_bytes(c10::IntArrayRef(meta.shape).slice(1), meta.dtype, state_->keys.data(path));
+    const int64_t first = start * row, last = stop * row - 1;
+    commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first), std::to_string(last)});
+  }
+  Replies replies = state_->client.pipeline(commands);
+  std::map<std::string, size_t> reply_of;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    state_->client.check(replies[i], commands[i]);
+    reply_of.emplace(paths[i], i);
+  }
+  const int64_t rows = stop - start;
+  return build(
+      layout, path_, batch_size_,
+      [&](const std::string& p, c10::IntArrayRef batch) {
+        const LeafMetadata& meta = layout.leaves.at(p);
+        const std::string key = state_->keys.data(p);
+        const ReplyRef data = replies[reply_of.at(p)];
+        TD_CHECK(!data.is_nil(), StorageError, key, ": listed in __keys__ but holds no value");
+        if (meta.is_non_tensor || commands[reply_of.at(p)][0] == "GET") {
+          Entry whole = decode_leaf(meta, data.str(), key, batch, device_);
+          if (whole.is_tensor()) return Entry(index.apply(whole.tensor()));
+          const NonTensorData& value = whole.non_tensor();
+          return Entry(value.is_stack() ? value.with_ids(index.apply(value.ids())) : value);
+        }
+        LeafMetadata part = meta;
+        part.shape[0] = rows;
+        Entry out = decode_leaf(part, data.str(), key, batch, device_);
+        return integer ? Entry(out.tensor().squeeze(0)) : out;
+      },
+      [&](c10::IntArrayRef batch) {
+        BatchSize out(index.result_batch_size().begin(), index.result_batch_size().end());
+        out.append(batch.begin() + index.source_batch_dims(), batch.end());
+        return out;
+      });
 }
 
 void StoreLevel::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
@@ -462,6 +526,30 @@ void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
   const at::Tensor stored = value.to(at::kCPU, meta.dtype).expand(meta.shape);
   const std::string p = full(key);
   state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p))});
+}
+
+void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  // An integer or a step-1 slice of dim 0 is one byte range: one SETRANGE of the value cast to
+  // the leaf's dtype and broadcast to the rows' shape (the bounds were checked when the index
+  // was parsed). Other indices read the leaf, change it and write it back whole.
+  const auto& items = index.items();
+  const bool integer = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Integer;
+  const bool slice = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Slice && items[0].step == 1;
+  const LeafMeta meta = leaf_meta(key);
+  if (!(integer || slice) || index.source_dims() != 1 || meta.shape.empty()) {
+    TensorDictBase::write_at_(key, index, value);
+    return;
+  }
+  const int64_t start = integer ? items[0].integer : items[0].start;
+  const int64_t stop = integer ? start + 1 : std::max(items[0].start, items[0].stop);
+  if (stop == start) return;
+  std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
+  rows[0] = stop - start;
+  at::Tensor v = value.to(at::kCPU, meta.dtype);
+  v = integer ? v.expand(c10::IntArrayRef(rows).slice(1)) : v.expand(rows);
+  const std::string p = state_->keys.data(full(key));
+  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, p);
+  state_->client.run({"SETRANGE", p, std::to_string(start * row), tensor_bytes(v, p)});
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include <tensordict/backends/store.h>
+#include <tensordict/batch_index.h>
+#include <tensordict/function_ref.h>
 #include <tensordict/tensor_dict_base.h>
 
 #include "backends/redis/redis_client.h"
@@ -77,10 +79,12 @@ class StoreLevel final : public TensorDictBase {
   LeafMeta leaf_meta(std::string_view key) const override;
   TensorDict snapshot() const override;
   void write_(std::string_view key, const at::Tensor& value) override;
+  void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) override;
   TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const override;
   void move_to_end(std::string_view key) override;
   void set_batch_size(c10::IntArrayRef batch_size) override;
   void release_resources() override;
+  TensorDict index(const BatchIndex& index) const override;
 
  private:
   /// The path of this level's `key` (escaped as leaf_path does).
@@ -89,9 +93,11 @@ class StoreLevel final : public TensorDictBase {
   /// This level's keys in `layout`, in a stable order.
   std::vector<std::string> keys_in(const Layout& layout) const;
   c10::intrusive_ptr<StoreLevel> child(const Layout& layout, const std::string& full_path) const;
-  /// The level at `full_path` read into memory from `data` (path -> bytes of every leaf).
-  TensorDict materialize(const Layout& layout, const std::string& prefix, c10::IntArrayRef batch,
-                         const std::map<std::string, std::string>& data) const;
+  /// The level at `prefix` built in memory: `leaf(path, stored batch)` gives each leaf, and
+  /// `result_batch(stored batch)` each level's batch size.
+  TensorDict build(const Layout& layout, const std::string& prefix, c10::IntArrayRef stored_batch,
+                   FunctionRef<Entry(const std::string&, c10::IntArrayRef)> leaf,
+                   FunctionRef<BatchSize(c10::IntArrayRef)> result_batch) const;
 
   /// Forgets the levels handed out at or under `full_path` (replaced, erased or renamed).
   void drop_children(const std::string& full_path);
