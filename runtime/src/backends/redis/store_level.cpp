@@ -321,23 +321,30 @@ void StoreLevel::move_to_end(std::string_view key) {
 
 Entry StoreLevel::get(std::string_view key) const {
   const std::string p = full(key);
+  const std::string meta_key = state_->keys.meta(p), data_key = state_->keys.data(p);
   for (int attempt = 0; attempt < 2; ++attempt) {
     const Layout& layout = state_->layout(attempt > 0);
     const EntryKind k = kind_in(layout, p);
     if (k == EntryKind::Undefined) {
-      if (attempt == 0) continue;
+      if (attempt == 0) continue;  // another client may have added it since
       return Entry();
     }
     if (k == EntryKind::TensorDict) return Entry(TensorDict(child(layout, p)));
-    const LeafMetadata meta = layout.leaves.at(p);
-    Replies replies = state_->client.run({"GET", state_->keys.data(p)});
-    const ReplyRef data = replies[0];
-    const bool stale = data.is_nil() || (!meta.is_non_tensor &&
-                                         static_cast<int64_t>(data.str().size()) != leaf_bytes(meta.shape, meta.dtype, p));
-    // Another client replaced or erased the leaf since the layout was read: read it again once.
-    if (stale && attempt == 0) continue;
-    TD_CHECK(!data.is_nil(), StorageError, state_->keys.data(p), ": listed in __keys__ but holds no value");
-    return decode_leaf(meta, data.str(), state_->keys.data(p), batch_size_, device_);
+    // The leaf's metadata and bytes together, in one transaction: writers change both in one,
+    // so they always agree, whatever another client did since the layout was read.
+    const std::vector<Command> commands = {{"MULTI"}, {"HGETALL", meta_key}, {"GET", data_key}, {"EXEC"}};
+    Replies replies = state_->client.pipeline(commands);
+    for (size_t i = 0; i < commands.size(); ++i) state_->client.check(replies[i], commands[i]);
+    const ReplyRef exec = replies[3];
+    TD_CHECK(exec.is_array() && exec.size() == 2, StorageError, state_->client.options().endpoint(), ": ", data_key,
+             ": the read transaction was aborted");
+    if (exec[1].is_nil() || exec[0].size() == 0) {
+      if (attempt == 0) continue;  // erased since the layout was read
+      return Entry();
+    }
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (size_t i = 0; i + 1 < exec[0].size(); i += 2) fields.emplace_back(exec[0][i].str(), exec[0][i + 1].str());
+    return decode_leaf(parse_metadata(fields, meta_key), exec[1].str(), data_key, batch_size_, device_);
   }
   return Entry();
 }

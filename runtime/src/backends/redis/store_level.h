@@ -7,8 +7,8 @@
 // Refresh rule: the structure (keys, shapes, dtypes, nested levels) is read in one round trip
 // by a server-side script and cached. Listing (keys, for_each, snapshot, to_tensordict) always
 // re-reads it, so a reader sees keys other clients added; a read of a key the cache does not
-// know re-reads it too; a leaf whose bytes no longer match the cached shape is re-read once.
-// Data are never cached.
+// know re-reads it too. `get` of a leaf reads its metadata and bytes together in one
+// transaction, so it sees the leaf as it is now. Data are never cached.
 
 #include <map>
 #include <memory>
