@@ -3,6 +3,9 @@
 // zero fill, and the typed errors for what cannot be stored or read.
 #include "support/catch_torch.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <string>
 
 #include <ATen/ATen.h>
@@ -283,4 +286,35 @@ TEST_CASE("an indexed write of rows of dim 0 is one SETRANGE per leaf, cast and 
   CHECK_THROWS_AS(store.index_put_({7}, TensorDict({{"obs", at::zeros({6})}}, {})), IndexError);
   CHECK_THROWS_AS(store.index_put_({1}, TensorDict({{"obs", at::zeros({5})}}, {})), RuntimeError);
   CHECK(at::equal(store.get("obs")[1], at::arange(6, 12, at::kFloat)));
+}
+
+TEST_CASE("writers in separate processes filling disjoint rows of one store lose no row",
+          "[redis][store][processes]") {
+  RedisServer server;
+  StoreOptions options = on(server);
+  options.td_id = "shared";
+  const int64_t writers = 4, rows = 50;
+  TensorDictStore store =
+      TensorDictStore::from_schema({{"obs", {{6}, at::kFloat}}, {"reward", {{}, at::kFloat}}}, {writers * rows}, options);
+  std::vector<pid_t> pids;
+  for (int64_t w = 0; w < writers; ++w) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const std::string first = std::to_string(w * rows), count = std::to_string(rows);
+      ::execl(STORE_WRITER_PATH, "store_writer", server.socket().c_str(), "shared", first.c_str(), count.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  const at::Tensor expected = at::arange(writers * rows, at::kFloat);
+  CHECK(at::equal(store.get("reward"), expected));
+  CHECK(at::equal(store.get("obs"), expected.unsqueeze(1).expand({writers * rows, 6})));
 }
