@@ -258,8 +258,21 @@ TEST_CASE("an integer or a step-1 slice of dim 0 reads only those rows, one GETR
   CHECK(one.batch_size().empty());
   check_equal(one, td.index({2}));
   CHECK(at::equal(one.get({"next", "obs"}), at::arange(20, 30, at::kFloat)));
+  // Index tensors (unsorted, repeated, negative) and masks: one Lua GETRANGES per leaf, moving
+  // only the selected rows.
+  const int64_t evals = stat(raw, "commandstats", "cmdstat_eval:calls=");
+  const int64_t before = stat(raw, "stats", "total_net_output_bytes:");
+  const at::Tensor picks = at::tensor({3, 0, -1}, at::kLong);
+  check_equal(store.index({picks}), td.index({picks}));
+  const int64_t picked = stat(raw, "stats", "total_net_output_bytes:") - before;
+  CHECK(picked > (int64_t{3} << 20));
+  CHECK(picked < (int64_t{3} << 20) + 64 * 1024);
+  CHECK(stat(raw, "commandstats", "cmdstat_eval:calls=") - evals == 6);  // 5 leaves + the layout
+  const at::Tensor mask = at::tensor({1, 0, 1, 1}, at::kLong).to(at::kBool);
+  check_equal(store.index({mask}), td.index({mask}));
+  check_equal(store.index({at::tensor({1, 2}, at::kLong)}), td.index({at::tensor({1, 2}, at::kLong)}));
+  CHECK_THROWS_AS(store.index({at::tensor({4}, at::kLong)}), IndexError);
   // Other indices read the leaves whole and index them in memory.
-  check_equal(store.index({at::tensor({3, 0, 3}, at::kLong)}), td.index({at::tensor({3, 0, 3}, at::kLong)}));
   check_equal(store.index({at::indexing::Slice(0, 4, 2)}), td.index({at::indexing::Slice(0, 4, 2)}));
   check_equal(store.index({at::indexing::Slice(3, 1)}), td.index({at::indexing::Slice(3, 1)}));
 }

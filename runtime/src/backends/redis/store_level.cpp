@@ -391,15 +391,63 @@ TensorDict StoreLevel::snapshot() const {
       [](c10::IntArrayRef batch) { return BatchSize(batch.begin(), batch.end()); });
 }
 
-TensorDict StoreLevel::index(const BatchIndex& index) const {
-  // An integer or a step-1 slice of dim 0 selects one byte range of every tensor leaf: one
-  // GETRANGE each, all in one round trip. Other indices read the leaves whole (the default).
+namespace {
+
+// Lua GETRANGES, as Python's store uses for index tensors: ARGV holds (offset, length) pairs,
+// and the reply is their bytes concatenated, in order.
+const char* const kGetRangesScript = R"lua(
+local out = {}
+for i = 1, #ARGV, 2 do
+  local first = tonumber(ARGV[i])
+  out[#out + 1] = redis.call('GETRANGE', KEYS[1], first, first + tonumber(ARGV[i + 1]) - 1)
+end
+return table.concat(out)
+)lua";
+
+// The rows of dim 0 an index selects, in order, when it is one item on dim 0 that reads rows:
+// an integer, a step-1 slice, a 1-d index tensor or mask. nullopt for anything else.
+std::optional<std::vector<int64_t>> selected_rows(const BatchIndex& index, int64_t size) {
   const auto& items = index.items();
-  const bool integer = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Integer;
-  const bool slice = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Slice && items[0].step == 1;
-  if (!(integer || slice) || index.source_dims() != 1) return TensorDictBase::index(index);
-  const int64_t start = integer ? items[0].integer : items[0].start;
-  const int64_t stop = integer ? start + 1 : std::max(items[0].start, items[0].stop);
+  if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
+  const BatchIndex::Item& item = items[0];
+  std::vector<int64_t> rows;
+  switch (item.kind) {
+    case BatchIndex::Item::Kind::Integer: rows.push_back(item.integer); break;
+    case BatchIndex::Item::Kind::Slice:
+      if (item.step != 1) return std::nullopt;
+      for (int64_t r = item.start; r < item.stop; ++r) rows.push_back(r);
+      break;
+    case BatchIndex::Item::Kind::Tensor: {
+      if (item.tensor.dim() != 1) return std::nullopt;
+      at::Tensor picks = item.tensor.scalar_type() == at::kBool ? item.tensor.nonzero().view(-1) : item.tensor;
+      picks = picks.to(at::kCPU, at::kLong).contiguous();
+      const int64_t* p = picks.data_ptr<int64_t>();
+      for (int64_t i = 0; i < picks.numel(); ++i) {
+        const int64_t r = p[i] < 0 ? p[i] + size : p[i];
+        TD_CHECK(r >= 0 && r < size, IndexError, "index ", p[i], " is out of bounds for dimension 0 with size ", size);
+        rows.push_back(r);
+      }
+      break;
+    }
+    default: return std::nullopt;
+  }
+  return rows;
+}
+
+}  // namespace
+
+TensorDict StoreLevel::index(const BatchIndex& index) const {
+  // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges of
+  // every tensor leaf: one GETRANGE for a run of rows, else one Lua GETRANGES per leaf, all in
+  // one round trip. Other indices read the leaves whole (the default).
+  if (batch_size_.empty()) return TensorDictBase::index(index);
+  const std::optional<std::vector<int64_t>> picked = selected_rows(index, batch_size_[0]);
+  // No rows: nothing to move (and GETRANGE has no empty range).
+  if (!picked || picked->empty()) return TensorDictBase::index(index);
+  const std::vector<int64_t>& picks = *picked;
+  const bool integer = index.items()[0].kind == BatchIndex::Item::Kind::Integer;
+  bool run = true;
+  for (size_t i = 1; i < picks.size() && run; ++i) run = picks[i] == picks[i - 1] + 1;
   const Layout layout = state_->layout(true);
   std::vector<std::string> paths;
   std::vector<Command> commands;
@@ -411,8 +459,21 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
       continue;
     }
     const int64_t row = leaf_bytes(c10::IntArrayRef(meta.shape).slice(1), meta.dtype, state_->keys.data(path));
-    const int64_t first = start * row, last = stop * row - 1;
-    commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first), std::to_string(last)});
+    if (run) {
+      const int64_t first = picks.front() * row;
+      commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
+                          std::to_string(first + static_cast<int64_t>(picks.size()) * row - 1)});
+      continue;
+    }
+    Command eval{"EVAL", kGetRangesScript, "1", state_->keys.data(path)};
+    for (size_t i = 0; i < picks.size();) {
+      size_t j = i + 1;  // consecutive rows are one range
+      while (j < picks.size() && picks[j] == picks[j - 1] + 1) ++j;
+      eval.push_back(std::to_string(picks[i] * row));
+      eval.push_back(std::to_string(static_cast<int64_t>(j - i) * row));
+      i = j;
+    }
+    commands.push_back(std::move(eval));
   }
   Replies replies = state_->client.pipeline(commands);
   std::map<std::string, size_t> reply_of;
@@ -420,7 +481,7 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
     state_->client.check(replies[i], commands[i]);
     reply_of.emplace(paths[i], i);
   }
-  const int64_t rows = stop - start;
+  const int64_t rows = static_cast<int64_t>(picks.size());
   return build(
       layout, path_, batch_size_,
       [&](const std::string& p, c10::IntArrayRef batch) {
@@ -428,7 +489,7 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
         const std::string key = state_->keys.data(p);
         const ReplyRef data = replies[reply_of.at(p)];
         TD_CHECK(!data.is_nil(), StorageError, key, ": listed in __keys__ but holds no value");
-        if (meta.is_non_tensor || commands[reply_of.at(p)][0] == "GET") {
+        if (meta.is_non_tensor || commands[reply_of.at(p)][0] == "GET") {  // read whole, indexed here
           Entry whole = decode_leaf(meta, data.str(), key, batch, device_);
           if (whole.is_tensor()) return Entry(index.apply(whole.tensor()));
           const NonTensorData& value = whole.non_tensor();
