@@ -16,7 +16,10 @@
 # 4. the HDF5 table (bench/h5_bench.cpp, 1 GiB file): `h5 op cpp_us floor_us ratio` against
 #    hand-written HDF5 C code, then `h5 worst read ratio X`. BENCH_H5=0 skips it;
 # 5. the tdgen table (bench/tdgen_bench.cpp): tdgen's C++ frontend against clang++ -fsyntax-only.
-#    BENCH_TDGEN=0 skips it.
+#    BENCH_TDGEN=0 skips it;
+# 6. the store table (bench/store_bench.cpp, a local redis-server): `store op cpp floor ratio`
+#    against hand-written hiredis code, rows per second, the client's RSS during from_schema of
+#    100,000 rows, and redis-benchmark's SET throughput as a reference. BENCH_STORE=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -198,4 +201,48 @@ for label, tdgen, floor in [("light", ("BM_Light_Tdgen", ""), ("BM_Light_Floor",
 one, hundred = ms[("BM_Many_Tdgen", "1")], ms[("BM_Many_Tdgen", "100")]
 print(f"tdgen growth 1->100 headers {hundred / one:.2f}x ({(hundred - one) / 99:.2f} ms per header)")
 PY
+fi
+
+# 6. TensorDictStore (bench/store_bench.cpp) against hand-written hiredis code. BENCH_STORE=0
+#    skips it.
+if [[ "${BENCH_STORE:-1}" != 0 && -x "$build_dir/bench/store_bench" ]]; then
+run_bench store_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_report_aggregates_only=true \
+  --benchmark_filter='^BM_(FromSchema|RowWrite|RandomRows|SliceRows|ToTensorDict)_'
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+
+# run_name is "BM_<Op>_<Cpp|Floor>[/<rows>]/real_time".
+median_s, rate, order = {}, {}, []
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    parts = b["run_name"].split("/")
+    op, side = parts[0][len("BM_"):].rsplit("_", 1)
+    if len(parts) > 1 and parts[1].isdigit():
+        op = f"{op}/{parts[1]}"
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+    median_s[(side, op)] = b["real_time"] * scale
+    rate[(side, op)] = b.get("items_per_second", 0.0)
+    if op not in order:
+        order.append(op)
+for op in order:
+    cpp, floor = median_s[("Cpp", op)], median_s[("Floor", op)]
+    print(f"store {op} {cpp * 1e3:.3f}ms {floor * 1e3:.3f}ms {cpp / floor:.3f} rows/s {rate[('Cpp', op)]:.0f}")
+PY
+"$build_dir/bench/store_bench" --benchmark_filter=Rss --benchmark_out="$json" --benchmark_out_format=json >/dev/null
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))["benchmarks"][0]
+print(f"store from_schema 100000 rows: client peak RSS {b['client_peak_rss_mb']:.1f} MB "
+      f"(from_schema added {b['rss_added_mb']:.1f} MB)")
+PY
+if command -v redis-benchmark >/dev/null; then
+  dir=$(mktemp -d /tmp/tensordict-redis.XXXXXX)
+  redis-server --port 0 --unixsocket "$dir/s" --save "" --appendonly no --daemonize yes --pidfile "$dir/pid" \
+    --logfile "$dir/log" >/dev/null
+  for _ in $(seq 100); do [[ -S "$dir/s" ]] && break; sleep 0.05; done
+  echo "store reference: redis-benchmark $(redis-benchmark -s "$dir/s" -t set -n 100000 -q | tr -d '\r' | tail -1)"
+  kill "$(cat "$dir/pid")"
+  rm -rf "$dir"
+fi
 fi

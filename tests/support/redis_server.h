@@ -25,7 +25,8 @@ namespace testing_support {
 
 class RedisServer {
  public:
-  RedisServer() : dir_("td_redis") { start(); }
+  /// `extra` are more redis-server options ("--proto-max-bulk-len", "4gb").
+  explicit RedisServer(std::vector<std::string> extra = {}) : dir_("td_redis"), extra_(std::move(extra)) { start(); }
   ~RedisServer() { stop(); }
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -39,6 +40,7 @@ class RedisServer {
     std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", socket_,
                                      "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
                                      "--dir", dir_.path(), "--logfile", dir_.path("redis.log")};
+    args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -105,6 +107,7 @@ class RedisServer {
   }
 
   TempDir dir_;
+  std::vector<std::string> extra_;
   std::string socket_;
   pid_t pid_ = -1;
 };

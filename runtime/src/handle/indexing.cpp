@@ -35,7 +35,9 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
                     const NestedKey& prefix) {
   value.impl()->for_each([&](const std::string& key, const Entry& entry) {
     const NestedKey full = prefix.child(key);
-    Entry existing = dest.get(key);
+    // A tensor is written through write_at_ and only its kind is needed: a backend whose reads
+    // are copies (a file, a server) must not read the whole leaf to write a row of it.
+    Entry existing = entry.is_tensor() ? Entry() : dest.get(key);
     if (entry.is_tensordict()) {
       if (!existing.defined()) {
         detail::check_unlocked(dest);
@@ -70,7 +72,8 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       return;
     }
     const at::Tensor& src = entry.tensor_unchecked();
-    if (!existing.defined()) {
+    const EntryKind existing_kind = dest.kind(key);
+    if (existing_kind == EntryKind::Undefined) {
       // Python pre-allocates a missing key as zeros of the full batch size.
       detail::check_unlocked(dest);
       BatchSize shape(dest.batch_size().begin(), dest.batch_size().end());
@@ -79,8 +82,8 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       at::Tensor zeros = at::zeros(shape, src.options().device(dest.device().value_or(src.device())));
       dest.insert_or_assign(key, zeros);
     } else {
-      TD_CHECK(existing.is_tensor(), TypeError, "cannot write a tensor into ", full.repr(),
-               " which holds ", kind_name(existing.kind()));
+      TD_CHECK(existing_kind == EntryKind::Tensor, TypeError, "cannot write a tensor into ", full.repr(),
+               " which holds ", kind_name(existing_kind));
     }
     try {
       dest.write_at_(key, index, src);

@@ -4,6 +4,7 @@
 // every key is `{prefix}:{<td_id>}:<suffix>`, the braces a cluster hash tag.
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace tensordict {
@@ -26,6 +27,9 @@ struct StoreOptions {
   std::chrono::milliseconds connect_timeout{2000};
   /// A command's reply must arrive within this long (StorageError naming the command and key).
   std::chrono::milliseconds command_timeout{10000};
+  /// The largest value one leaf may take: the server's `proto-max-bulk-len` (512 MiB unless the
+  /// server is configured otherwise). Larger leaves are refused before anything is sent.
+  int64_t max_value_bytes = int64_t{512} << 20;
 
   /// "host:port" or "unix:<path>": how errors name the server.
   std::string endpoint() const;

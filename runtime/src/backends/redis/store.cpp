@@ -57,7 +57,8 @@ TensorDictStore TensorDictStore::from_tensordict(const TensorDict& td, StoreOpti
   add_clear(commands, *state);
   add_header(commands, state->keys, td.batch_size(), td.device());
   td.impl()->for_each([&](const std::string& key, const Entry& entry) {
-    redis::add_store_commands(commands, state->keys, redis::leaf_path(NestedKey(key)), entry, td.batch_size());
+    redis::add_store_commands(commands, state->keys, redis::leaf_path(NestedKey(key)), entry, td.batch_size(),
+                              options.max_value_bytes);
   });
   state->forget_layout();
   state->transaction(std::move(commands));
@@ -84,8 +85,9 @@ TensorDictStore TensorDictStore::from_schema(
     std::vector<int64_t> shape(batch_size.begin(), batch_size.end());
     shape.insert(shape.end(), spec.first.begin(), spec.first.end());
     const int64_t nbytes = redis::leaf_bytes(shape, spec.second, k.data(path));
-    TD_CHECK(nbytes <= (int64_t{512} << 20), StorageError, k.data(path), ": ", nbytes,
-             " bytes are over the server's 512 MiB limit for one value");
+    TD_CHECK(nbytes <= options.max_value_bytes, StorageError, k.data(path), ": ", nbytes,
+             " bytes are over the server's limit for one value (", options.max_value_bytes,
+             " bytes, StoreOptions::max_value_bytes)");
     // The server zero-fills up to the byte written: no tensor bytes leave the client.
     if (nbytes > 0) {
       commands.push_back({"SETRANGE", k.data(path), std::to_string(nbytes - 1), std::string(1, '\0')});

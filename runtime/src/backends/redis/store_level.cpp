@@ -23,8 +23,6 @@ namespace redis {
 
 namespace {
 
-// Redis refuses strings over 512 MiB (proto-max-bulk-len): refused here, before sending.
-constexpr int64_t kMaxValueBytes = int64_t{512} << 20;
 
 // The whole structure in one round trip: batch size, device, nested levels, then each leaf
 // path followed by its metadata hash.
@@ -53,11 +51,13 @@ bool under(const std::string& path, const std::string& prefix) {
   return path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 && path[prefix.size()] == '.';
 }
 
-std::string tensor_bytes(const at::Tensor& tensor, const std::string& key) {
+// The server refuses values over its proto-max-bulk-len (StoreOptions::max_value_bytes):
+// refused here, before anything is sent.
+std::string tensor_bytes(const at::Tensor& tensor, const std::string& key, int64_t max_bytes) {
   // Checked before anything is materialized: an expanded tensor may be small in memory.
   const int64_t nbytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
-  TD_CHECK(nbytes <= kMaxValueBytes, StorageError, key, ": ", nbytes,
-           " bytes are over the server's 512 MiB limit for one value; split the leaf or store it elsewhere");
+  TD_CHECK(nbytes <= max_bytes, StorageError, key, ": ", nbytes, " bytes are over the server's limit for one value (",
+           max_bytes, " bytes, StoreOptions::max_value_bytes); split the leaf, or raise the server's proto-max-bulk-len");
   const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
   return std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(nbytes));
 }
@@ -154,14 +154,14 @@ double next_order_score() {
 }
 
 void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
-                        const Entry& entry, c10::IntArrayRef batch) {
+                        const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes) {
   // NX: a replaced entry keeps its place.
   out.push_back({"ZADD", keys.order(), "NX", score_text(next_order_score()), full_path});
   if (entry.is_tensordict()) {
     const TensorDict& td = entry.tensordict();
     out.push_back({"HSET", keys.nested(), full_path, shape_json(td.batch_size())});
     td.impl()->for_each([&](const std::string& key, const Entry& child) {
-      add_store_commands(out, keys, full_path + "." + key_part(key), child, td.batch_size());
+      add_store_commands(out, keys, full_path + "." + key_part(key), child, td.batch_size(), max_bytes);
     });
     return;
   }
@@ -172,7 +172,7 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     const at::Tensor& t = entry.tensor();
     TD_CHECK(!t.requires_grad(), RuntimeError, keys.data(full_path),
              ": cannot store a tensor that requires grad (the store keeps bytes, not the graph); detach() it first");
-    out.push_back({"SET", keys.data(full_path), tensor_bytes(t, keys.data(full_path))});
+    out.push_back({"SET", keys.data(full_path), tensor_bytes(t, keys.data(full_path), max_bytes)});
     out.push_back({"HSET", keys.meta(full_path), "shape", shape_json(t.sizes()), "dtype", torch_dtype_name(t.scalar_type())});
   } else {
     const NonTensorData& value = entry.non_tensor();
@@ -184,8 +184,8 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     const bool per_element = stack && batch.size() > 1;
     if (stack) encoding = "json_array";
     text = stack ? value.tolist().dump_stdlib() : value.value().dump_stdlib();
-    TD_CHECK(static_cast<int64_t>(text.size()) <= kMaxValueBytes, StorageError, keys.data(full_path),
-             ": over the server's 512 MiB limit for one value");
+    TD_CHECK(static_cast<int64_t>(text.size()) <= max_bytes, StorageError, keys.data(full_path), ": ", text.size(),
+             " bytes are over the server's limit for one value (", max_bytes, " bytes, StoreOptions::max_value_bytes)");
     out.push_back({"SET", keys.data(full_path), std::move(text)});
     Command meta{"HSET", keys.meta(full_path), "is_non_tensor", "1", "encoding", encoding};
     if (per_element) meta.insert(meta.end(), {"elements", "1"});
@@ -538,7 +538,7 @@ void StoreLevel::insert_or_assign(std::string_view key, Entry value) {
   }
   std::vector<Command> commands;
   add_removal(commands, state_->keys, state_->layout(false), p, /*keep_place=*/true);
-  add_store_commands(commands, state_->keys, p, value, batch_size_);
+  add_store_commands(commands, state_->keys, p, value, batch_size_, state_->client.options().max_value_bytes);
   drop_children(p);
   state_->forget_layout();
   state_->transaction(std::move(commands));
@@ -593,7 +593,7 @@ void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
   // Cast and broadcast as at::Tensor::copy_ does, then the whole leaf in one SET.
   const at::Tensor stored = value.to(at::kCPU, meta.dtype).expand(meta.shape);
   const std::string p = full(key);
-  state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p))});
+  state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p), state_->client.options().max_value_bytes)});
 }
 
 void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
@@ -617,7 +617,7 @@ void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const 
   v = integer ? v.expand(c10::IntArrayRef(rows).slice(1)) : v.expand(rows);
   const std::string p = state_->keys.data(full(key));
   const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, p);
-  state_->client.run({"SETRANGE", p, std::to_string(start * row), tensor_bytes(v, p)});
+  state_->client.run({"SETRANGE", p, std::to_string(start * row), tensor_bytes(v, p, state_->client.options().max_value_bytes)});
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {

@@ -118,8 +118,9 @@ double next_order_score();
 
 /// The commands that store `entry` at `full_path` (its batch size `batch`): leaves as SET d: /
 /// HSET m: / SADD, nested levels recursively, recorded in __nested__.
+/// Values over `max_bytes` are refused (StorageError) before anything is sent.
 void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
-                        const Entry& entry, c10::IntArrayRef batch);
+                        const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes);
 
 /// The leaf read from `bytes` as `meta` says; StorageError naming `key` when their sizes
 /// disagree or the encoding is refused.
