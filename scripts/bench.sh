@@ -229,7 +229,7 @@ for op in order:
     cpp, floor = median_s[("Cpp", op)], median_s[("Floor", op)]
     print(f"store {op} {cpp * 1e3:.3f}ms {floor * 1e3:.3f}ms {cpp / floor:.3f} rows/s {rate[('Cpp', op)]:.0f}")
 PY
-"$build_dir/bench/store_bench" --benchmark_filter=Rss --benchmark_out="$json" --benchmark_out_format=json >/dev/null
+"$build_dir/bench/store_bench" --benchmark_filter=Rss --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
 /usr/bin/python3 - "$json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))["benchmarks"][0]
@@ -241,7 +241,9 @@ if command -v redis-benchmark >/dev/null; then
   redis-server --port 0 --unixsocket "$dir/s" --save "" --appendonly no --daemonize yes --pidfile "$dir/pid" \
     --logfile "$dir/log" >/dev/null
   for _ in $(seq 100); do [[ -S "$dir/s" ]] && break; sleep 0.05; done
-  echo "store reference: redis-benchmark $(redis-benchmark -s "$dir/s" -t set -n 100000 -q | tr -d '\r' | tail -1)"
+  # -q redraws its progress with carriage returns: the last non-blank line is the result.
+  echo "store reference: redis-benchmark $(redis-benchmark -s "$dir/s" -t set -n 100000 -q 2>&1 | tr '\r' '\n' |
+    grep -v '^ *$' | tail -1)"
   kill "$(cat "$dir/pid")"
   rm -rf "$dir"
 fi

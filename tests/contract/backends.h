@@ -210,9 +210,7 @@ struct StoreBackend {
   static constexpr bool kAnyKeyName = true;
   static tensordict::StoreOptions options() {
     static testing_support::RedisServer server;
-    tensordict::StoreOptions out;
-    out.unix_socket = server.socket();
-    return out;
+    return testing_support::store_options(server);
   }
   static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
     tensordict::TensorDict out = tensordict::TensorDictStore::from_tensordict(reference, options());

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include <tensordict/backends/store_options.h>
+
 #include "support/temp_dir.h"
 
 namespace testing_support {
@@ -111,5 +113,12 @@ class RedisServer {
   std::string socket_;
   pid_t pid_ = -1;
 };
+
+/// Options that reach `server` through its socket.
+inline tensordict::StoreOptions store_options(const RedisServer& server) {
+  tensordict::StoreOptions options;
+  options.unix_socket = server.socket();
+  return options;
+}
 
 }  // namespace testing_support

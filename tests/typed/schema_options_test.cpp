@@ -9,27 +9,17 @@
 #include <ATen/ATen.h>
 
 #include "features.td.h"
+#include "support/exception_message.h"
 
 using namespace tensordict;
 using golden::features::Cloud;
 using golden::features::Frame;
 using golden::features::StereoFrame;
+using testing_support::message_of;
 
 namespace {
 
 at::Tensor points(int64_t batch, int64_t n) { return at::rand({batch, n, 3}); }
-
-// The message of the E that `f` throws; fails the test when it throws nothing or another type.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected an exception");
-  return "";
-}
 
 }  // namespace
 

@@ -14,16 +14,11 @@
 using namespace tensordict;
 using replay::Transition;
 using testing_support::RedisServer;
+using testing_support::store_options;
 
 namespace {
 
 Transition row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
-
-StoreOptions on(const RedisServer& server) {
-  StoreOptions options;
-  options.unix_socket = server.socket();
-  return options;
-}
 
 }  // namespace
 
@@ -34,12 +29,12 @@ TEST_CASE("a typed replay buffer preallocated on the server is filled row by row
                                                         {"action", {{6}, at::kFloat}},
                                                         {"reward", {{}, at::kFloat}},
                                                         {"done", {{}, at::kBool}}},
-                                                       {8}, on(server));
+                                                       {8}, store_options(server));
   Transition buffer = Transition::from_tensordict(store);
   for (int i = 0; i < 8; ++i) buffer.index_put_({i}, row(static_cast<float>(i), "r" + std::to_string(i)));
 
   // Another process's view of the same store.
-  Transition reader = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), on(server)));
+  Transition reader = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), store_options(server)));
   CHECK(at::equal(reader.reward(), at::arange(8, at::kFloat)));
   Transition sample = reader.index({at::tensor({6, 2}, at::kLong)});
   CHECK(at::equal(sample.action().select(1, 0), at::tensor({6.f, 2.f})));
@@ -54,12 +49,12 @@ TEST_CASE("a typed replay buffer preallocated on the server is filled row by row
 
 TEST_CASE("an empty store wrapped unchecked is preallocated by its first typed row write", "[typed][redis]") {
   RedisServer server;
-  TensorDictStore store = TensorDictStore::from_tensordict(TensorDict::empty_with({4}), on(server));
+  TensorDictStore store = TensorDictStore::from_tensordict(TensorDict::empty_with({4}), store_options(server));
   REQUIRE_THROWS_AS(Transition::from_tensordict(store), TypeError);  // required fields missing
   Transition buffer = Transition::from_tensordict(store, /*check=*/false);
   buffer.index_put_({2}, row(7, "seven"));
   // Every key now exists with the full batch: the written row and zeros elsewhere.
-  Transition back = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), on(server)));
+  Transition back = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), store_options(server)));
   CHECK(at::equal(back.reward(), at::tensor({0.f, 0.f, 7.f, 0.f})));
   CHECK((back.obs().camera().sizes() == c10::IntArrayRef{4, 3, 8, 8}));
   CHECK(back.obs().info_list()[2].value() == "seven");

@@ -8,6 +8,7 @@
 #include <tensordict/errors.h>
 
 #include "backends/redis/redis_client.h"
+#include "support/exception_message.h"
 #include "support/redis_server.h"
 
 using tensordict::StorageError;
@@ -15,32 +16,21 @@ using tensordict::StoreOptions;
 using tensordict::redis::Command;
 using tensordict::redis::RedisClient;
 using testing_support::RedisServer;
+using testing_support::store_options;
 
 namespace {
-
-StoreOptions on(const RedisServer& server) {
-  StoreOptions options;
-  options.unix_socket = server.socket();
-  return options;
-}
 
 // The message of the StorageError `f` throws.
 template <class F>
 std::string storage_error(F&& f) {
-  try {
-    f();
-  } catch (const StorageError& e) {
-    return e.what();
-  }
-  FAIL("expected a StorageError");
-  return "";
+  return testing_support::message_of<StorageError>(std::forward<F>(f));
 }
 
 }  // namespace
 
 TEST_CASE("a pipeline sends its commands at once and returns one reply per command", "[redis]") {
   RedisServer server;
-  RedisClient client(on(server));
+  RedisClient client(store_options(server));
   std::string blob(1 << 20, '\0');
   for (size_t i = 0; i < blob.size(); i += 4099) blob[i] = static_cast<char>(i % 251);
   const std::vector<Command> commands = {{"SET", "k:blob", blob},
@@ -74,7 +64,7 @@ TEST_CASE("an unreachable server is a StorageError naming it", "[redis]") {
 
 TEST_CASE("a command without a reply in time is a StorageError, and the next command works", "[redis]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.command_timeout = std::chrono::milliseconds(200);
   RedisClient client(options);
   // BLPOP on an empty list waits 2 s on the server: longer than the client's timeout.
@@ -85,7 +75,7 @@ TEST_CASE("a command without a reply in time is a StorageError, and the next com
 
 TEST_CASE("a server that goes away is a StorageError, and the client reconnects when it is back", "[redis]") {
   RedisServer server;
-  RedisClient client(on(server));
+  RedisClient client(store_options(server));
   client.run({"SET", "k", "v"});
   server.kill();
   CHECK_THAT(storage_error([&] { client.run({"GET", "k"}); }), Catch::Contains("GET k"));
@@ -96,16 +86,16 @@ TEST_CASE("a server that goes away is a StorageError, and the client reconnects 
 
 TEST_CASE("authentication and the database are set up on every connection", "[redis]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.password = "secret-value";
   const std::string refused = storage_error([&] { RedisClient client(options); });
   CHECK_THAT(refused, Catch::Contains("authentication failed"));
   CHECK(refused.find("secret-value") == std::string::npos);
 
-  StoreOptions db1 = on(server);
+  StoreOptions db1 = store_options(server);
   db1.db = 1;
   RedisClient one(db1);
-  RedisClient zero(on(server));
+  RedisClient zero(store_options(server));
   one.run({"SET", "k:db", "1"});
   CHECK(zero.run({"GET", "k:db"})[0].is_nil());
   CHECK(one.run({"GET", "k:db"})[0].str() == "1");

@@ -17,14 +17,9 @@
 
 using namespace tensordict;
 using testing_support::RedisServer;
+using testing_support::store_options;
 
 namespace {
-
-StoreOptions on(const RedisServer& server) {
-  StoreOptions options;
-  options.unix_socket = server.socket();
-  return options;
-}
 
 TensorDict sample() {
   TensorDict td = TensorDict::empty_with({4});
@@ -61,7 +56,7 @@ TEST_CASE("from_tensordict and to_tensordict round trip every stored kind", "[re
   td.set({"nested", "deeper", "x"}, at::zeros({4, 2, 1}));
   td.get_tensordict("nested").set_batch_size({4, 2});
   td.set("empty", TensorDict::empty_with({4}));
-  TensorDictStore store = TensorDictStore::from_tensordict(td, on(server));
+  TensorDictStore store = TensorDictStore::from_tensordict(td, store_options(server));
   const TensorDict back = store.to_tensordict();
   check_equal(td, back);
   CHECK(back.batch_size() == c10::IntArrayRef({4}));
@@ -73,10 +68,10 @@ TEST_CASE("from_tensordict and to_tensordict round trip every stored kind", "[re
 
 TEST_CASE("the stored layout is Python tensordict v0.14's", "[redis][store][layout]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.td_id = "fixed-id";
   TensorDictStore::from_tensordict(sample(), options);
-  redis::RedisClient raw(on(server));
+  redis::RedisClient raw(store_options(server));
   const std::string base = "tensordict:{fixed-id}:";
   CHECK(raw.run({"GET", base + "__batch_size__"})[0].str() == "[4]");
   CHECK(raw.run({"GET", base + "__device__"})[0].str() == "");
@@ -96,8 +91,8 @@ TEST_CASE("the stored layout is Python tensordict v0.14's", "[redis][store][layo
 
 TEST_CASE("another handle reconnects by id and sees every write", "[redis][store]") {
   RedisServer server;
-  TensorDictStore writer = TensorDictStore::from_tensordict(sample(), on(server));
-  TensorDictStore reader = TensorDictStore::from_store(writer.td_id(), on(server));
+  TensorDictStore writer = TensorDictStore::from_tensordict(sample(), store_options(server));
+  TensorDictStore reader = TensorDictStore::from_store(writer.td_id(), store_options(server));
   CHECK(store_id(reader) == writer.td_id());
   check_equal(writer.to_tensordict(), reader.to_tensordict());
 
@@ -119,20 +114,20 @@ TEST_CASE("another handle reconnects by id and sees every write", "[redis][store
   writer.set("added", at::ones({4, 3}));
   CHECK(reader.get("added").sizes() == c10::IntArrayRef({4, 3}));
 
-  CHECK_THROWS_WITH(TensorDictStore::from_store("no-such-id", on(server)), Catch::StartsWith("No TensorDictStore with id 'no-such-id'"));
-  CHECK_THROWS_AS(TensorDictStore::from_store("no-such-id", on(server)), KeyError);
+  CHECK_THROWS_WITH(TensorDictStore::from_store("no-such-id", store_options(server)), Catch::StartsWith("No TensorDictStore with id 'no-such-id'"));
+  CHECK_THROWS_AS(TensorDictStore::from_store("no-such-id", store_options(server)), KeyError);
 }
 
 TEST_CASE("from_schema preallocates on the server without sending tensor bytes", "[redis][store]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.td_id = "schema";
   TensorDictStore store = TensorDictStore::from_schema(
       {{"obs", {{84, 84, 3}, at::kByte}}, {{"next", "reward"}, {{}, at::kFloat}}}, {100}, options);
   CHECK(store.get("obs").sizes() == c10::IntArrayRef({100, 84, 84, 3}));
   CHECK(store.get("obs").sum().item<int64_t>() == 0);
   CHECK(store.get({"next", "reward"}).sizes() == c10::IntArrayRef({100}));
-  redis::RedisClient raw(on(server));
+  redis::RedisClient raw(store_options(server));
   CHECK(raw.run({"STRLEN", "tensordict:{schema}:d:obs"})[0].integer() == 100 * 84 * 84 * 3);
   // Filling a row writes through.
   store.index_put_({5}, TensorDict({{"obs", at::full({84, 84, 3}, 7, at::kByte)}}, {}));
@@ -142,7 +137,7 @@ TEST_CASE("from_schema preallocates on the server without sending tensor bytes",
 
 TEST_CASE("what cannot be stored or read is a typed error naming the key", "[redis][store]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.td_id = "bad";
   TensorDictStore store = TensorDictStore::from_tensordict(sample(), options);
   // Over Redis' 512 MiB string limit: refused before anything is sent or allocated.
@@ -155,13 +150,13 @@ TEST_CASE("what cannot be stored or read is a typed error naming the key", "[red
   CHECK(store.keys().back() == NestedKey("a.b"));
   CHECK_FALSE(store.contains({"a", "b"}));
 
-  redis::RedisClient raw(on(server));
+  redis::RedisClient raw(store_options(server));
   raw.run({"HDEL", "tensordict:{bad}:m:obs", "dtype"});
-  CHECK_THROWS_WITH(TensorDictStore::from_store("bad", on(server)),
+  CHECK_THROWS_WITH(TensorDictStore::from_store("bad", store_options(server)),
                     "tensordict:{bad}:m:obs: tensor metadata without a 'dtype' field");
   raw.run({"HSET", "tensordict:{bad}:m:obs", "dtype", "torch.float32"});
   raw.run({"HSET", "tensordict:{bad}:m:label", "encoding", "pickle"});
-  TensorDictStore again = TensorDictStore::from_store("bad", on(server));
+  TensorDictStore again = TensorDictStore::from_store("bad", store_options(server));
   CHECK_THROWS_WITH(again.get("label"), Catch::Contains("a pickle-encoded value is refused"));
   raw.run({"SETRANGE", "tensordict:{bad}:d:obs", "200", "x"});  // longer than [4, 6] float32
   CHECK_THROWS_WITH(again.get("obs"), Catch::Contains("bytes, but its metadata say shape [4, 6]"));
@@ -169,13 +164,13 @@ TEST_CASE("what cannot be stored or read is a typed error naming the key", "[red
 
 TEST_CASE("a store whose server is gone is a StorageError, and works again when it is back", "[redis][store]") {
   RedisServer server;
-  TensorDictStore store = TensorDictStore::from_tensordict(sample(), on(server));
+  TensorDictStore store = TensorDictStore::from_tensordict(sample(), store_options(server));
   const std::string id = store.td_id();
   server.kill();
   CHECK_THROWS_AS(store.get("obs"), StorageError);
   CHECK_THROWS_WITH(store.set("x", at::zeros({4})), Catch::Contains("unix:" + server.socket()));
   server.start();  // a fresh, empty server on the same socket
-  CHECK_THROWS_AS(TensorDictStore::from_store(id, on(server)), KeyError);
+  CHECK_THROWS_AS(TensorDictStore::from_store(id, store_options(server)), KeyError);
   store.set("x", at::zeros({4}));  // the handle reconnected
   CHECK(store.contains("x"));
 }
@@ -201,7 +196,7 @@ std::pair<bool, std::string> run_layout_script(const std::string& mode, const Re
 TEST_CASE("an independent Python reader reads what C++ stores, and C++ reads what it writes",
           "[redis][store][layout][python]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.td_id = "cpp-wrote";
   TensorDict td = sample();
   td.set("rows", Entry(NonTensorData::from_list(json::parse(R"(["a", "b", "c", "d"])"), {4})));
@@ -214,7 +209,7 @@ TEST_CASE("an independent Python reader reads what C++ stores, and C++ reads wha
   const auto [write_ok, write_out] = run_layout_script("write", server, "py-wrote");
   INFO(write_out);
   REQUIRE(write_ok);
-  TensorDictStore store = TensorDictStore::from_store("py-wrote", on(server));
+  TensorDictStore store = TensorDictStore::from_store("py-wrote", store_options(server));
   CHECK(store.batch_size() == c10::IntArrayRef({3}));
   CHECK(at::equal(store.get("obs"), at::arange(6).reshape({3, 2})));
   CHECK(at::equal(store.get({"nested", "flag"}), at::arange(3) % 2 == 0));
@@ -240,8 +235,8 @@ TEST_CASE("an integer or a step-1 slice of dim 0 reads only those rows, one GETR
   TensorDict td = sample();
   td.set({"next", "obs"}, at::arange(40, at::kFloat).reshape({4, 10}));
   td.set("big", at::rand({4, 1 << 18}));  // 1 MiB per row
-  TensorDictStore store = TensorDictStore::from_tensordict(td, on(server));
-  redis::RedisClient raw(on(server));
+  TensorDictStore store = TensorDictStore::from_tensordict(td, store_options(server));
+  redis::RedisClient raw(store_options(server));
   const int64_t ranges = stat(raw, "commandstats", "cmdstat_getrange:calls=");
   const int64_t sent = stat(raw, "stats", "total_net_output_bytes:");
 
@@ -281,8 +276,8 @@ TEST_CASE("an indexed write of rows of dim 0 is one SETRANGE per leaf, cast and 
   RedisServer server;
   TensorDict td = sample();
   td.set("big", at::zeros({4, 1 << 18}));
-  TensorDictStore store = TensorDictStore::from_tensordict(td, on(server));
-  redis::RedisClient raw(on(server));
+  TensorDictStore store = TensorDictStore::from_tensordict(td, store_options(server));
+  redis::RedisClient raw(store_options(server));
   const int64_t ranges = stat(raw, "commandstats", "cmdstat_setrange:calls=");
   const int64_t received = stat(raw, "stats", "total_net_input_bytes:");
   // A double value into the float leaf, broadcast over the row.
@@ -304,7 +299,7 @@ TEST_CASE("an indexed write of rows of dim 0 is one SETRANGE per leaf, cast and 
 TEST_CASE("writers in separate processes filling disjoint rows of one store lose no row",
           "[redis][store][processes]") {
   RedisServer server;
-  StoreOptions options = on(server);
+  StoreOptions options = store_options(server);
   options.td_id = "shared";
   const int64_t writers = 4, rows = 50;
   TensorDictStore store =
