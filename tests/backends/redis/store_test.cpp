@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <random>
 #include <string>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <tensordict/backends/store.h>
@@ -325,4 +328,41 @@ TEST_CASE("writers in separate processes filling disjoint rows of one store lose
   const at::Tensor expected = at::arange(writers * rows, at::kFloat);
   CHECK(at::equal(store.get("reward"), expected));
   CHECK(at::equal(store.get("obs"), expected.unsqueeze(1).expand({writers * rows, 6})));
+}
+
+TEST_CASE("a writer killed during an upload leaves the old store or the new one, never a mix",
+          "[redis][store][processes][faults]") {
+  RedisServer server;
+  StoreOptions options = store_options(server);
+  options.td_id = "crash";
+  TensorDictStore::from_tensordict(TensorDict({{"obs", at::full({4096, 1024}, 0.f)}, {"label", "v0"}}, {4096}), options);
+  std::mt19937 random(1234);
+  int old_kept = 0, replaced = 0;
+  for (int run = 1; run <= 12; ++run) {
+    const std::string value = std::to_string(run);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::execl(STORE_WRITER_PATH, "store_writer", "replace", server.socket().c_str(), "crash", value.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Somewhere between before the first byte and after the last: the writer loads libtorch for
+    // ~0.35 s, then uploads 16 MB in ~0.1 s.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(250, 600)(random)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    // Whatever the writer got to, a reader sees one whole version: data and metadata agree.
+    TensorDictStore store = TensorDictStore::from_store("crash", store_options(server));
+    const at::Tensor obs = store.get("obs");
+    REQUIRE(obs.sizes() == c10::IntArrayRef({4096, 1024}));
+    const float v = obs[0][0].item<float>();
+    CHECK(at::equal(obs, at::full({4096, 1024}, v)));
+    const std::string label = store.get_non_tensor("label").value().as_string();
+    CHECK(label == "v" + std::to_string(static_cast<int>(v)));
+    (label == "v" + value ? replaced : old_kept)++;
+  }
+  INFO("old kept " << old_kept << ", replaced " << replaced);
+  CHECK(old_kept + replaced == 12);
 }

@@ -1,9 +1,14 @@
-// A writer process for the store tests: reconnects to a store and fills its rows one by one,
-// as an actor filling a shared replay buffer does.
+// A writer process for the store tests.
 //
-//   store_writer SOCKET TD_ID FIRST COUNT
+//   store_writer SOCKET TD_ID FIRST COUNT    reconnects to the store and fills rows FIRST..
+//                                            FIRST+COUNT one by one, as an actor filling a
+//                                            shared replay buffer does: row i gets obs = i
+//                                            (every element) and reward = i;
+//   store_writer replace SOCKET TD_ID VALUE  uploads a new tensordict over the store TD_ID
+//                                            (from_tensordict): 4096 rows of 1024 floats, every
+//                                            one VALUE, and a label "vVALUE".
 //
-// Row i gets obs = i (every element) and reward = i. Exits 0 when every row was written.
+// Exits 0 when everything was written.
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -15,10 +20,19 @@
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::cerr << "usage: store_writer SOCKET TD_ID FIRST COUNT\n";
+    std::cerr << "usage: store_writer SOCKET TD_ID FIRST COUNT | store_writer replace SOCKET TD_ID VALUE\n";
     return 2;
   }
   try {
+    if (std::string(argv[1]) == "replace") {
+      tensordict::StoreOptions options;
+      options.unix_socket = argv[2];
+      options.td_id = argv[3];
+      const std::string value = argv[4];
+      tensordict::TensorDict td({{"obs", at::full({4096, 1024}, std::stof(value))}, {"label", "v" + value}}, {4096});
+      tensordict::TensorDictStore::from_tensordict(td, options);
+      return 0;
+    }
     tensordict::StoreOptions options;
     options.unix_socket = argv[1];
     tensordict::TensorDictStore store = tensordict::TensorDictStore::from_store(argv[2], options);
