@@ -366,3 +366,18 @@ TEST_CASE("a writer killed during an upload leaves the old store or the new one,
   INFO("old kept " << old_kept << ", replaced " << replaced);
   CHECK(old_kept + replaced == 12);
 }
+
+TEST_CASE("a row write with metadata another client made stale is refused by the server and redone",
+          "[redis][store][index]") {
+  RedisServer server;
+  TensorDictStore writer = TensorDictStore::from_tensordict(sample(), store_options(server));
+  TensorDictStore reader = TensorDictStore::from_store(writer.td_id(), store_options(server));
+  CHECK(reader.get("obs").sizes() == c10::IntArrayRef({4, 6}));  // the reader's cache: [4, 6] float32
+  writer.set("obs", at::zeros({4, 2}, at::kDouble));               // another client re-shapes the leaf
+  // Straight to the backend, without the handle's structure read: the cached offsets are stale.
+  reader.impl()->write_at_("obs", BatchIndex({1}, reader.batch_size()), at::full({2}, 7.0));
+  const at::Tensor obs = writer.get("obs");
+  REQUIRE(obs.sizes() == c10::IntArrayRef({4, 2}));
+  CHECK(obs.scalar_type() == at::kDouble);
+  CHECK(at::equal(obs, at::tensor({0., 0., 7., 7., 0., 0., 0., 0.}, at::kDouble).view({4, 2})));
+}

@@ -596,28 +596,66 @@ void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
   state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p), state_->client.options().max_value_bytes)});
 }
 
+namespace {
+
+// SETRANGE of rows, checked on the server against the metadata the offsets were computed from:
+// a leaf another client reshaped or re-typed since is not written (STALE), in the same atomic
+// step, so the cached metadata can be used without a round trip to re-read it.
+const char* const kSetRowsScript = R"lua(
+local m = redis.call('HMGET', KEYS[2], 'shape', 'dtype')
+if m[1] ~= ARGV[3] or m[2] ~= ARGV[4] then
+  return redis.error_reply('STALE the leaf changed since its metadata were read')
+end
+return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
+)lua";
+
+}  // namespace
+
 void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
   // An integer or a step-1 slice of dim 0 is one byte range: one SETRANGE of the value cast to
   // the leaf's dtype and broadcast to the rows' shape (the bounds were checked when the index
-  // was parsed). Other indices read the leaf, change it and write it back whole.
+  // was parsed), checked on the server against the metadata it was computed from. Other
+  // indices read the leaf, change it and write it back whole.
   const auto& items = index.items();
   const bool integer = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Integer;
   const bool slice = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Slice && items[0].step == 1;
-  const LeafMeta meta = leaf_meta(key);
-  if (!(integer || slice) || index.source_dims() != 1 || meta.shape.empty()) {
-    TensorDictBase::write_at_(key, index, value);
+  const std::string p = full(key);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // The cached metadata first (the handle has just read the structure to find the leaf);
+    // the server refuses them if they are stale, and they are read again once.
+    const Layout& layout = state_->layout(attempt > 0);
+    auto it = layout.leaves.find(p);
+    if (it == layout.leaves.end() && attempt == 0) continue;
+    TD_CHECK(it != layout.leaves.end() && !it->second.is_non_tensor, KeyError, "key ", NestedKey(key).repr(),
+             " is not a tensor leaf of the store");
+    const LeafMetadata meta = it->second;
+    if (!(integer || slice) || index.source_dims() != 1 || meta.shape.empty()) {
+      TensorDictBase::write_at_(key, index, value);
+      return;
+    }
+    const int64_t start = integer ? items[0].integer : items[0].start;
+    const int64_t stop = integer ? start + 1 : std::max(items[0].start, items[0].stop);
+    if (stop == start) return;
+    std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
+    rows[0] = stop - start;
+    at::Tensor v;
+    try {
+      v = value.to(at::kCPU, meta.dtype);
+      v = integer ? v.expand(c10::IntArrayRef(rows).slice(1)) : v.expand(rows);
+    } catch (const c10::Error&) {
+      if (attempt == 0) continue;  // the value may fit the leaf as it is now
+      throw;
+    }
+    const std::string data_key = state_->keys.data(p);
+    const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, data_key);
+    const Command command{"EVAL", kSetRowsScript, "2", data_key, state_->keys.meta(p), std::to_string(start * row),
+                          tensor_bytes(v, data_key, state_->client.options().max_value_bytes),
+                          shape_json(meta.shape), torch_dtype_name(meta.dtype)};
+    Replies replies = state_->client.pipeline({command});
+    if (replies[0].is_error() && replies[0].str().rfind("STALE", 0) == 0 && attempt == 0) continue;
+    state_->client.check(replies[0], command);
     return;
   }
-  const int64_t start = integer ? items[0].integer : items[0].start;
-  const int64_t stop = integer ? start + 1 : std::max(items[0].start, items[0].stop);
-  if (stop == start) return;
-  std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
-  rows[0] = stop - start;
-  at::Tensor v = value.to(at::kCPU, meta.dtype);
-  v = integer ? v.expand(c10::IntArrayRef(rows).slice(1)) : v.expand(rows);
-  const std::string p = state_->keys.data(full(key));
-  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, p);
-  state_->client.run({"SETRANGE", p, std::to_string(start * row), tensor_bytes(v, p, state_->client.options().max_value_bytes)});
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
