@@ -151,26 +151,14 @@ fi
 if [[ "${BENCH_H5:-1}" != 0 && -x "$build_dir/bench/h5_bench" ]]; then
 run_bench h5_bench --benchmark_enable_random_interleaving=true --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" \
   --benchmark_report_aggregates_only=true
-/usr/bin/python3 - "$json" <<'PY'
-import json, sys
+PYTHONPATH=scripts /usr/bin/python3 - "$json" <<'PY'
+import sys
+from bench_pairs import medians
 
-# run_name is "BM_<Op>_<Cpp|Floor>[/<rows>]/real_time".
-median_us = {}
-order = []
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    if b.get("aggregate_name") != "median":
-        continue
-    parts = b["run_name"].split("/")
-    op, side = parts[0][len("BM_"):].rsplit("_", 1)
-    if len(parts) > 1 and parts[1].isdigit():
-        op = f"{op}/{parts[1]}"
-    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
-    median_us[(side, op)] = b["real_time"] * scale
-    if op not in order:
-        order.append(op)
+seconds, _, order = medians(sys.argv[1])
 worst = 0.0
 for op in order:
-    cpp, floor = median_us[("Cpp", op)], median_us[("Floor", op)]
+    cpp, floor = seconds[("Cpp", op)] * 1e6, seconds[("Floor", op)] * 1e6
     if not op.startswith("ToH5"):
         worst = max(worst, cpp / floor)
     print(f"h5 {op} {cpp:.1f} {floor:.1f} {cpp / floor:.3f}")
@@ -208,26 +196,14 @@ fi
 if [[ "${BENCH_STORE:-1}" != 0 && -x "$build_dir/bench/store_bench" ]]; then
 run_bench store_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_report_aggregates_only=true \
   --benchmark_filter='^BM_(FromSchema|RowWrite|RandomRows|SliceRows|ToTensorDict)_'
-/usr/bin/python3 - "$json" <<'PY'
-import json, sys
+PYTHONPATH=scripts /usr/bin/python3 - "$json" <<'PY'
+import sys
+from bench_pairs import medians
 
-# run_name is "BM_<Op>_<Cpp|Floor>[/<rows>]/real_time".
-median_s, rate, order = {}, {}, []
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    if b.get("aggregate_name") != "median":
-        continue
-    parts = b["run_name"].split("/")
-    op, side = parts[0][len("BM_"):].rsplit("_", 1)
-    if len(parts) > 1 and parts[1].isdigit():
-        op = f"{op}/{parts[1]}"
-    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-    median_s[(side, op)] = b["real_time"] * scale
-    rate[(side, op)] = b.get("items_per_second", 0.0)
-    if op not in order:
-        order.append(op)
+seconds, rates, order = medians(sys.argv[1])
 for op in order:
-    cpp, floor = median_s[("Cpp", op)], median_s[("Floor", op)]
-    print(f"store {op} {cpp * 1e3:.3f}ms {floor * 1e3:.3f}ms {cpp / floor:.3f} rows/s {rate[('Cpp', op)]:.0f}")
+    cpp, floor = seconds[("Cpp", op)], seconds[("Floor", op)]
+    print(f"store {op} {cpp * 1e3:.3f}ms {floor * 1e3:.3f}ms {cpp / floor:.3f} rows/s {rates[('Cpp', op)]:.0f}")
 PY
 "$build_dir/bench/store_bench" --benchmark_filter=Rss --benchmark_out="$json" --benchmark_out_format=json >/dev/null 2>&1
 /usr/bin/python3 - "$json" <<'PY'
