@@ -79,15 +79,13 @@ TensorDictStore TensorDictStore::from_schema(
       const std::string level =
           redis::leaf_path(NestedKey(std::vector<std::string>(key.parts().begin(), key.parts().begin() + i)));
       commands.push_back({"HSET", k.nested(), level, redis::shape_json(batch_size)});
-      commands.push_back({"ZADD", k.order(), "NX", std::to_string(redis::next_order_score()), level});
+      commands.push_back({"ZADD", k.order(), "NX", redis::next_order_score(), level});
     }
-    commands.push_back({"ZADD", k.order(), "NX", std::to_string(redis::next_order_score()), path});
+    commands.push_back({"ZADD", k.order(), "NX", redis::next_order_score(), path});
     std::vector<int64_t> shape(batch_size.begin(), batch_size.end());
     shape.insert(shape.end(), spec.first.begin(), spec.first.end());
     const int64_t nbytes = redis::leaf_bytes(shape, spec.second, k.data(path));
-    TD_CHECK(nbytes <= options.max_value_bytes, StorageError, k.data(path), ": ", nbytes,
-             " bytes are over the server's limit for one value (", options.max_value_bytes,
-             " bytes, StoreOptions::max_value_bytes)");
+    redis::check_value_bytes(nbytes, k.data(path), options.max_value_bytes);
     // The server zero-fills up to the byte written: no tensor bytes leave the client.
     if (nbytes > 0) {
       commands.push_back({"SETRANGE", k.data(path), std::to_string(nbytes - 1), std::string(1, '\0')});

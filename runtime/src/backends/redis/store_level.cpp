@@ -56,8 +56,7 @@ bool under(const std::string& path, const std::string& prefix) {
 std::string tensor_bytes(const at::Tensor& tensor, const std::string& key, int64_t max_bytes) {
   // Checked before anything is materialized: an expanded tensor may be small in memory.
   const int64_t nbytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
-  TD_CHECK(nbytes <= max_bytes, StorageError, key, ": ", nbytes, " bytes are over the server's limit for one value (",
-           max_bytes, " bytes, StoreOptions::max_value_bytes); split the leaf, or raise the server's proto-max-bulk-len");
+  check_value_bytes(nbytes, key, max_bytes);
   const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
   return std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(nbytes));
 }
@@ -90,7 +89,23 @@ std::string score_text(double score) {
   return text.str();
 }
 
+bool is_under_level(const std::string& path, const std::string& level) {
+  return level.empty() || path.compare(0, level.size(), level) == 0;
+}
+
+// One reply per path, by path.
+std::map<std::string, size_t> reply_index(const std::vector<std::string>& paths) {
+  std::map<std::string, size_t> out;
+  for (size_t i = 0; i < paths.size(); ++i) out.emplace(paths[i], i);
+  return out;
+}
+
 }  // namespace
+
+void check_value_bytes(int64_t nbytes, const std::string& key, int64_t max_bytes) {
+  TD_CHECK(nbytes <= max_bytes, StorageError, key, ": ", nbytes, " bytes are over the server's limit for one value (",
+           max_bytes, " bytes, StoreOptions::max_value_bytes); split the leaf, or raise the server's proto-max-bulk-len");
+}
 
 const Layout& StoreState::layout(bool refresh) {
   if (cached && !refresh) return *cached;
@@ -143,20 +158,20 @@ void StoreState::transaction(std::vector<Command> commands) {
   for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], commands[i + 1]);
 }
 
-double next_order_score() {
+std::string next_order_score() {
   static std::mutex mutex;
   static double last = 0;
   const double now = static_cast<double>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   std::lock_guard<std::mutex> lock(mutex);
   last = std::max(now, last + 1);
-  return last;
+  return score_text(last);
 }
 
 void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
                         const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes) {
   // NX: a replaced entry keeps its place.
-  out.push_back({"ZADD", keys.order(), "NX", score_text(next_order_score()), full_path});
+  out.push_back({"ZADD", keys.order(), "NX", next_order_score(), full_path});
   if (entry.is_tensordict()) {
     const TensorDict& td = entry.tensordict();
     out.push_back({"HSET", keys.nested(), full_path, shape_json(td.batch_size())});
@@ -184,8 +199,7 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     const bool per_element = stack && batch.size() > 1;
     if (stack) encoding = "json_array";
     text = stack ? value.tolist().dump_stdlib() : value.value().dump_stdlib();
-    TD_CHECK(static_cast<int64_t>(text.size()) <= max_bytes, StorageError, keys.data(full_path), ": ", text.size(),
-             " bytes are over the server's limit for one value (", max_bytes, " bytes, StoreOptions::max_value_bytes)");
+    check_value_bytes(static_cast<int64_t>(text.size()), keys.data(full_path), max_bytes);
     out.push_back({"SET", keys.data(full_path), std::move(text)});
     Command meta{"HSET", keys.meta(full_path), "is_non_tensor", "1", "encoding", encoding};
     if (per_element) meta.insert(meta.end(), {"elements", "1"});
@@ -242,9 +256,9 @@ EntryKind StoreLevel::kind_in(const Layout& layout, const std::string& full_path
   if (auto it = layout.leaves.find(full_path); it != layout.leaves.end())
     return it->second.is_non_tensor ? EntryKind::NonTensor : EntryKind::Tensor;
   if (layout.nested.count(full_path)) return EntryKind::TensorDict;
-  for (auto it = layout.leaves.lower_bound(full_path + "."); it != layout.leaves.end() && under(it->first, full_path); ++it)
-    return EntryKind::TensorDict;
-  return EntryKind::Undefined;
+  // A level Python wrote exists only as the prefix of its leaves.
+  const auto first = layout.leaves.lower_bound(full_path + ".");
+  return first != layout.leaves.end() && under(first->first, full_path) ? EntryKind::TensorDict : EntryKind::Undefined;
 }
 
 EntryKind StoreLevel::kind(std::string_view key) const {
@@ -252,13 +266,13 @@ EntryKind StoreLevel::kind(std::string_view key) const {
   return kind_in(state_->layout(true), full(key));
 }
 
-std::vector<std::string> StoreLevel::keys_in(const Layout& layout) const {
+std::vector<std::string> keys_in(const Layout& layout, const std::string& level) {
   // Each key at the earliest score of the paths under it; keys without one (written by Python)
   // after those with one, by name.
   std::map<std::string, double> first;
   auto add = [&](const std::string& path) {
-    if (path.size() <= path_.size() || path.compare(0, path_.size(), path_) != 0) return;
-    const std::string rest = path.substr(path_.size());
+    if (path.size() <= level.size() || !is_under_level(path, level)) return;
+    const std::string rest = path.substr(level.size());
     const std::string key = key_name(rest.substr(0, rest.find('.')));
     auto score = layout.order.find(path);
     const double s = score == layout.order.end() ? std::numeric_limits<double>::infinity() : score->second;
@@ -275,11 +289,11 @@ std::vector<std::string> StoreLevel::keys_in(const Layout& layout) const {
   return out;
 }
 
-std::vector<std::string> StoreLevel::keys() const { return keys_in(state_->layout(true)); }
+std::vector<std::string> StoreLevel::keys() const { return keys_in(state_->layout(true), path_); }
 
 void StoreLevel::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
   const Layout& layout = state_->layout(true);
-  for (const std::string& key : keys_in(layout)) fn(key, kind_in(layout, full(key)));
+  for (const std::string& key : keys_in(layout, path_)) fn(key, kind_in(layout, full(key)));
 }
 
 c10::intrusive_ptr<StoreLevel> StoreLevel::child(const Layout& layout, const std::string& full_path) const {
@@ -312,7 +326,7 @@ void StoreLevel::move_to_end(std::string_view key) {
   std::sort(paths.begin(), paths.end());
   std::vector<Command> commands;
   for (const auto& [score, path] : paths)
-    commands.push_back({"ZADD", state_->keys.order(), "XX", score_text(next_order_score()), path});
+    commands.push_back({"ZADD", state_->keys.order(), "XX", next_order_score(), path});
   if (commands.empty()) return;
   state_->forget_layout();
   state_->transaction(std::move(commands));
@@ -342,9 +356,7 @@ Entry StoreLevel::get(std::string_view key) const {
       if (attempt == 0) continue;  // erased since the layout was read
       return Entry();
     }
-    std::vector<std::pair<std::string, std::string>> fields;
-    for (size_t i = 0; i + 1 < exec[0].size(); i += 2) fields.emplace_back(exec[0][i].str(), exec[0][i + 1].str());
-    return decode_leaf(parse_metadata(fields, meta_key), exec[1].str(), data_key, batch_size_, device_);
+    return decode_leaf(parse_metadata(hash_pairs(exec[0]), meta_key), exec[1].str(), data_key, batch_size_, device_);
   }
   return Entry();
 }
@@ -354,8 +366,7 @@ TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c1
                              FunctionRef<BatchSize(c10::IntArrayRef)> result_batch) const {
   const BatchSize batch = result_batch(stored_batch);
   TensorDict out = TensorDict::empty_with(batch, device_);
-  StoreLevel view(state_, prefix, stored_batch, device_);
-  for (const std::string& key : view.keys_in(layout)) {
+  for (const std::string& key : keys_in(layout, prefix)) {
     const std::string p = prefix + key_part(key);
     if (kind_in(layout, p) == EntryKind::TensorDict) {
       auto it = layout.nested.find(p);
@@ -372,17 +383,18 @@ TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c1
 TensorDict StoreLevel::snapshot() const {
   const Layout layout = state_->layout(true);
   std::vector<std::string> paths;
-  for (const auto& [path, meta] : layout.leaves)
-    if (path_.empty() || path.compare(0, path_.size(), path_) == 0) paths.push_back(path);
   std::vector<Command> commands;
-  for (const std::string& p : paths) commands.push_back({"GET", state_->keys.data(p)});
+  for (const auto& [path, meta] : layout.leaves) {
+    if (!is_under_level(path, path_)) continue;
+    paths.push_back(path);
+    commands.push_back({"GET", state_->keys.data(path)});
+  }
   Replies replies = state_->client.pipeline(commands);
-  std::map<std::string, size_t> reply_of;
   for (size_t i = 0; i < paths.size(); ++i) {
     state_->client.check(replies[i], commands[i]);
     TD_CHECK(!replies[i].is_nil(), StorageError, commands[i][1], ": listed in __keys__ but holds no value");
-    reply_of.emplace(paths[i], i);
   }
+  const std::map<std::string, size_t> reply_of = reply_index(paths);
   return build(
       layout, path_, batch_size_,
       [&](const std::string& p, c10::IntArrayRef batch) {
@@ -392,6 +404,23 @@ TensorDict StoreLevel::snapshot() const {
 }
 
 namespace {
+
+// Rows start..stop of dim 0, one byte range of every leaf: what an integer (`integer`: the dim
+// is dropped) or a step-1 slice selects.
+struct RowRun {
+  int64_t start, stop;
+  bool integer;
+};
+
+std::optional<RowRun> row_run(const BatchIndex& index) {
+  const auto& items = index.items();
+  if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
+  const BatchIndex::Item& item = items[0];
+  if (item.kind == BatchIndex::Item::Kind::Integer) return RowRun{item.integer, item.integer + 1, true};
+  if (item.kind == BatchIndex::Item::Kind::Slice && item.step == 1)
+    return RowRun{item.start, std::max(item.start, item.stop), false};
+  return std::nullopt;
+}
 
 // Lua GETRANGES, as Python's store uses for index tensors: ARGV holds (offset, length) pairs,
 // and the reply is their bytes concatenated, in order.
@@ -407,16 +436,15 @@ return table.concat(out)
 // The rows of dim 0 an index selects, in order, when it is one item on dim 0 that reads rows:
 // an integer, a step-1 slice, a 1-d index tensor or mask. nullopt for anything else.
 std::optional<std::vector<int64_t>> selected_rows(const BatchIndex& index, int64_t size) {
+  std::vector<int64_t> rows;
+  if (const std::optional<RowRun> run = row_run(index)) {
+    for (int64_t r = run->start; r < run->stop; ++r) rows.push_back(r);
+    return rows;
+  }
   const auto& items = index.items();
   if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
   const BatchIndex::Item& item = items[0];
-  std::vector<int64_t> rows;
   switch (item.kind) {
-    case BatchIndex::Item::Kind::Integer: rows.push_back(item.integer); break;
-    case BatchIndex::Item::Kind::Slice:
-      if (item.step != 1) return std::nullopt;
-      for (int64_t r = item.start; r < item.stop; ++r) rows.push_back(r);
-      break;
     case BatchIndex::Item::Kind::Tensor: {
       if (item.tensor.dim() != 1) return std::nullopt;
       at::Tensor picks = item.tensor.scalar_type() == at::kBool ? item.tensor.nonzero().view(-1) : item.tensor;
@@ -452,7 +480,7 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
   std::vector<std::string> paths;
   std::vector<Command> commands;
   for (const auto& [path, meta] : layout.leaves) {
-    if (!(path_.empty() || path.compare(0, path_.size(), path_) == 0)) continue;
+    if (!is_under_level(path, path_)) continue;
     paths.push_back(path);
     if (meta.is_non_tensor || meta.shape.empty()) {
       commands.push_back({"GET", state_->keys.data(path)});
@@ -476,11 +504,8 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
     commands.push_back(std::move(eval));
   }
   Replies replies = state_->client.pipeline(commands);
-  std::map<std::string, size_t> reply_of;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    state_->client.check(replies[i], commands[i]);
-    reply_of.emplace(paths[i], i);
-  }
+  for (size_t i = 0; i < paths.size(); ++i) state_->client.check(replies[i], commands[i]);
+  const std::map<std::string, size_t> reply_of = reply_index(paths);
   const int64_t rows = static_cast<int64_t>(picks.size());
   return build(
       layout, path_, batch_size_,
@@ -616,9 +641,7 @@ void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const 
   // the leaf's dtype and broadcast to the rows' shape (the bounds were checked when the index
   // was parsed), checked on the server against the metadata it was computed from. Other
   // indices read the leaf, change it and write it back whole.
-  const auto& items = index.items();
-  const bool integer = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Integer;
-  const bool slice = items.size() == 1 && items[0].kind == BatchIndex::Item::Kind::Slice && items[0].step == 1;
+  const std::optional<RowRun> run = row_run(index);
   const std::string p = full(key);
   for (int attempt = 0; attempt < 2; ++attempt) {
     // The cached metadata first (the handle has just read the structure to find the leaf);
@@ -629,15 +652,15 @@ void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const 
     TD_CHECK(it != layout.leaves.end() && !it->second.is_non_tensor, KeyError, "key ", NestedKey(key).repr(),
              " is not a tensor leaf of the store");
     const LeafMetadata meta = it->second;
-    if (!(integer || slice) || index.source_dims() != 1 || meta.shape.empty()) {
+    if (!run || meta.shape.empty()) {
       TensorDictBase::write_at_(key, index, value);
       return;
     }
-    const int64_t start = integer ? items[0].integer : items[0].start;
-    const int64_t stop = integer ? start + 1 : std::max(items[0].start, items[0].stop);
-    if (stop == start) return;
+    if (run->stop == run->start) return;
+    const bool integer = run->integer;
+    const int64_t start = run->start;
     std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
-    rows[0] = stop - start;
+    rows[0] = run->stop - start;
     at::Tensor v;
     try {
       v = value.to(at::kCPU, meta.dtype);
@@ -662,7 +685,7 @@ TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_s
   const std::string p = full(key);
   state_->forget_layout();
   state_->transaction({{"HSET", state_->keys.nested(), p, shape_json(batch_size)},
-                       {"ZADD", state_->keys.order(), "NX", score_text(next_order_score()), p}});
+                       {"ZADD", state_->keys.order(), "NX", next_order_score(), p}});
   auto level = c10::make_intrusive<StoreLevel>(state_, p + ".", batch_size, device_);
   children_[p] = level;
   return TensorDict(level);

@@ -90,8 +90,6 @@ class StoreLevel final : public TensorDictBase {
   /// The path of this level's `key` (escaped as leaf_path does).
   std::string full(std::string_view key) const { return path_ + key_part(key); }
   EntryKind kind_in(const Layout& layout, const std::string& full_path) const;
-  /// This level's keys in `layout`, in a stable order.
-  std::vector<std::string> keys_in(const Layout& layout) const;
   c10::intrusive_ptr<StoreLevel> child(const Layout& layout, const std::string& full_path) const;
   /// The level at `prefix` built in memory: `leaf(path, stored batch)` gives each leaf, and
   /// `result_batch(stored batch)` each level's batch size.
@@ -113,8 +111,12 @@ class StoreLevel final : public TensorDictBase {
 const StoreLevel* as_store_level(const TensorDictBase& impl);
 
 /// A score for __order__ after every one this process gave before (microseconds since the
-/// epoch, made strictly increasing).
-double next_order_score();
+/// epoch, made strictly increasing), as ZADD takes it.
+std::string next_order_score();
+/// The keys of the level at path prefix `level` ("" or "next.") in `layout`, in their order.
+std::vector<std::string> keys_in(const Layout& layout, const std::string& level);
+/// StorageError naming `key` when a value of `nbytes` is over the server's limit (`max_bytes`).
+void check_value_bytes(int64_t nbytes, const std::string& key, int64_t max_bytes);
 
 /// The commands that store `entry` at `full_path` (its batch size `batch`): leaves as SET d: /
 /// HSET m: / SADD, nested levels recursively, recorded in __nested__.
