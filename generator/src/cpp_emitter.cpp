@@ -279,10 +279,9 @@ class HeaderWriter {
     const DefaultValue& d = *f.default_value;
     // Stored as the field reads it: an integer default of a float field (or float tensor) is a
     // float.
-    const bool integral_dtype = f.dtype && std::string(dtype_name(*f.dtype)).find("int") != std::string::npos;
     const bool as_float = d.kind == DefaultValue::Kind::Float ||
                           (d.kind == DefaultValue::Kind::Int &&
-                           (f.kind == FieldKind::Float || (f.kind == FieldKind::Tensor && !integral_dtype)));
+                           (f.kind == FieldKind::Float || (f.kind == FieldKind::Tensor && f.dtype && is_floating_dtype(*f.dtype))));
     const char* kind = d.kind == DefaultValue::Kind::Bool     ? "Bool"
                        : d.kind == DefaultValue::Kind::String ? "String"
                        : as_float                             ? "Float"

@@ -31,6 +31,18 @@ const char* dtype_name(Dtype dtype) {
   return "?";
 }
 
+bool is_floating_dtype(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kFloat:
+    case Dtype::kDouble:
+    case Dtype::kHalf:
+    case Dtype::kBFloat16:
+    case Dtype::kComplexFloat:
+    case Dtype::kComplexDouble: return true;
+    default: return false;
+  }
+}
+
 const char* dtype_cpp(Dtype dtype) {
   for (const auto& d : kDtypes)
     if (d.dtype == dtype) return d.cpp;

@@ -241,9 +241,7 @@ class Resolver {
       return;
     }
     if (d.kind == K::Bool || d.kind == K::String) refuse(std::string("a number (dtype ") + dtype_name(t) + ")");
-    const bool floating = t == Dtype::kFloat || t == Dtype::kDouble || t == Dtype::kHalf || t == Dtype::kBFloat16 ||
-                          t == Dtype::kComplexFloat || t == Dtype::kComplexDouble;
-    if (floating) return;
+    if (is_floating_dtype(t)) return;
     if (d.kind != K::Int) refuse(std::string("an integer (dtype ") + dtype_name(t) + ")");
     int64_t lo = INT64_MIN, hi = INT64_MAX;
     switch (t) {

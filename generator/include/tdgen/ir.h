@@ -41,6 +41,9 @@ std::optional<Dtype> parse_dtype(const std::string& name);
 const char* dtype_name(Dtype dtype);
 /// Dtype::kFloat -> "::at::kFloat".
 const char* dtype_cpp(Dtype dtype);
+/// True for the floating and complex dtypes (a default may be any number), false for the
+/// integral ones and bool.
+bool is_floating_dtype(Dtype dtype);
 
 enum class ClassKind { TensorClass, TypedTensorDict };
 const char* class_kind_name(ClassKind kind);
