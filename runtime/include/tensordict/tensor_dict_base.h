@@ -141,6 +141,12 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// leaf's dtype and broadcast. The default writes into `get(key)` when leaves alias storage,
   /// and otherwise reads the leaf, changes it and writes it back with write_.
   virtual void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value);
+  /// `self[index] = values` for every entry of `values`, a tensordict already sized to the
+  /// indexed batch (TensorDict::index_put_ has checked it): tensors through write_at_, missing
+  /// keys preallocated, nested levels and non-tensor data as index_put_ documents. The default
+  /// goes key by key; a remote backend overrides it to write every leaf in one round trip, and
+  /// calls the default for whatever its fast path does not cover.
+  virtual void put_at_(const BatchIndex& index, const TensorDict& values);
   /// Copies every tensor leaf of `values` (some of this level's keys, nested levels included,
   /// same shapes) into the existing leaves: one batched write where the backend can. The
   /// default calls write_ per leaf.

@@ -1,6 +1,7 @@
 // TensorDictBase: the defaults of the backend hooks (tensor_dict_base.h). Each is correct for
 // any backend; one whose reads are copies (StoragePolicy::leaves_alias_storage false) reads
-// through snapshot() and writes through write_().
+// through snapshot() and writes through write_(). put_at_'s default is in handle/indexing.cpp,
+// next to index_put_, whose rules it implements.
 
 #include <tensordict/tensor_dict_base.h>
 

@@ -96,6 +96,11 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
 
 }  // namespace
 
+// The hook's default lives here, next to index_put_, whose rules it implements.
+void TensorDictBase::put_at_(const BatchIndex& index, const TensorDict& values) {
+  put_tensordict(*this, index, values, NestedKey());
+}
+
 TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
                                    const TensorDict& value) {
   BatchIndex index(indices, batch_size());
@@ -111,7 +116,7 @@ TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indi
              index.repr(), "), which differs from the source batch size ", size_str(vb));
     src = value.expand(target);
   }
-  put_tensordict(*impl_, index, src, NestedKey());
+  impl_->put_at_(index, src);
   return *this;
 }
 
