@@ -1,5 +1,6 @@
 #include "backends/redis/redis_client.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -113,6 +114,7 @@ void RedisClient::connect() {
     TD_THROW(StorageError, options_.endpoint(), ": cannot set the command timeout");
   }
   context_ = c;
+  script_shas_.clear();  // a new connection may be to a server that restarted without them
   std::vector<Command> setup;
   if (!options_.password.empty()) {
     setup.push_back(options_.username.empty() ? Command{"AUTH", options_.password}
@@ -142,21 +144,56 @@ void RedisClient::fail(const Command& command, const std::string& why) {
 
 Replies RedisClient::pipeline(const std::vector<Command>& commands) {
   if (context_ == nullptr) connect();
+  // Scripts go by their SHA1 once the server has them (EVALSHA): a script's text is sent once
+  // per connection, in a SCRIPT LOAD ahead of its first use in the same round trip. Not between
+  // MULTI and EXEC, where a script the server lost would fail after the other commands had run.
+  std::vector<bool> by_sha(commands.size(), false);
+  bool queued = false;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const std::string& name = commands[i].empty() ? std::string() : commands[i][0];
+    if (name == "MULTI") queued = true;
+    if (name == "EXEC" || name == "DISCARD") queued = false;
+    by_sha[i] = !queued && name == "EVAL" && commands[i].size() >= 2;
+  }
+  std::vector<const std::string*> loads;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (!by_sha[i] || script_shas_.count(commands[i][1])) continue;
+    const std::string& body = commands[i][1];
+    if (std::none_of(loads.begin(), loads.end(), [&](const std::string* s) { return *s == body; }))
+      loads.push_back(&body);
+  }
+  static const std::string kScript = "SCRIPT", kLoad = "LOAD", kEvalSha = "EVALSHA";
   std::vector<const char*> argv;
   std::vector<size_t> lengths;
-  for (const Command& command : commands) {
+  auto append = [&](const Command& describe_as) {
+    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK)
+      fail(describe_as, std::string("cannot queue the command: ") + context_->errstr);
+  };
+  for (const std::string* body : loads) {
+    argv = {kScript.data(), kLoad.data(), body->data()};
+    lengths = {kScript.size(), kLoad.size(), body->size()};
+    append({"SCRIPT", "LOAD"});
+  }
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const Command& command = commands[i];
     argv.clear();
     lengths.clear();
     for (const std::string& arg : command) {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK)
-      fail(command, std::string("cannot queue the command: ") + context_->errstr);
+    if (by_sha[i]) {
+      if (auto sha = script_shas_.find(command[1]); sha != script_shas_.end()) {
+        argv[0] = kEvalSha.data();
+        lengths[0] = kEvalSha.size();
+        argv[1] = sha->second.data();
+        lengths[1] = sha->second.size();
+      }
+    }
+    append(command);
   }
-  Replies replies;
   const SigpipeGuard no_sigpipe;
-  for (const Command& command : commands) {
+  auto next_reply = [&](const Command& command) {
     void* reply = nullptr;
     if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) {
       const bool timed_out = context_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -164,7 +201,26 @@ Replies RedisClient::pipeline(const std::vector<Command>& commands) {
                                     std::to_string(options_.command_timeout.count()) + " ms)"
                               : std::string("connection lost: ") + context_->errstr);
     }
-    replies.push_back(static_cast<redisReply*>(reply));
+    return static_cast<redisReply*>(reply);
+  };
+  for (const std::string* body : loads) {
+    Replies load;
+    load.push_back(next_reply({"SCRIPT", "LOAD"}));
+    if (!load[0].is_error()) script_shas_.emplace(*body, std::string(load[0].str()));
+  }
+  Replies replies;
+  bool lost_script = false;
+  for (const Command& command : commands) {
+    replies.push_back(next_reply(command));
+    const ReplyRef last = replies[replies.size() - 1];
+    lost_script = lost_script || (last.is_error() && last.str().rfind("NOSCRIPT", 0) == 0);
+  }
+  if (lost_script) {
+    // Someone flushed the server's scripts (SCRIPT FLUSH): nothing of that command ran. Alone,
+    // it is sent again with its text; in a pipeline, the other commands have run, so the
+    // NOSCRIPT reply is the caller's to handle.
+    script_shas_.clear();
+    if (commands.size() == 1) return pipeline(commands);
   }
   return replies;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <tensordict/backends/store_options.h>
@@ -64,6 +65,7 @@ class RedisClient {
 
   /// Sends `commands` in one round trip and returns their replies. Error replies are returned
   /// (check() turns one into an exception); I/O errors and timeouts throw StorageError.
+  /// `{"EVAL", script, ...}` goes as EVALSHA once the server has the script.
   Replies pipeline(const std::vector<Command>& commands);
   /// One command; an error reply throws StorageError.
   Replies run(const Command& command);
@@ -78,6 +80,8 @@ class RedisClient {
 
   StoreOptions options_;
   redisContext* context_ = nullptr;
+  /// The SHA1 the server gave each script text it has loaded on this connection.
+  std::unordered_map<std::string, std::string> script_shas_;
 };
 
 /// "GETRANGE tensordict:{id}:d:obs": how a message names a command (its name and key only;
