@@ -16,6 +16,7 @@
 #include <tensordict/tensordict.h>
 
 #include "backends/redis/redis_client.h"
+#include "backends/redis/store_layout.h"
 #include "support/redis_server.h"
 
 using namespace tensordict;
@@ -258,14 +259,18 @@ TEST_CASE("an integer or a step-1 slice of dim 0 reads only those rows, one GETR
   CHECK(at::equal(one.get({"next", "obs"}), at::arange(20, 30, at::kFloat)));
   // Index tensors (unsorted, repeated, negative) and masks: one Lua GETRANGES per leaf, moving
   // only the selected rows.
-  const int64_t evals = stat(raw, "commandstats", "cmdstat_eval:calls=");
+  // Scripts go as EVAL the first time on a connection and EVALSHA after.
+  auto script_calls = [&] {
+    return stat(raw, "commandstats", "cmdstat_eval:calls=") + stat(raw, "commandstats", "cmdstat_evalsha:calls=");
+  };
+  const int64_t evals = script_calls();
   const int64_t before = stat(raw, "stats", "total_net_output_bytes:");
   const at::Tensor picks = at::tensor({3, 0, -1}, at::kLong);
   check_equal(store.index({picks}), td.index({picks}));
   const int64_t picked = stat(raw, "stats", "total_net_output_bytes:") - before;
   CHECK(picked > (int64_t{3} << 20));
   CHECK(picked < (int64_t{3} << 20) + 64 * 1024);
-  CHECK(stat(raw, "commandstats", "cmdstat_eval:calls=") - evals == 6);  // 5 leaves + the layout
+  CHECK(script_calls() - evals == 6);  // 5 leaves + the layout
   const at::Tensor mask = at::tensor({1, 0, 1, 1}, at::kLong).to(at::kBool);
   check_equal(store.index({mask}), td.index({mask}));
   check_equal(store.index({at::tensor({1, 2}, at::kLong)}), td.index({at::tensor({1, 2}, at::kLong)}));
@@ -380,4 +385,67 @@ TEST_CASE("a row write with metadata another client made stale is refused by the
   REQUIRE(obs.sizes() == c10::IntArrayRef({4, 2}));
   CHECK(obs.scalar_type() == at::kDouble);
   CHECK(at::equal(obs, at::tensor({0., 0., 7., 7., 0., 0., 0., 0.}, at::kDouble).view({4, 2})));
+}
+
+TEST_CASE("a row write into leaves the store knows is one guarded transaction for every leaf",
+          "[redis][store][index]") {
+  RedisServer server;
+  TensorDictStore store = TensorDictStore::from_tensordict(sample(), store_options(server));
+  redis::RedisClient raw(store_options(server));
+  auto calls = [&](const std::string& command) { return stat(raw, "commandstats", "cmdstat_" + command + ":calls="); };
+  TensorDict row({{"obs", at::full({6}, 3.0)}, {"done", at::ones({}, at::kBool)}}, {});
+  row.set({"next", "reward"}, at::full({}, 5.0, at::kDouble));
+  store.index_put_({0}, row);  // reads the structure
+  const int64_t evalsha = calls("evalsha"), exec = calls("exec"), watch = calls("watch"), setrange = calls("setrange");
+  const int64_t smembers = calls("smembers"), hmget = calls("hmget");
+
+  store.index_put_({2}, row);
+  CHECK(calls("watch") - watch == 1);  // one round trip: WATCH, the check, MULTI, SETRANGEs, EXEC
+  CHECK(calls("evalsha") - evalsha == 1);  // the check, by its SHA1
+  CHECK(calls("hmget") - hmget == 3);        // each leaf's metadata checked on the server
+  CHECK(calls("setrange") - setrange == 3);  // every leaf, nested ones included
+  CHECK(calls("exec") - exec == 1);
+  CHECK(calls("smembers") == smembers);  // the cached structure was not re-read
+  store.index_put_({at::indexing::Slice(2, 4)}, TensorDict({{"obs", at::full({6}, 9.f)}}, {}));  // broadcast
+  CHECK(calls("exec") - exec == 2);
+
+  const TensorDict back = store.to_tensordict();
+  TensorDict expected = sample();
+  expected.index_put_({0}, row);
+  expected.index_put_({2}, row);
+  expected.set_at_("obs", at::full({2, 6}, 9.f), {at::indexing::Slice(2, 4)});
+  check_equal(back, expected);
+}
+
+TEST_CASE("a row write through a stale structure cache lands where the store is now", "[redis][store][index]") {
+  RedisServer server;
+  TensorDictStore writer = TensorDictStore::from_tensordict(sample(), store_options(server));
+  TensorDictStore reader = TensorDictStore::from_store(writer.td_id(), store_options(server));
+  const TensorDict row({{"obs", at::full({6}, 2.0)}, {"done", at::ones({}, at::kBool)}}, {});
+  reader.index_put_({0}, row);  // the reader caches the structure
+  writer.set("obs", at::zeros({4, 6}, at::kDouble));  // another client re-types one leaf
+  writer.erase("done");                                // and erases another
+
+  reader.index_put_({1}, row);
+  const at::Tensor obs = writer.get("obs");
+  CHECK(obs.scalar_type() == at::kDouble);
+  CHECK(at::equal(obs.sum(1), at::tensor({0., 12., 0., 0.}, at::kDouble)));
+  // The erased key is created again, as index_put_ creates a missing key: zeros but the row.
+  CHECK(at::equal(writer.get("done"), at::tensor({0, 1, 0, 0}, at::kLong).to(at::kBool)));
+  // The server's refusal changed nothing it checked: no trace of the touch that aborted it.
+  redis::RedisClient raw(store_options(server));
+  const redis::StoreKeys keys(store_options(server).prefix, writer.td_id());
+  CHECK(raw.run({"HLEN", keys.meta("obs")})[0].integer() == 2);
+  CHECK(raw.run({"HEXISTS", keys.meta("obs"), "__touch__"})[0].integer() == 0);
+
+  // Scripts the server forgot (SCRIPT FLUSH by someone else) are sent again.
+  raw.run({"SCRIPT", "FLUSH"});
+  reader.index_put_({3}, row);
+  CHECK(at::equal(writer.get("obs").sum(1), at::tensor({0., 12., 0., 12.}, at::kDouble)));
+
+  // Flushed while another client changed a leaf: the unguarded write is reported, not passed.
+  reader.index_put_({0}, row);  // loads the check script again
+  writer.set("obs", at::zeros({4, 3}, at::kDouble));
+  raw.run({"SCRIPT", "FLUSH"});
+  CHECK_THROWS_WITH(reader.index_put_({2}, row), Catch::Contains("scripts were flushed"));
 }

@@ -57,7 +57,10 @@ std::string tensor_bytes(const at::Tensor& tensor, const std::string& key, int64
   // Checked before anything is materialized: an expanded tensor may be small in memory.
   const int64_t nbytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
   check_value_bytes(nbytes, key, max_bytes);
-  const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+  // Each ATen call costs about a microsecond: a single-row write makes none it does not need.
+  at::Tensor t = tensor.is_cpu() ? tensor : tensor.to(at::kCPU);
+  if (t.is_conj() || t.is_neg()) t = t.resolve_conj().resolve_neg();  // lazy views: bytes as read
+  if (!t.is_contiguous()) t = t.contiguous();
   return std::string(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(nbytes));
 }
 
@@ -623,24 +626,110 @@ void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
 
 namespace {
 
-// SETRANGE of rows, checked on the server against the metadata the offsets were computed from:
-// a leaf another client reshaped or re-typed since is not written (STALE), in the same atomic
-// step, so the cached metadata can be used without a round trip to re-read it.
-const char* const kSetRowsScript = R"lua(
-local m = redis.call('HMGET', KEYS[2], 'shape', 'dtype')
-if m[1] ~= ARGV[3] or m[2] ~= ARGV[4] then
-  return redis.error_reply('STALE the leaf changed since its metadata were read')
+// Rows of several leaves go in one round trip, written only if each leaf's metadata are still
+// those the offsets were computed from (another client may have re-shaped, re-typed or erased
+// a leaf since they were cached): WATCH the m: hashes, then this script compares them and, if
+// one changed, touches it (a field set and removed again, or a missing hash created and
+// deleted, or another type restored as it was: no net change) so that the server aborts the
+// transaction; then MULTI, the
+// SETRANGEs, EXEC. The bytes never pass through Lua, which copies its arguments at about
+// 1 us per KiB. KEYS: the m: hashes; ARGV: shape, dtype of each.
+const char* const kCheckMetadataScript = R"lua(
+for j = 1, #KEYS do
+  local m = redis.pcall('HMGET', KEYS[j], 'shape', 'dtype')
+  if m.err or m[1] ~= ARGV[2 * j - 1] or m[2] ~= ARGV[2 * j] then
+    if m.err then
+      local ttl = redis.call('PTTL', KEYS[j])
+      redis.call('RESTORE', KEYS[j], ttl > 0 and ttl or 0, redis.call('DUMP', KEYS[j]), 'REPLACE')
+    else
+      redis.call('HSET', KEYS[j], '__touch__', '1')
+      redis.call('HDEL', KEYS[j], '__touch__')
+    end
+    return 0
+  end
 end
-return redis.call('SETRANGE', KEYS[1], ARGV[1], ARGV[2])
+return 1
 )lua";
+
+// Rows of one leaf, ready for send_rows.
+struct RowWrite {
+  std::string data_key, meta_key, offset, bytes, shape, dtype;
+};
+
+// `value` cast to the leaf's dtype and broadcast to the rows of `run` (c10::Error when it does
+// not fit the leaf as `meta` describes it).
+RowWrite plan_rows(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta, const RowRun& run,
+                   const at::Tensor& value, int64_t max_bytes) {
+  std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
+  rows[0] = run.stop - run.start;
+  at::Tensor v = value.is_cpu() && value.scalar_type() == meta.dtype ? value : value.to(at::kCPU, meta.dtype);
+  const c10::IntArrayRef target = run.integer ? c10::IntArrayRef(rows).slice(1) : c10::IntArrayRef(rows);
+  if (v.sizes() != target) v = v.expand(target);
+  RowWrite out;
+  out.data_key = keys.data(path);
+  out.meta_key = keys.meta(path);
+  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, out.data_key);
+  out.offset = std::to_string(run.start * row);
+  out.bytes = tensor_bytes(v, out.data_key, max_bytes);
+  out.shape = shape_json(meta.shape);
+  out.dtype = torch_dtype_name(meta.dtype);
+  return out;
+}
+
+// Every leaf's rows in one round trip (kCheckMetadataScript); false, with nothing written, when
+// the server found a leaf's metadata changed.
+bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
+  const size_t n = writes.size();
+  std::vector<Command> commands;
+  commands.reserve(n + 4);
+  commands.push_back({"WATCH"});
+  commands.push_back({"EVAL", kCheckMetadataScript, std::to_string(n)});
+  for (const RowWrite& w : writes) commands[0].push_back(w.meta_key);
+  for (const RowWrite& w : writes) commands[1].push_back(w.meta_key);
+  for (RowWrite& w : writes) {
+    commands[1].push_back(std::move(w.shape));
+    commands[1].push_back(std::move(w.dtype));
+  }
+  commands.push_back({"MULTI"});
+  for (RowWrite& w : writes)
+    commands.push_back({"SETRANGE", std::move(w.data_key), std::move(w.offset), std::move(w.bytes)});
+  commands.push_back({"EXEC"});
+  Replies replies = client.pipeline(commands);
+  const bool unguarded = replies[1].is_error() && replies[1].str().rfind("NOSCRIPT", 0) == 0;
+  if (unguarded) {
+    // Someone flushed the server's scripts since this connection loaded the check, so the
+    // transaction ran unguarded. It was right if the metadata are still those it was planned
+    // with; otherwise say so rather than let it pass.
+    std::vector<Command> reread;
+    for (size_t j = 0; j < n; ++j) reread.push_back({"HMGET", commands[0][1 + j], "shape", "dtype"});
+    const Replies now = client.pipeline(reread);
+    for (size_t j = 0; j < n; ++j) {
+      const ReplyRef m = now[j];
+      const bool same = m.is_array() && m.size() == 2 && m[0].str() == commands[1][3 + n + 2 * j] &&
+                        m[1].str() == commands[1][4 + n + 2 * j];
+      TD_CHECK(same, StorageError, client.options().endpoint(), ": ", reread[j][1],
+               ": the server's scripts were flushed during a row write and the leaf changed meanwhile: its rows may "
+               "have been written with the old shape's offsets");
+    }
+  }
+  // A check script that failed otherwise left the transaction unguarded too: its error is
+  // reported, as is any other (a queued command the server refused aborts the transaction).
+  for (size_t i = 0; i + 1 < commands.size(); ++i)
+    if (i != 1 || !unguarded) client.check(replies[i], commands[i]);
+  const ReplyRef exec = replies[commands.size() - 1];
+  if (exec.is_nil()) return false;  // aborted: a watched hash changed
+  client.check(exec, commands.back());
+  for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], commands[3 + i]);
+  return true;
+}
 
 }  // namespace
 
 void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
   // An integer or a step-1 slice of dim 0 is one byte range: one SETRANGE of the value cast to
   // the leaf's dtype and broadcast to the rows' shape (the bounds were checked when the index
-  // was parsed), checked on the server against the metadata it was computed from. Other
-  // indices read the leaf, change it and write it back whole.
+  // was parsed), guarded by the metadata it was computed from (send_rows). Other indices read
+  // the leaf, change it and write it back whole.
   const std::optional<RowRun> run = row_run(index);
   const std::string p = full(key);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -657,28 +746,69 @@ void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const 
       return;
     }
     if (run->stop == run->start) return;
-    const bool integer = run->integer;
-    const int64_t start = run->start;
-    std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
-    rows[0] = run->stop - start;
-    at::Tensor v;
+    std::vector<RowWrite> writes;
     try {
-      v = value.to(at::kCPU, meta.dtype);
-      v = integer ? v.expand(c10::IntArrayRef(rows).slice(1)) : v.expand(rows);
+      writes.push_back(plan_rows(state_->keys, p, meta, *run, value, state_->client.options().max_value_bytes));
     } catch (const c10::Error&) {
       if (attempt == 0) continue;  // the value may fit the leaf as it is now
       throw;
     }
-    const std::string data_key = state_->keys.data(p);
-    const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, data_key);
-    const Command command{"EVAL", kSetRowsScript, "2", data_key, state_->keys.meta(p), std::to_string(start * row),
-                          tensor_bytes(v, data_key, state_->client.options().max_value_bytes),
-                          shape_json(meta.shape), torch_dtype_name(meta.dtype)};
-    Replies replies = state_->client.pipeline({command});
-    if (replies[0].is_error() && replies[0].str().rfind("STALE", 0) == 0 && attempt == 0) continue;
-    state_->client.check(replies[0], command);
-    return;
+    if (send_rows(state_->client, std::move(writes))) return;
   }
+  TD_THROW(StorageError, state_->client.options().endpoint(), ": ", state_->keys.meta(p),
+           ": the leaf kept changing while it was written");
+}
+
+namespace {
+
+// Every leaf of `values` planned as rows of the leaf the cached structure has at its path
+// (`level`: the path prefix of the level `values` goes into). False when an entry is not a
+// tensor the structure knows, or a value does not fit its leaf: the caller goes key by key.
+bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::string& level, const TensorDict& values,
+                   const RowRun& run, int64_t max_bytes, std::vector<RowWrite>& out) {
+  bool ok = true;
+  values.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    if (!ok) return;
+    const std::string path = level + key_part(key);
+    if (entry.is_tensordict()) {
+      const bool known = layout.nested.count(path) > 0 ||
+                         std::any_of(layout.leaves.begin(), layout.leaves.end(),
+                                     [&](const auto& leaf) { return under(leaf.first, path); });
+      ok = known && plan_all_rows(keys, layout, path + ".", entry.tensordict_unchecked(), run, max_bytes, out);
+      return;
+    }
+    auto it = layout.leaves.find(path);
+    if (!entry.is_tensor() || it == layout.leaves.end() || it->second.is_non_tensor || it->second.shape.empty()) {
+      ok = false;
+      return;
+    }
+    try {
+      out.push_back(plan_rows(keys, path, it->second, run, entry.tensor_unchecked(), max_bytes));
+    } catch (const c10::Error&) {
+      ok = false;  // reported, with its key path, by the key-by-key write
+    }
+  });
+  return ok;
+}
+
+}  // namespace
+
+void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
+  // A run of rows into leaves the cached structure knows: every leaf's bytes in one round trip,
+  // as hand-written pipelined SETRANGEs, written only if the server still has the metadata
+  // they were planned with (send_rows). Anything else (a key to create, non-tensor data,
+  // another index, metadata another client changed) goes key by key, which re-reads the
+  // structure.
+  const std::optional<RowRun> run = row_run(index);
+  if (run && run->stop > run->start && !batch_size_.empty() && state_->cached) {
+    std::vector<RowWrite> writes;
+    if (plan_all_rows(state_->keys, *state_->cached, path_, values, *run, state_->client.options().max_value_bytes,
+                      writes) &&
+        !writes.empty() && send_rows(state_->client, std::move(writes)))
+      return;
+    state_->forget_layout();
+  }
+  TensorDictBase::put_at_(index, values);
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {

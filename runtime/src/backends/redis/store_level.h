@@ -80,6 +80,7 @@ class StoreLevel final : public TensorDictBase {
   TensorDict snapshot() const override;
   void write_(std::string_view key, const at::Tensor& value) override;
   void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) override;
+  void put_at_(const BatchIndex& index, const TensorDict& values) override;
   TensorDict make_child(std::string_view key, c10::IntArrayRef batch_size) const override;
   void move_to_end(std::string_view key) override;
   void set_batch_size(c10::IntArrayRef batch_size) override;
