@@ -7,6 +7,7 @@
 
 #include <tensordict/backends/store.h>
 
+#include "backends/redis/redis_client.h"
 #include "replay.td.h"
 #include "replay_row.h"
 #include "support/redis_server.h"
@@ -66,4 +67,26 @@ TEST_CASE("an empty store wrapped unchecked is preallocated by its first typed r
   std::vector<std::string> notes;
   for (const auto& n : back.obs().info_list()) notes.push_back(n.value_or("-"));
   CHECK(notes == std::vector<std::string>{"one", "seven", "seven", "seven"});
+}
+
+TEST_CASE("checking a typed class over a store reads its metadata, not its data", "[typed][redis]") {
+  RedisServer server;
+  const int64_t rows = 100000;  // 19 MB of camera frames on the server
+  auto schema = [](std::vector<int64_t> action) {
+    return std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>{
+        {{"obs", "camera"}, {{3, 8, 8}, at::kByte}}, {{"obs", "proprio"}, {{12}, at::kFloat}},
+        {"action", {std::move(action), at::kFloat}}, {"reward", {{}, at::kFloat}}, {"done", {{}, at::kBool}}};
+  };
+  TensorDictStore store = TensorDictStore::from_schema(schema({6}), {rows}, store_options(server));
+  redis::RedisClient raw(store_options(server));
+  auto sent = [&] {
+    const std::string info(raw.run({"INFO", "stats"})[0].str());
+    return std::stoll(info.substr(info.find("total_net_output_bytes:") + 23));
+  };
+  const int64_t before = sent();
+  Transition buffer = Transition::from_tensordict(store);
+  CHECK(sent() - before < 64 * 1024);
+  // Still checked: a field of the wrong shape is refused from its metadata.
+  TensorDictStore wrong = TensorDictStore::from_schema(schema({5}), {rows}, store_options(server));
+  CHECK_THROWS_AS(Transition::from_tensordict(wrong), ShapeError);
 }

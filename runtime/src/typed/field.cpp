@@ -330,9 +330,19 @@ namespace {
 
 bool same_name(const char* a, const char* b) { return a != nullptr && b != nullptr && std::strcmp(a, b) == 0; }
 
-// A tensor field set in `td`, or an undefined tensor.
+// The entry `name` of `td` as the checks need it. A backend whose reads are copies (a file, a
+// server) gives a tensor leaf as a meta tensor of its shape and dtype, from its metadata:
+// checking a store's fields must not read its data.
+Entry checked_entry(const TensorDict& td, const char* name) {
+  const TensorDictBase& impl = *td.impl();
+  if (impl.leaves_alias_storage() || impl.kind(name) != EntryKind::Tensor) return td.find(name);
+  const LeafMeta meta = impl.leaf_meta(name);
+  return Entry(at::empty(meta.shape, at::TensorOptions().dtype(meta.dtype).device(at::kMeta)));
+}
+
+// A tensor field set in `td` (its shape and dtype at least), or an undefined tensor.
 at::Tensor stored_tensor(const TensorDict& td, const FieldDescriptor& field) {
-  Entry entry = td.find(field.name);
+  Entry entry = checked_entry(td, field.name);
   return entry.defined() && entry.is_tensor() ? entry.tensor_unchecked() : at::Tensor();
 }
 
@@ -511,7 +521,7 @@ void check_typed_tensordict(const Schema& schema, const TensorDict& td) {
   TD_CHECK(missing.empty(), TypeError, schema.class_name, ".from_tensordict() missing required field(s): ",
            join(missing, ", ", false));
   for (size_t i = 0; i < schema.num_fields; ++i) {
-    Entry entry = td.find(schema.fields[i].name);
+    Entry entry = checked_entry(td, schema.fields[i].name);
     if (entry.defined()) check_entry(schema.class_name, schema.fields[i], td.batch_size(), entry);
   }
   check_named_dims(schema, td);
@@ -548,7 +558,7 @@ void check_tensor_class(const Schema& schema, const TensorDict& td) {
   TD_CHECK(!unknown, ValueError, "Keys from the tensordict (", set_str(keys),
            ") must correspond to the class attributes (", set_str(declared_names(schema)), ").");
   for (size_t i = 0; i < schema.num_fields; ++i) {
-    Entry entry = td.find(schema.fields[i].name);
+    Entry entry = checked_entry(td, schema.fields[i].name);
     if (entry.defined()) check_entry(schema.class_name, schema.fields[i], td.batch_size(), entry);
   }
   check_named_dims(schema, td);
