@@ -449,3 +449,34 @@ TEST_CASE("a row write through a stale structure cache lands where the store is 
   raw.run({"SCRIPT", "FLUSH"});
   CHECK_THROWS_WITH(reader.index_put_({2}, row), Catch::Contains("scripts were flushed"));
 }
+
+TEST_CASE("an indexed write of an index tensor or a mask moves only the selected rows", "[redis][store][index]") {
+  RedisServer server;
+  TensorDict td = sample();
+  td.set("big", at::zeros({4, 1 << 18}));  // 1 MiB per row
+  TensorDictStore store = TensorDictStore::from_tensordict(td, store_options(server));
+  redis::RedisClient raw(store_options(server));
+  const int64_t received = stat(raw, "stats", "total_net_input_bytes:");
+  const int64_t ranges = stat(raw, "commandstats", "cmdstat_setrange:calls=");
+
+  // Unsorted and negative rows, in one round trip: one SETRANGE per run of consecutive rows.
+  const at::Tensor picks = at::tensor({2, -1, 0}, at::kLong);
+  const at::Tensor values = at::arange(3, at::kFloat).view({3, 1}).expand({3, 1 << 18}) + 1;
+  store.index_put_({picks}, TensorDict({{"big", values}}, {3}));
+  CHECK(stat(raw, "commandstats", "cmdstat_setrange:calls=") - ranges == 2);  // rows 2..3, then 0
+  const int64_t moved = stat(raw, "stats", "total_net_input_bytes:") - received;
+  CHECK(moved > (int64_t{3} << 20));
+  CHECK(moved < (int64_t{3} << 20) + 64 * 1024);
+  td.index_put_({picks}, TensorDict({{"big", values}}, {3}));
+  check_equal(store.to_tensordict(), td);
+
+  // A mask, cast and broadcast; then a repeated row: the last value wins, as its bytes go last.
+  const at::Tensor mask = at::tensor({0, 1, 0, 1}, at::kLong).to(at::kBool);
+  store.index_put_({mask}, TensorDict({{"obs", at::full({6}, 5.0, at::kDouble)}}, {}));
+  td.index_put_({mask}, TensorDict({{"obs", at::full({6}, 5.0, at::kDouble)}}, {}));
+  check_equal(store.to_tensordict(), td);
+  store.set_at_("obs", at::stack({at::full({6}, 8.f), at::full({6}, 9.f)}), {at::tensor({1, 1}, at::kLong)});
+  CHECK(at::equal(store.get("obs")[1], at::full({6}, 9.f)));
+  CHECK_THROWS_AS(store.index_put_({at::tensor({4}, at::kLong)}, TensorDict({{"obs", at::zeros({1, 6})}}, {1})),
+                  IndexError);
+}

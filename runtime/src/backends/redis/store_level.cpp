@@ -408,20 +408,19 @@ TensorDict StoreLevel::snapshot() const {
 
 namespace {
 
-// Rows start..stop of dim 0, one byte range of every leaf: what an integer (`integer`: the dim
-// is dropped) or a step-1 slice selects.
+// Rows start..stop of dim 0, one byte range of every leaf: what an integer or a step-1 slice
+// selects.
 struct RowRun {
   int64_t start, stop;
-  bool integer;
 };
 
 std::optional<RowRun> row_run(const BatchIndex& index) {
   const auto& items = index.items();
   if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
   const BatchIndex::Item& item = items[0];
-  if (item.kind == BatchIndex::Item::Kind::Integer) return RowRun{item.integer, item.integer + 1, true};
+  if (item.kind == BatchIndex::Item::Kind::Integer) return RowRun{item.integer, item.integer + 1};
   if (item.kind == BatchIndex::Item::Kind::Slice && item.step == 1)
-    return RowRun{item.start, std::max(item.start, item.stop), false};
+    return RowRun{item.start, std::max(item.start, item.stop)};
   return std::nullopt;
 }
 
@@ -463,6 +462,34 @@ std::optional<std::vector<int64_t>> selected_rows(const BatchIndex& index, int64
     default: return std::nullopt;
   }
   return rows;
+}
+
+// The rows of dim 0 an indexed write selects (an integer, a step-1 slice, an index tensor or a
+// mask), as runs of consecutive rows: each span is `count` rows from `row`, taken from the
+// value's rows from `value_row`. nullopt for indices that are not rows of dim 0.
+struct RowSpan {
+  int64_t row, value_row, count;
+};
+struct RowSelection {
+  std::vector<RowSpan> spans;
+  int64_t count = 0;     // rows selected: the value's dim 0, unless `integer`
+  bool integer = false;  // an integer index: the value has no row dim
+};
+
+std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size) {
+  const std::optional<std::vector<int64_t>> picked = selected_rows(index, size);
+  if (!picked) return std::nullopt;
+  const std::vector<int64_t>& rows = *picked;
+  RowSelection out;
+  out.count = static_cast<int64_t>(rows.size());
+  out.integer = index.items()[0].kind == BatchIndex::Item::Kind::Integer;
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    out.spans.push_back({rows[i], static_cast<int64_t>(i), static_cast<int64_t>(j - i)});
+    i = j;
+  }
+  return out;
 }
 
 }  // namespace
@@ -651,28 +678,35 @@ end
 return 1
 )lua";
 
-// Rows of one leaf, ready for send_rows.
+// Rows of one leaf, ready for send_rows: (byte offset, bytes) per run of rows.
 struct RowWrite {
-  std::string data_key, meta_key, offset, bytes, shape, dtype;
+  std::string data_key, meta_key, shape, dtype;
+  std::vector<std::pair<std::string, std::string>> ranges;
 };
 
-// `value` cast to the leaf's dtype and broadcast to the rows of `run` (c10::Error when it does
-// not fit the leaf as `meta` describes it).
-RowWrite plan_rows(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta, const RowRun& run,
-                   const at::Tensor& value, int64_t max_bytes) {
+// `value` cast to the leaf's dtype and broadcast to the selected rows (c10::Error when it does
+// not fit the leaf as `meta` describes it), cut into one range per run of rows.
+RowWrite plan_rows(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta,
+                   const RowSelection& selection, const at::Tensor& value, int64_t max_bytes) {
   std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
-  rows[0] = run.stop - run.start;
+  rows[0] = selection.count;
   at::Tensor v = value.is_cpu() && value.scalar_type() == meta.dtype ? value : value.to(at::kCPU, meta.dtype);
-  const c10::IntArrayRef target = run.integer ? c10::IntArrayRef(rows).slice(1) : c10::IntArrayRef(rows);
+  const c10::IntArrayRef target = selection.integer ? c10::IntArrayRef(rows).slice(1) : c10::IntArrayRef(rows);
   if (v.sizes() != target) v = v.expand(target);
   RowWrite out;
   out.data_key = keys.data(path);
   out.meta_key = keys.meta(path);
-  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, out.data_key);
-  out.offset = std::to_string(run.start * row);
-  out.bytes = tensor_bytes(v, out.data_key, max_bytes);
   out.shape = shape_json(meta.shape);
   out.dtype = torch_dtype_name(meta.dtype);
+  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, out.data_key);
+  std::string bytes = tensor_bytes(v, out.data_key, max_bytes);
+  if (selection.spans.size() == 1) {
+    out.ranges.emplace_back(std::to_string(selection.spans[0].row * row), std::move(bytes));
+    return out;
+  }
+  for (const RowSpan& span : selection.spans)
+    out.ranges.emplace_back(std::to_string(span.row * row),
+                            bytes.substr(static_cast<size_t>(span.value_row * row), static_cast<size_t>(span.count * row)));
   return out;
 }
 
@@ -681,7 +715,7 @@ RowWrite plan_rows(const StoreKeys& keys, const std::string& path, const LeafMet
 bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
   const size_t n = writes.size();
   std::vector<Command> commands;
-  commands.reserve(n + 4);
+  commands.reserve(4 + n);
   commands.push_back({"WATCH"});
   commands.push_back({"EVAL", kCheckMetadataScript, std::to_string(n)});
   for (const RowWrite& w : writes) commands[0].push_back(w.meta_key);
@@ -692,7 +726,7 @@ bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
   }
   commands.push_back({"MULTI"});
   for (RowWrite& w : writes)
-    commands.push_back({"SETRANGE", std::move(w.data_key), std::move(w.offset), std::move(w.bytes)});
+    for (auto& [offset, bytes] : w.ranges) commands.push_back({"SETRANGE", w.data_key, std::move(offset), std::move(bytes)});
   commands.push_back({"EXEC"});
   Replies replies = client.pipeline(commands);
   const bool unguarded = replies[1].is_error() && replies[1].str().rfind("NOSCRIPT", 0) == 0;
@@ -726,11 +760,11 @@ bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
 }  // namespace
 
 void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
-  // An integer or a step-1 slice of dim 0 is one byte range: one SETRANGE of the value cast to
-  // the leaf's dtype and broadcast to the rows' shape (the bounds were checked when the index
-  // was parsed), guarded by the metadata it was computed from (send_rows). Other indices read
-  // the leaf, change it and write it back whole.
-  const std::optional<RowRun> run = row_run(index);
+  // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges: one
+  // SETRANGE per run of consecutive rows, of the value cast to the leaf's dtype and broadcast
+  // to the rows' shape (the bounds were checked when the index was parsed), guarded by the
+  // metadata they were computed from (send_rows). Other indices read the leaf, change it and
+  // write it back whole.
   const std::string p = full(key);
   for (int attempt = 0; attempt < 2; ++attempt) {
     // The cached metadata first (the handle has just read the structure to find the leaf);
@@ -741,14 +775,16 @@ void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const 
     TD_CHECK(it != layout.leaves.end() && !it->second.is_non_tensor, KeyError, "key ", NestedKey(key).repr(),
              " is not a tensor leaf of the store");
     const LeafMetadata meta = it->second;
-    if (!run || meta.shape.empty()) {
+    const std::optional<RowSelection> selection =
+        meta.shape.empty() ? std::nullopt : row_selection(index, meta.shape[0]);
+    if (!selection) {
       TensorDictBase::write_at_(key, index, value);
       return;
     }
-    if (run->stop == run->start) return;
+    if (selection->count == 0) return;
     std::vector<RowWrite> writes;
     try {
-      writes.push_back(plan_rows(state_->keys, p, meta, *run, value, state_->client.options().max_value_bytes));
+      writes.push_back(plan_rows(state_->keys, p, meta, *selection, value, state_->client.options().max_value_bytes));
     } catch (const c10::Error&) {
       if (attempt == 0) continue;  // the value may fit the leaf as it is now
       throw;
@@ -765,7 +801,7 @@ namespace {
 // (`level`: the path prefix of the level `values` goes into). False when an entry is not a
 // tensor the structure knows, or a value does not fit its leaf: the caller goes key by key.
 bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::string& level, const TensorDict& values,
-                   const RowRun& run, int64_t max_bytes, std::vector<RowWrite>& out) {
+                   const RowSelection& selection, int64_t max_bytes, std::vector<RowWrite>& out) {
   bool ok = true;
   values.impl()->for_each([&](const std::string& key, const Entry& entry) {
     if (!ok) return;
@@ -774,7 +810,7 @@ bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::strin
       const bool known = layout.nested.count(path) > 0 ||
                          std::any_of(layout.leaves.begin(), layout.leaves.end(),
                                      [&](const auto& leaf) { return under(leaf.first, path); });
-      ok = known && plan_all_rows(keys, layout, path + ".", entry.tensordict_unchecked(), run, max_bytes, out);
+      ok = known && plan_all_rows(keys, layout, path + ".", entry.tensordict_unchecked(), selection, max_bytes, out);
       return;
     }
     auto it = layout.leaves.find(path);
@@ -783,7 +819,7 @@ bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::strin
       return;
     }
     try {
-      out.push_back(plan_rows(keys, path, it->second, run, entry.tensor_unchecked(), max_bytes));
+      out.push_back(plan_rows(keys, path, it->second, selection, entry.tensor_unchecked(), max_bytes));
     } catch (const c10::Error&) {
       ok = false;  // reported, with its key path, by the key-by-key write
     }
@@ -794,16 +830,17 @@ bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::strin
 }  // namespace
 
 void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
-  // A run of rows into leaves the cached structure knows: every leaf's bytes in one round trip,
+  // Rows of dim 0 into leaves the cached structure knows: every leaf's bytes in one round trip,
   // as hand-written pipelined SETRANGEs, written only if the server still has the metadata
   // they were planned with (send_rows). Anything else (a key to create, non-tensor data,
   // another index, metadata another client changed) goes key by key, which re-reads the
   // structure.
-  const std::optional<RowRun> run = row_run(index);
-  if (run && run->stop > run->start && !batch_size_.empty() && state_->cached) {
+  const std::optional<RowSelection> selection =
+      batch_size_.empty() || !state_->cached ? std::nullopt : row_selection(index, batch_size_[0]);
+  if (selection && selection->count > 0) {
     std::vector<RowWrite> writes;
-    if (plan_all_rows(state_->keys, *state_->cached, path_, values, *run, state_->client.options().max_value_bytes,
-                      writes) &&
+    if (plan_all_rows(state_->keys, *state_->cached, path_, values, *selection,
+                      state_->client.options().max_value_bytes, writes) &&
         !writes.empty() && send_rows(state_->client, std::move(writes)))
       return;
     state_->forget_layout();
