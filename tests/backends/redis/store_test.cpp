@@ -312,6 +312,9 @@ TEST_CASE("writers in separate processes filling disjoint rows of one store lose
   const int64_t writers = 4, rows = 50;
   TensorDictStore store =
       TensorDictStore::from_schema({{"obs", {{6}, at::kFloat}}, {"reward", {{}, at::kFloat}}}, {writers * rows}, options);
+  // A per-row string too: each writer reads, changes and writes back the whole json_array, so
+  // the writes must be atomic for no writer's rows to be lost.
+  store.set_non_tensor("label", json::Value(""));
   std::vector<pid_t> pids;
   for (int64_t w = 0; w < writers; ++w) {
     const pid_t pid = ::fork();
@@ -333,6 +336,13 @@ TEST_CASE("writers in separate processes filling disjoint rows of one store lose
   const at::Tensor expected = at::arange(writers * rows, at::kFloat);
   CHECK(at::equal(store.get("reward"), expected));
   CHECK(at::equal(store.get("obs"), expected.unsqueeze(1).expand({writers * rows, 6})));
+  const json::Value labels = store.get_non_tensor("label").tolist();
+  REQUIRE(labels.is_array());
+  REQUIRE(labels.as_array().size() == static_cast<size_t>(writers * rows));
+  int64_t lost = 0;
+  for (int64_t i = 0; i < writers * rows; ++i)
+    lost += labels.as_array()[static_cast<size_t>(i)] == json::Value("r" + std::to_string(i)) ? 0 : 1;
+  CHECK(lost == 0);
 }
 
 TEST_CASE("a writer killed during an upload leaves the old store or the new one, never a mix",

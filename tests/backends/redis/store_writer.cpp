@@ -3,7 +3,7 @@
 //   store_writer SOCKET TD_ID FIRST COUNT    reconnects to the store and fills rows FIRST..
 //                                            FIRST+COUNT one by one, as an actor filling a
 //                                            shared replay buffer does: row i gets obs = i
-//                                            (every element) and reward = i;
+//                                            (every element), reward = i and label "r<i>";
 //   store_writer replace SOCKET TD_ID VALUE  uploads a new tensordict over the store TD_ID
 //                                            (from_tensordict): 4096 rows of 1024 floats, every
 //                                            one VALUE, and a label "vVALUE".
@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
     const int64_t first = std::atoll(argv[3]), count = std::atoll(argv[4]);
     for (int64_t i = first; i < first + count; ++i) {
       const float v = static_cast<float>(i);
-      store.index_put_({i}, tensordict::TensorDict({{"obs", at::full({6}, v)}, {"reward", at::scalar_tensor(v)}}, {}));
+      store.index_put_({i}, tensordict::TensorDict({{"obs", at::full({6}, v)},
+                                                    {"reward", at::scalar_tensor(v)},
+                                                    {"label", "r" + std::to_string(i)}},
+                                                   {}));
     }
   } catch (const std::exception& e) {
     std::cerr << "store_writer: " << e.what() << "\n";

@@ -18,6 +18,8 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
+#include "core/non_tensor_write.h"
+
 namespace tensordict {
 namespace redis {
 
@@ -829,23 +831,126 @@ bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::strin
 
 }  // namespace
 
+struct NonTensorRows {
+  NestedKey key;     // in `values`
+  std::string path;  // in the store
+  BatchSize batch;   // of the level holding it
+  NonTensorData incoming;
+};
+
+namespace {
+
+bool holds_non_tensor(const TensorDict& values) {
+  bool found = false;
+  values.impl()->for_each([&](const std::string&, const Entry& entry) {
+    found = found || entry.is_non_tensor() || (entry.is_tensordict() && holds_non_tensor(entry.tensordict_unchecked()));
+  });
+  return found;
+}
+
+void collect_non_tensor_rows(const Layout& layout, const std::string& level, c10::IntArrayRef level_batch,
+                             const TensorDict& values, const NestedKey& prefix, std::vector<NonTensorRows>& out) {
+  values.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const std::string path = level + key_part(key);
+    if (entry.is_tensordict()) {
+      auto nested = layout.nested.find(path);
+      const BatchSize batch = nested != layout.nested.end() ? nested->second : BatchSize(level_batch.begin(), level_batch.end());
+      collect_non_tensor_rows(layout, path + ".", batch, entry.tensordict_unchecked(), prefix.child(key), out);
+      return;
+    }
+    auto leaf = layout.leaves.find(path);
+    if (entry.is_non_tensor() && leaf != layout.leaves.end() && leaf->second.is_non_tensor)
+      out.push_back({prefix.child(key), path, BatchSize(level_batch.begin(), level_batch.end()), entry.non_tensor()});
+  });
+}
+
+}  // namespace
+
+bool StoreLevel::write_non_tensor_rows(const BatchIndex& index, const std::vector<NonTensorRows>& rows) {
+  // Read, change the selected elements, write back: under WATCH, so that a value another
+  // client changed in between (another row's writer) aborts the transaction, which is then
+  // redone from what the server holds. Nothing is lost to a concurrent writer.
+  const StoreKeys& keys = state_->keys;
+  RedisClient& client = state_->client;
+  constexpr int kAttempts = 100;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::vector<Command> read{{"WATCH"}};
+    for (const NonTensorRows& r : rows) {
+      read[0].push_back(keys.data(r.path));
+      read[0].push_back(keys.meta(r.path));
+    }
+    for (const NonTensorRows& r : rows) {
+      read.push_back({"GET", keys.data(r.path)});
+      read.push_back({"HGETALL", keys.meta(r.path)});
+    }
+    const Replies current = client.pipeline(read);
+    for (size_t i = 0; i < read.size(); ++i) client.check(current[i], read[i]);
+    std::vector<Command> write{{"MULTI"}};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const NonTensorRows& r = rows[i];
+      const std::string meta_key = keys.meta(r.path), data_key = keys.data(r.path);
+      const ReplyRef data = current[1 + 2 * i], hash = current[2 + 2 * i];
+      if (data.is_nil() || hash.size() == 0) {
+        client.run({"UNWATCH"});
+        return false;  // erased meanwhile: the caller writes it as a new key
+      }
+      const LeafMetadata meta = parse_metadata(hash_pairs(hash), meta_key);
+      if (!meta.is_non_tensor) {
+        client.run({"UNWATCH"});
+        return false;
+      }
+      const NonTensorData now = decode_leaf(meta, data.str(), data_key, r.batch, device_).non_tensor();
+      const NonTensorData updated = detail::assign_non_tensor(now, r.batch, index, r.incoming);
+      if (updated == now) continue;
+      add_store_commands(write, keys, r.path, Entry(updated), r.batch, client.options().max_value_bytes);
+    }
+    if (write.size() == 1) {
+      client.run({"UNWATCH"});
+      return true;
+    }
+    write.push_back({"EXEC"});
+    const Replies done = client.pipeline(write);
+    for (size_t i = 0; i + 1 < write.size(); ++i) client.check(done[i], write[i]);
+    const ReplyRef exec = done[write.size() - 1];
+    if (exec.is_nil()) continue;  // another client changed one of them: read again
+    client.check(exec, write.back());
+    for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], write[1 + i]);
+    return true;
+  }
+  TD_THROW(StorageError, client.options().endpoint(), ": ", keys.data(rows.front().path), ": the value kept changing (",
+           kAttempts, " attempts) while its rows were written");
+}
+
 void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
   // Rows of dim 0 into leaves the cached structure knows: every leaf's bytes in one round trip,
   // as hand-written pipelined SETRANGEs, written only if the server still has the metadata
   // they were planned with (send_rows). Anything else (a key to create, non-tensor data,
   // another index, metadata another client changed) goes key by key, which re-reads the
   // structure.
+  // Per-element non-tensor values of existing non-tensor keys are read, changed and written
+  // back atomically (write_non_tensor_rows); the key-by-key path would lose another writer's
+  // rows between its read and its write.
+  TensorDict rest = values;
+  if (holds_non_tensor(values)) {
+    std::vector<NonTensorRows> rows;
+    collect_non_tensor_rows(state_->layout(true), path_, batch_size_, values, NestedKey(), rows);
+    if (!rows.empty() && write_non_tensor_rows(index, rows)) {
+      std::vector<NestedKey> written;
+      for (const NonTensorRows& r : rows) written.push_back(r.key);
+      rest = values.exclude(written);
+    }
+  }
   const std::optional<RowSelection> selection =
       batch_size_.empty() || !state_->cached ? std::nullopt : row_selection(index, batch_size_[0]);
   if (selection && selection->count > 0) {
     std::vector<RowWrite> writes;
-    if (plan_all_rows(state_->keys, *state_->cached, path_, values, *selection,
-                      state_->client.options().max_value_bytes, writes) &&
-        !writes.empty() && send_rows(state_->client, std::move(writes)))
-      return;
+    if (plan_all_rows(state_->keys, *state_->cached, path_, rest, *selection,
+                      state_->client.options().max_value_bytes, writes)) {
+      if (writes.empty() || send_rows(state_->client, std::move(writes))) return;
+    }
     state_->forget_layout();
   }
-  TensorDictBase::put_at_(index, values);
+  TensorDictBase::put_at_(index, rest);
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {

@@ -56,6 +56,9 @@ struct StoreState {
   std::optional<Layout> cached;
 };
 
+/// A non-tensor value of an indexed write into an existing non-tensor leaf (store_level.cpp).
+struct NonTensorRows;
+
 class StoreLevel final : public TensorDictBase {
  public:
   StoreLevel(std::shared_ptr<StoreState> state, std::string path, c10::IntArrayRef batch_size,
@@ -98,6 +101,10 @@ class StoreLevel final : public TensorDictBase {
                    FunctionRef<Entry(const std::string&, c10::IntArrayRef)> leaf,
                    FunctionRef<BatchSize(c10::IntArrayRef)> result_batch) const;
 
+  /// The indexed write of per-element non-tensor values into existing non-tensor leaves, each
+  /// read, changed and written back under WATCH; false (nothing written) when one of them is
+  /// no longer a non-tensor leaf.
+  bool write_non_tensor_rows(const BatchIndex& index, const std::vector<NonTensorRows>& rows);
   /// Forgets the levels handed out at or under `full_path` (replaced, erased or renamed).
   void drop_children(const std::string& full_path);
 
