@@ -64,7 +64,7 @@ class RowIterator {
   using reference = Row;
 
   RowIterator(const TensorDict* td, int64_t row, Row (*wrap)(TensorDict)) : td_(td), row_(row), wrap_(wrap) {}
-  Row operator*() const { return wrap_(row_of(*td_, row_)); }
+  Row operator*() const;  // defined below TensorDict, whose type row_of returns
   RowIterator& operator++() {
     ++row_;
     return *this;
@@ -477,5 +477,10 @@ struct ValuesIndices {
 TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim = 0);
 /// Concatenation along batch dim `dim`.
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim = 0);
+
+template <class Row>
+Row RowIterator<Row>::operator*() const {
+  return wrap_(row_of(*td_, row_));
+}
 
 }  // namespace tensordict
