@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <tdgen/diagnostic.h>
@@ -39,6 +40,10 @@ class FileParser {
     YAML::Node root;
     try {
       root = YAML::Load(text);
+    } catch (const YAML::DeepRecursion& e) {
+      // yaml-cpp stops its recursive descent itself (its message is only "bad file").
+      throw Diagnostic(at(path_, e.mark), "YAML nested too deep (" + std::to_string(e.depth()) +
+                                              " levels; no schema needs more than a few)");
     } catch (const YAML::ParserException& e) {
       throw Diagnostic(at(path_, e.mark), "YAML syntax error: " + e.msg);
     }

@@ -218,14 +218,25 @@ std::string read_text_file(const std::string& path) {
   return out;
 }
 
+int64_t shape_nbytes(c10::IntArrayRef shape, at::ScalarType dtype, const std::string& where) {
+  int64_t n = static_cast<int64_t>(c10::elementSize(dtype));
+  for (int64_t s : shape) {
+    TD_CHECK(s >= 0, StorageError, where, ": negative size in shape ", detail::size_str(shape));
+    TD_CHECK(!__builtin_mul_overflow(n, s, &n), StorageError, where, ": shape ", detail::size_str(shape), " of ",
+             torch_dtype_name(dtype), " holds more bytes than int64 can count");
+  }
+  // A zero dim makes the count 0 whatever the others are; they must still be countable.
+  return n;
+}
+
+bool is_symlink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 at::Tensor map_file(const std::string& path, at::ScalarType dtype, c10::IntArrayRef shape,
                     bool writable, bool* shared) {
-  int64_t numel = 1;
-  for (int64_t s : shape) {
-    TD_CHECK(s >= 0, StorageError, path, ": negative size in shape ", detail::size_str(shape));
-    numel *= s;
-  }
-  const size_t nbytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
+  const size_t nbytes = static_cast<size_t>(shape_nbytes(shape, dtype, path));
   const std::string abs = absolute_path(path);
   Fd f;
   bool is_shared = false;

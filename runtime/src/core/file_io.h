@@ -34,6 +34,12 @@ void remove_if_present(const std::string& path);
 int64_t file_size(const std::string& path);
 /// Reads a small text file; StorageError naming it when it cannot be read.
 std::string read_text_file(const std::string& path);
+/// The bytes of a tensor of `shape` and `dtype`: StorageError naming `where` when a size is
+/// negative or the count overflows int64 (a corrupt or hostile meta.json), so nothing is
+/// allocated or mapped from it.
+int64_t shape_nbytes(c10::IntArrayRef shape, at::ScalarType dtype, const std::string& where);
+/// True when `path` itself is a symbolic link (not followed).
+bool is_symlink(const std::string& path);
 /// Maps the first numel*itemsize bytes of `path` as a tensor. `shared` tells whether the
 /// mapping is MAP_SHARED (writable file) or MAP_PRIVATE.
 at::Tensor map_file(const std::string& path, at::ScalarType dtype, c10::IntArrayRef shape,

@@ -45,6 +45,10 @@ struct LoadMemmapOptions {
   bool writable = true;
   /// Fall back to raw (pre-0.13) file names when the encoded one is missing.
   bool robust_key = true;
+  /// Follow symbolic links below the prefix (leaf files, meta.json, nested directories). Off:
+  /// a directory from elsewhere could link to any file of this machine, so a link is a
+  /// StorageError naming it.
+  bool allow_symlinks = false;
 };
 
 /// Writes `td` to the directory `prefix` and returns a memmapped, locked CPU copy whose leaves

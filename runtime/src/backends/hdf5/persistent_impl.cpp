@@ -18,6 +18,7 @@
 
 #include "backends/hdf5/h5_selection.h"
 #include "backends/hdf5/h5_types.h"
+#include "core/file_io.h"
 #include "core/format.h"
 #include "core/non_tensor_write.h"
 
@@ -163,9 +164,22 @@ struct Object {
   Dataset dataset;
 };
 
+// A tensor to read `shape` elements of `path` into. A dataset may claim far more elements than
+// its file holds (chunks never written read as fill values): what memory cannot hold is a
+// StorageError naming it, before HDF5 reads anything.
+at::Tensor allocate(const H5File& f, const std::string& path, c10::IntArrayRef shape, at::ScalarType dtype) {
+  const int64_t bytes = detail::shape_nbytes(shape, dtype, location(f, path));
+  try {
+    return at::empty(shape, at::TensorOptions().dtype(dtype));
+  } catch (const c10::Error&) {
+    TD_THROW(StorageError, location(f, path), ": cannot allocate ", bytes, " bytes for shape ", size_str(shape),
+             "; read it by rows (index)");
+  }
+}
+
 // The whole dataset `d` as a tensor.
 at::Tensor read_block(const H5File& f, const std::string& path, const Dataset& d) {
-  at::Tensor out = at::empty(d.shape, at::TensorOptions().dtype(d.stored.dtype));
+  at::Tensor out = allocate(f, path, d.shape, d.stored.dtype);
   if (out.numel() == 0) return out;
   H5Id mem_type = tensor_type(d.stored.dtype);
   check(H5Dread(d.id.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr()), location(f, path),
@@ -184,7 +198,7 @@ void write_block(const H5File& f, const std::string& path, const Dataset& d, con
 
 // The selected elements of `d` (sel.block_shape), or writes them from `block`.
 at::Tensor read_selection(const H5File& f, const std::string& path, const Dataset& d, const Selection& sel) {
-  at::Tensor block = at::empty(sel.block_shape, at::TensorOptions().dtype(d.stored.dtype));
+  at::Tensor block = allocate(f, path, sel.block_shape, d.stored.dtype);
   H5Id mem_type = tensor_type(d.stored.dtype);
   transfer(d.id.get(), d.space.get(), mem_type.get(), sel, block.data_ptr(), /*write=*/false, location(f, path));
   return block;
@@ -201,8 +215,15 @@ void write_selection(const H5File& f, const std::string& path, const Dataset& d,
 // (numpy's bytes), in row-major order.
 std::vector<std::string> read_strings(const H5File& f, const std::string& path, const Dataset& d) {
   const std::string where = location(f, path);
-  size_t count = 1;
-  for (int64_t s : d.shape) count *= static_cast<size_t>(s);
+  // One string per element: a count memory cannot hold (over 1 TiB of strings) is refused
+  // before anything is read.
+  const size_t size = H5Tget_size(d.type.get());
+  const int64_t per_element = static_cast<int64_t>(sizeof(std::string) + std::max(size, sizeof(char*)));
+  const int64_t bytes = detail::shape_nbytes(d.shape, at::kByte, where);
+  int64_t total = 0;
+  TD_CHECK(!__builtin_mul_overflow(bytes, per_element, &total) && total <= (int64_t{1} << 40), StorageError, where,
+           ": a string dataset of shape ", size_str(d.shape), " is more strings than memory can hold");
+  const size_t count = static_cast<size_t>(bytes);
   std::vector<std::string> out;
   out.reserve(count);
   if (count == 0) return out;
@@ -216,7 +237,6 @@ std::vector<std::string> read_strings(const H5File& f, const std::string& path, 
     }
     return out;
   }
-  const size_t size = H5Tget_size(d.type.get());
   std::string buffer(count * size, '\0');
   check(H5Dread(d.id.get(), d.type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), where, "H5Dread");
   for (size_t i = 0; i < count; ++i) {
@@ -1030,6 +1050,12 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
     }
     f->file = H5Id(id);
   }
+  return open_root(f, batch_size, create, device);
+}
+
+TensorDict open_root(const std::shared_ptr<H5File>& f, std::optional<std::vector<int64_t>> batch_size, bool create,
+                     std::optional<at::Device> device) {
+  const std::string& path = f->path;
   std::optional<BatchSize> given;
   if (batch_size) given = BatchSize(batch_size->begin(), batch_size->end());
   BatchSize root;
@@ -1050,6 +1076,21 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
     }
   }
   return TensorDict(c10::make_intrusive<H5Level>(f, "/", root, device));
+}
+
+TensorDict open_image(const std::string& name, std::string_view image) {
+  silence_errors();
+  auto f = std::make_shared<H5File>();
+  f->path = name;
+  f->mode = "r";
+  H5Id fapl = check_id(H5Pcreate(H5P_FILE_ACCESS), name, "H5Pcreate");
+  // The core driver reads the file from memory; HDF5 copies the image, so `image` may go.
+  check(H5Pset_fapl_core(fapl.get(), 64 * 1024, /*backing_store=*/0), name, "H5Pset_fapl_core");
+  check(H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()), name, "H5Pset_file_image");
+  const hid_t id = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
+  TD_CHECK(id >= 0, StorageError, name, ": opening the HDF5 image: ", error_stack());
+  f->file = H5Id(id);
+  return open_root(f, std::nullopt, /*create=*/false, std::nullopt);
 }
 
 }  // namespace h5

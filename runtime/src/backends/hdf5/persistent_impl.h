@@ -125,6 +125,13 @@ class H5View final : public TensorDictBase {
 /// stores `device` as its root's device.
 TensorDict open_file(const std::string& path, const std::string& mode, std::optional<std::vector<int64_t>> batch_size,
                      const H5Options& options, std::optional<at::Device> device = std::nullopt);
+/// The root level of the opened `f`: its batch size stored, given, or inferred as Python does;
+/// a `create`d file stores `device`.
+TensorDict open_root(const std::shared_ptr<H5File>& f, std::optional<std::vector<int64_t>> batch_size, bool create,
+                     std::optional<at::Device> device);
+/// The HDF5 file `image` (its bytes, as on disk) opened read-only in memory with the core
+/// driver, named `name` in messages: what the fuzzer reads.
+TensorDict open_image(const std::string& name, std::string_view image);
 /// The H5File behind a PersistentTensorDict handle (a level or a view).
 const std::shared_ptr<H5File>& file_of(const TensorDictBase& impl);
 

@@ -31,6 +31,7 @@ class Loader {
   Entry load_dir(const std::string& dir, c10::IntArrayRef parent_batch, const std::string& what) {
     const std::string meta_path = join_path(dir, "meta.json");
     TD_CHECK(path_exists(meta_path), StorageError, meta_path, ": meta.json is missing (", what, ")");
+    refuse_symlink(meta_path);
     json::Value meta;
     try {
       meta = json::parse(read_text_file(meta_path), meta_path);
@@ -65,6 +66,13 @@ class Loader {
     return shape;
   }
 
+  // A directory from elsewhere may link out of itself (to /etc, to another user's files):
+  // links are not followed unless the caller allows them.
+  void refuse_symlink(const std::string& path) const {
+    TD_CHECK(options_.allow_symlinks || !is_symlink(path), StorageError, path,
+             ": is a symbolic link, which loading does not follow (LoadMemmapOptions::allow_symlinks)");
+  }
+
   // `dir/<enc><suffix>`, or the raw legacy name when only that exists.
   std::string resolve(const std::string& dir, const std::string& key, const std::string& suffix,
                       bool collection) const {
@@ -94,6 +102,7 @@ class Loader {
     for (const auto& [key, value] : fields) {
       if (is_reserved_meta_key(key) || !value.find("type")) continue;
       const std::string child_dir = resolve(dir, key, "", /*collection=*/true);
+      refuse_symlink(child_dir);
       Entry child = load_dir(child_dir, batch, "entry " + NestedKey(key).repr() + " of " + meta_path);
       if (child.is_tensordict()) {
         c10::IntArrayRef cb = child.tensordict_unchecked().batch_size();
@@ -125,12 +134,12 @@ class Loader {
     TD_CHECK(shape.size() >= batch.size() && c10::IntArrayRef(shape).slice(0, batch.size()) == batch,
              StorageError, meta_path, ": ", what, " has shape ", detail::size_str(shape),
              ", which does not start with the batch size ", detail::size_str(batch));
-    int64_t numel = 1;
-    for (int64_t s : shape) numel *= s;
     const std::string path = resolve(dir, key, ".memmap", /*collection=*/false);
-    if (numel == 0) return at::empty(shape, at::TensorOptions().dtype(*dtype));
+    if (shape_nbytes(shape, *dtype, meta_path + ": " + what) == 0)
+      return at::empty(shape, at::TensorOptions().dtype(*dtype));
     TD_CHECK(path_exists(path), StorageError, path, ": file is missing for ", what, " of shape ",
              detail::size_str(shape), " listed in ", meta_path);
+    refuse_symlink(path);
     return map_file(path, *dtype, shape, options_.writable);
   }
 
@@ -174,6 +183,7 @@ class Loader {
     for (int64_t i = 0; count < 0 || i < count; ++i) {
       const std::string child = join_path(dir, std::to_string(i));
       if (count < 0 && !path_exists(join_path(child, "meta.json"))) break;
+      refuse_symlink(child);
       Entry e = load_dir(child, {}, "stacked element " + std::to_string(i) + " of " + meta_path);
       TD_CHECK(e.is_tensordict(), StorageError, join_path(child, "meta.json"),
                ": a stacked element must be a TensorDict");

@@ -32,12 +32,8 @@ MemoryMappedTensor MemoryMappedTensor::from_tensor(const at::Tensor& tensor,
 MemoryMappedTensor MemoryMappedTensor::zeros(c10::IntArrayRef shape, at::ScalarType dtype,
                                              const std::string& filename, bool existsok) {
   const std::string path = absolute_path(filename);
-  int64_t numel = 1;
-  for (int64_t s : shape) {
-    TD_CHECK(s >= 0, ValueError, "negative size in shape ", shape, " for ", path);
-    numel *= s;
-  }
-  create_zero_file(path, static_cast<size_t>(numel) * c10::elementSize(dtype), existsok);
+  for (int64_t s : shape) TD_CHECK(s >= 0, ValueError, "negative size in shape ", shape, " for ", path);
+  create_zero_file(path, static_cast<size_t>(shape_nbytes(shape, dtype, path)), existsok);
   bool shared = true;
   at::Tensor mapped = map_file(path, dtype, shape, true, &shared);
   return MemoryMappedTensor(std::move(mapped), path, shared);
