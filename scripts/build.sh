@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds tensordict-cpp with Ninja (and ccache when present) into ${BUILD_DIR:-build}.
-# Extra arguments go to cmake's configure step.
+# Extra arguments go to cmake's configure step; BUILD_TARGETS (space-separated) builds only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build}
@@ -9,4 +9,5 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDI
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >"${build_dir}.configure.log" 2>&1 \
   || { cat "${build_dir}.configure.log"; exit 1; }
 grep -E "^-- tensordict-cpp" "${build_dir}.configure.log" || true
-cmake --build "$build_dir" -j"${JOBS:-$(nproc)}"
+# shellcheck disable=SC2086  # BUILD_TARGETS is a list
+cmake --build "$build_dir" -j"${JOBS:-$(nproc)}" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds everything (tests, examples, benchmarks) and runs every test
 # through CTest. This is the README's test command and what CI runs.
+#
+#   scripts/test.sh [ctest args]             the whole suite, GCC build in ${BUILD_DIR:-build}
+#   scripts/test.sh --sanitize [ctest args]  the unit, contract and generator tests built with
+#                                            clang-14, ASan and UBSan (scripts/sanitize-build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+if [[ "${1:-}" == --sanitize ]]; then
+  shift
+  BUILD_TARGETS="unit_tests contract_tests generator_tests" scripts/sanitize-build.sh
+  cd "${SAN_BUILD_DIR:-build-san}"
+  # Every report stops the test that made it (halt_on_error); leaks are reported at exit.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests): ' "$@"
+fi
 scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ (clang-14, ASan + UBSan, the whole project instrumented)
+# into ${SAN_BUILD_DIR:-build-san}, writes their seed corpora from the test fixtures, and runs them.
+#
+#   scripts/fuzz.sh                  every target for 60 s
+#   scripts/fuzz.sh TARGET [SECONDS] one target (json, memmap, consolidated, yaml_schema, h5,
+#                                    store_metadata) for SECONDS (default 60)
+#   scripts/fuzz.sh all SECONDS      every target for SECONDS
+#   scripts/fuzz.sh --replay         runs every input of every corpus once (seeds, what earlier
+#                                    runs found, and fuzz/regressions/): what CI does
+#
+# Findings go to $build/fuzz-findings/<target>/; a crash's input becomes a file under
+# fuzz/regressions/<target>/ and a test of the reader it broke.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SAN_BUILD_DIR:-build-san}
+targets=(json memmap consolidated yaml_schema h5 store_metadata)
+
+BUILD_TARGETS="fuzz_seeds $(printf '%s_fuzzer ' "${targets[@]}")" scripts/sanitize-build.sh >/dev/null
+corpus=$build/fuzz-corpus
+rm -rf "$build/fuzz-seeds" && "$build/fuzz/fuzz_seeds" "$PWD" "$build/fuzz-seeds"
+# LibTorch's allocations at start-up are still reachable at exit: only leaks are reported.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+run() {  # run TARGET SECONDS
+  local t=$1 seconds=$2 dict=()
+  mkdir -p "$corpus/$t" "$build/fuzz-findings/$t" "fuzz/regressions/$t"
+  [[ -f fuzz/$t.dict ]] && dict=(-dict="fuzz/$t.dict")
+  echo "== ${t}_fuzzer: ${seconds} s"
+  # -rss_limit_mb: an input may not make a reader allocate more than it can really hold.
+  local status=0
+  "$build/fuzz/${t}_fuzzer" "$corpus/$t" "$build/fuzz-seeds/$t" "fuzz/regressions/$t" "${dict[@]}" \
+    -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$build/fuzz-findings/$t/" >"$build/fuzz-$t.log" 2>&1 || status=$?
+  grep -E "^(stat::|Done|==[0-9]+==ERROR|SUMMARY|INFO: Seed: )|cov: .* DONE" "$build/fuzz-$t.log" || true
+  ((status == 0)) || { echo "${t}_fuzzer failed: $build/fuzz-$t.log, input in $build/fuzz-findings/$t/"; return 1; }
+}
+
+replay() {  # replay TARGET: every corpus input once
+  local t=$1 inputs=()
+  mkdir -p "fuzz/regressions/$t"
+  for dir in "$build/fuzz-seeds/$t" "$corpus/$t" "fuzz/regressions/$t"; do
+    [[ -d $dir ]] && while IFS= read -r -d '' f; do inputs+=("$f"); done < <(find "$dir" -type f -print0)
+  done
+  echo "== ${t}_fuzzer: replaying ${#inputs[@]} inputs"
+  ((${#inputs[@]} == 0)) || "$build/fuzz/${t}_fuzzer" -rss_limit_mb=4096 -timeout=10 "${inputs[@]}" >/dev/null 2>"$build/fuzz-$t.log" \
+    || { tail -40 "$build/fuzz-$t.log"; return 1; }
+}
+
+case "${1:-all}" in
+  --replay) for t in "${targets[@]}"; do replay "$t"; done ;;
+  all) failed=0; for t in "${targets[@]}"; do run "$t" "${2:-60}" || failed=1; done; exit $failed ;;
+  *) run "$1" "${2:-60}" ;;
+esac

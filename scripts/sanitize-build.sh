@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds the sanitizer build shared by scripts/fuzz.sh and scripts/test.sh
+# --sanitize: clang-14, ASan + UBSan, libFuzzer instrumentation, no benchmarks or examples, into
+# ${SAN_BUILD_DIR:-build-san}. BUILD_TARGETS limits what is built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CC=clang-14 CXX=clang++-14 BUILD_DIR=${SAN_BUILD_DIR:-build-san} BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
+  exec scripts/build.sh -DTENSORDICT_SANITIZE=address,undefined -DTENSORDICT_BUILD_FUZZERS=ON \
+  -DTENSORDICT_BUILD_BENCHMARKS=OFF -DTENSORDICT_BUILD_EXAMPLES=OFF -DTENSORDICT_WITH_CLANG=OFF "$@"
