@@ -4,21 +4,11 @@
 
 #include "generator/support.h"
 
+using tdgen_test::diagnose;
 using tdgen_test::run;
 using tdgen_test::TempDir;
 
 namespace {
-
-// Checks schema `text` (saved as bad.yaml) with --check; returns stderr, requiring exit code 1.
-std::string diagnose(const std::string& text) {
-  TempDir dir;
-  const std::string path = dir.write("bad.yaml", text);
-  auto result = run({"--check", path});
-  INFO(result.err);
-  REQUIRE(result.exit_code == 1);
-  REQUIRE(result.err.rfind(path + ":", 0) == 0);  // starts with the file name
-  return result.err.substr(path.size());           // ":line:col: message\n"
-}
 
 const char* const kHeader = "namespace: t\nclasses:\n";
 

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
+
 #include "support/temp_dir.h"
 
 #include <tdgen/driver.h>
@@ -35,6 +37,18 @@ inline std::string read(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+/// Checks schema `text` (saved as bad.yaml) with --check; returns stderr after the file name
+/// (":line:col: message\n"), requiring exit code 1 and the file named first.
+inline std::string diagnose(const std::string& text) {
+  TempDir dir;
+  const std::string path = dir.write("bad.yaml", text);
+  auto result = run({"--check", path});
+  INFO(result.err.substr(0, 2000));
+  REQUIRE(result.exit_code == 1);
+  REQUIRE(result.err.rfind(path + ":", 0) == 0);
+  return result.err.substr(path.size());
 }
 
 }  // namespace tdgen_test

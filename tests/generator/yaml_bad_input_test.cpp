@@ -7,21 +7,9 @@
 
 #include "generator/support.h"
 
-using tdgen_test::run;
-using tdgen_test::TempDir;
+using tdgen_test::diagnose;
 
 namespace {
-
-// --check of schema `text`; returns stderr, requiring exit code 1 and the file named.
-std::string check_fails(const std::string& text) {
-  TempDir dir;
-  const std::string path = dir.write("bad.yaml", text);
-  auto result = run({"--check", path});
-  INFO(result.err.substr(0, 400));
-  REQUIRE(result.exit_code == 1);
-  REQUIRE(result.err.rfind(path + ":", 0) == 0);
-  return result.err;
-}
 
 // Nine levels of nine aliases each: 9^9 (387 million) strings if expanded.
 std::string alias_bomb() {
@@ -45,7 +33,7 @@ TEST_CASE("YAML nested 100000 levels deep is a diagnostic, not a stack overflow"
                                        for (int i = 0; i < depth; ++i) s += "{a: ";
                                        return s + "1" + std::string(depth, '}');
                                      }()}) {
-    CHECK_THAT(check_fails("namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    fields:\n      x: " + nesting + "\n"),
+    CHECK_THAT(diagnose("namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    fields:\n      x: " + nesting + "\n"),
                Catch::Contains("deep"));
   }
 }
@@ -53,9 +41,9 @@ TEST_CASE("YAML nested 100000 levels deep is a diagnostic, not a stack overflow"
 TEST_CASE("an alias bomb is refused without expanding it", "[generator][bad_input]") {
   const std::string bomb = alias_bomb();
   // Where the schema expects a map, a list, a string and a default value.
-  check_fails("namespace: t\n" + bomb + "classes: {}\n");
-  check_fails(bomb + "namespace: t\nclasses:\n  A: *l8\n");
-  check_fails(bomb + "namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    fields:\n      x: {dtype: float32, shape: *l8}\n");
-  check_fails(bomb + "namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    doc: *l8\n    fields: {}\n");
-  check_fails(bomb + "namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    fields:\n      x: {dtype: float32, optional: true, default: *l8}\n");
+  diagnose("namespace: t\n" + bomb + "classes: {}\n");
+  diagnose(bomb + "namespace: t\nclasses:\n  A: *l8\n");
+  diagnose(bomb + "namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    fields:\n      x: {dtype: float32, shape: *l8}\n");
+  diagnose(bomb + "namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    doc: *l8\n    fields: {}\n");
+  diagnose(bomb + "namespace: t\nclasses:\n  A:\n    kind: tensorclass\n    fields:\n      x: {dtype: float32, optional: true, default: *l8}\n");
 }
