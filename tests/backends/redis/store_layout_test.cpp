@@ -51,6 +51,12 @@ TEST_CASE("shapes are JSON lists as Python writes them", "[redis][layout]") {
   CHECK_THROWS_AS(parse_shape("[1.5]", "k"), StorageError);
   CHECK_THROWS_AS(parse_shape("not json", "k"), StorageError);
   CHECK_THROWS_AS(parse_shape("{\"a\": 1}", "k"), StorageError);
+  // Found by store_metadata_fuzzer (fuzz/regressions/store_metadata/): sizes whose product
+  // overflows int64 reached LibTorch when a value was broadcast to them.
+  CHECK_THROWS_WITH(parse_shape("[4611686018427387904, 4]", "k"), Catch::Contains("int64"));
+  std::string many = "[2";
+  for (int i = 0; i < 70; ++i) many += ", 2";
+  CHECK_THROWS_AS(parse_shape(many + "]", "k"), StorageError);
 }
 
 TEST_CASE("leaf metadata is checked: missing fields and bad values are StorageErrors naming the key",

@@ -1,5 +1,7 @@
 #include "backends/redis/store_layout.h"
 
+#include "core/file_io.h"
+
 #include <cstdio>
 #include <random>
 
@@ -106,6 +108,9 @@ std::vector<int64_t> parse_shape(std::string_view text, const std::string& where
              std::string(text.substr(0, 64)), "'");
     shape.push_back(dim.as_int());
   }
+  // Found by the fuzzer: a shape whose element count overflows reached LibTorch as a c10::Error
+  // when a value was broadcast to it. Every element must have an int64 id.
+  detail::shape_nbytes(shape, at::kLong, where);
   return shape;
 }
 
