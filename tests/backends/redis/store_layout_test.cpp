@@ -6,7 +6,10 @@
 
 #include <tensordict/errors.h>
 
+#include <tensordict/entry.h>
+
 #include "backends/redis/store_layout.h"
+#include "backends/redis/store_level.h"
 
 using namespace tensordict;
 using namespace tensordict::redis;
@@ -81,4 +84,14 @@ TEST_CASE("leaf metadata is checked: missing fields and bad values are StorageEr
                     key + ": unknown dtype 'torch.float128'");
   CHECK_THROWS_WITH(parse_metadata({{"shape", "[9223372036854775807, 4]"}, {"dtype", "torch.float32"}}, key),
                     Catch::Contains("holds more bytes than int64 can count"));
+}
+
+TEST_CASE("a json_array broadcast to a batch no memory can hold is a StorageError", "[redis][layout]") {
+  // Found by store_metadata_fuzzer (fuzz/regressions/store_metadata/json-array-huge-batch): one
+  // value per row of dim 0, broadcast over a batch of 2 x 2e13, failed in LibTorch's allocator.
+  const LeafMetadata meta = parse_metadata({{"is_non_tensor", "1"}, {"encoding", "json_array"}}, "m:x");
+  const std::vector<int64_t> batch{2, 20000000000002};
+  CHECK_THROWS_WITH(decode_leaf(meta, "[\"a\", \"b\"]", "d:x", batch, std::nullopt),
+                    Catch::Contains("d:x") && Catch::Contains("cannot hold"));
+  CHECK(decode_leaf(meta, "[\"a\", \"b\"]", "d:x", std::vector<int64_t>{2, 3}, std::nullopt).is_non_tensor());
 }

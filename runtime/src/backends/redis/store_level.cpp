@@ -240,7 +240,13 @@ Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::s
     // Python's json_array holds one value per row of the first batch dim.
     std::vector<int64_t> view(batch.size(), 1);
     view[0] = batch[0];
-    at::Tensor ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
+    // Found by the fuzzer: a batch of 2 x 2e13 made this allocation fail with a c10::Error.
+    at::Tensor ids;
+    try {
+      ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
+    } catch (const c10::Error&) {
+      TD_THROW(StorageError, key, ": cannot hold one value id per element of the batch ", shape_json(batch));
+    }
     return Entry(NonTensorData::from_ids(std::vector<json::Value>(rows.begin(), rows.end()), ids).compacted());
   }
   const int64_t expected = leaf_bytes(meta.shape, meta.dtype, key);
