@@ -40,14 +40,12 @@ run() {  # run TARGET SECONDS
   ((status == 0)) || { echo "${t}_fuzzer failed: $build/fuzz-$t.log, input in $build/fuzz-findings/$t/"; return 1; }
 }
 
-replay() {  # replay TARGET: every corpus input once
-  local t=$1 inputs=()
+replay() {  # replay TARGET: every corpus input once (-runs=0 executes the corpora and stops)
+  local t=$1 dirs=()
   mkdir -p "fuzz/regressions/$t"
-  for dir in "$build/fuzz-seeds/$t" "$corpus/$t" "fuzz/regressions/$t"; do
-    [[ -d $dir ]] && while IFS= read -r -d '' f; do inputs+=("$f"); done < <(find "$dir" -type f -print0)
-  done
-  echo "== ${t}_fuzzer: replaying ${#inputs[@]} inputs"
-  ((${#inputs[@]} == 0)) || "$build/fuzz/${t}_fuzzer" -rss_limit_mb=4096 -timeout=10 "${inputs[@]}" >/dev/null 2>"$build/fuzz-$t.log" \
+  for dir in "$build/fuzz-seeds/$t" "$corpus/$t" "fuzz/regressions/$t"; do [[ -d $dir ]] && dirs+=("$dir"); done
+  echo "== ${t}_fuzzer: replaying $(find "${dirs[@]}" -type f | wc -l) inputs"
+  "$build/fuzz/${t}_fuzzer" "${dirs[@]}" -runs=0 -rss_limit_mb=4096 -timeout=10 >"$build/fuzz-$t.log" 2>&1 \
     || { tail -40 "$build/fuzz-$t.log"; return 1; }
 }
 

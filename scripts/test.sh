@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds everything (tests, examples, benchmarks) and runs every test
-# through CTest. This is the README's test command and what CI runs.
+# through CTest; then the sanitizer run and the fuzz targets' CI run. This is the README's test
+# command and what CI runs.
 #
-#   scripts/test.sh [ctest args]             the whole suite, GCC build in ${BUILD_DIR:-build}
-#   scripts/test.sh --sanitize [ctest args]  the unit, contract and generator tests built with
+#   scripts/test.sh [ctest args]             all of it (TEST_SANITIZE=0 or TEST_FUZZ=0 skip a part)
+#   scripts/test.sh --sanitize [ctest args]  only the unit, contract and generator tests built with
 #                                            clang-14, ASan and UBSan (scripts/sanitize-build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +16,10 @@ if [[ "${1:-}" == --sanitize ]]; then
   # Every report stops the test that made it (halt_on_error); leaks are reported at exit.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests): ' "$@"
+  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests):' "$@"
 fi
 scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@"
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@")
+if [[ "${TEST_SANITIZE:-1}" != 0 ]]; then scripts/test.sh --sanitize; fi
+# Every corpus replayed, then every fuzz target for 30 s (docs/reliability.md).
+if [[ "${TEST_FUZZ:-1}" != 0 ]]; then scripts/fuzz.sh --ci 30; fi

@@ -105,6 +105,14 @@ class CopyOnRead final : public TensorDictBase {
     bump_layout_version();
   }
 
+  // The last handle went: the entries go now, as tensor_dict_base.h asks of every backend (a
+  // nested level's weak lock-parent reference keeps this object, and would keep them; ASan's
+  // leak check found it).
+  void release_resources() override {
+    slots_.clear();
+    TensorDictBase::release_resources();
+  }
+
   TensorDict snapshot() const override {
     ++counts_->snapshots;
     return snapshot_level();

@@ -93,5 +93,9 @@ TEST_CASE("a json_array broadcast to a batch no memory can hold is a StorageErro
   const std::vector<int64_t> batch{2, 20000000000002};
   CHECK_THROWS_WITH(decode_leaf(meta, "[\"a\", \"b\"]", "d:x", batch, std::nullopt),
                     Catch::Contains("d:x") && Catch::Contains("cannot hold"));
+  // And 2 x 4.8e8 (fuzz/regressions/store_metadata/json-array-large-broadcast): 7.7 GB of ids
+  // for two values.
+  CHECK_THROWS_WITH(decode_leaf(meta, "[\"a\", \"b\"]", "d:x", std::vector<int64_t>{2, 482809304}, std::nullopt),
+                    Catch::Contains("2^27"));
   CHECK(decode_leaf(meta, "[\"a\", \"b\"]", "d:x", std::vector<int64_t>{2, 3}, std::nullopt).is_non_tensor());
 }

@@ -240,13 +240,15 @@ Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::s
     // Python's json_array holds one value per row of the first batch dim.
     std::vector<int64_t> view(batch.size(), 1);
     view[0] = batch[0];
-    // Found by the fuzzer: a batch of 2 x 2e13 made this allocation fail with a c10::Error.
-    at::Tensor ids;
-    try {
-      ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
-    } catch (const c10::Error&) {
-      TD_THROW(StorageError, key, ": cannot hold one value id per element of the batch ", shape_json(batch));
-    }
+    // Every element gets an int64 id: 8 bytes per element, whatever the value holds. Found by
+    // the fuzzer: a batch of 2 x 2e13 failed in LibTorch's allocator, and 2 x 4.8e8 took 7.7 GB
+    // for two values. Over 2^27 elements (1 GiB of ids) a broadcast value is refused.
+    constexpr int64_t kMaxBroadcastElements = int64_t{1} << 27;
+    int64_t elements = 1;
+    for (int64_t d : batch) elements = d == 0 ? 0 : (elements > kMaxBroadcastElements / d ? kMaxBroadcastElements + 1 : elements * d);
+    TD_CHECK(elements <= kMaxBroadcastElements, StorageError, key, ": cannot hold one value id per element of the batch ",
+             shape_json(batch), " (a json_array of ", rows.size(), " rows broadcast over more than 2^27 elements)");
+    at::Tensor ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
     return Entry(NonTensorData::from_ids(std::vector<json::Value>(rows.begin(), rows.end()), ids).compacted());
   }
   const int64_t expected = leaf_bytes(meta.shape, meta.dtype, key);
