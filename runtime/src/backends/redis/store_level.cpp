@@ -445,14 +445,10 @@ end
 return table.concat(out)
 )lua";
 
-// The rows of dim 0 an index selects, in order, when it is one item on dim 0 that reads rows:
-// an integer, a step-1 slice, a 1-d index tensor or mask. nullopt for anything else.
+// The rows of dim 0 a 1-d index tensor or mask on dim 0 selects, in order, checked against
+// `size`; nullopt for any other index.
 std::optional<std::vector<int64_t>> selected_rows(const BatchIndex& index, int64_t size) {
   std::vector<int64_t> rows;
-  if (const std::optional<RowRun> run = row_run(index)) {
-    for (int64_t r = run->start; r < run->stop; ++r) rows.push_back(r);
-    return rows;
-  }
   const auto& items = index.items();
   if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
   const BatchIndex::Item& item = items[0];
@@ -474,8 +470,8 @@ std::optional<std::vector<int64_t>> selected_rows(const BatchIndex& index, int64
   return rows;
 }
 
-// The rows of dim 0 an indexed write selects (an integer, a step-1 slice, an index tensor or a
-// mask), as runs of consecutive rows: each span is `count` rows from `row`, taken from the
+// The rows of dim 0 an index selects (an integer, a step-1 slice, an index tensor or a mask),
+// as runs of consecutive rows (one byte range of every leaf): each span is `count` rows from `row`, taken from the
 // value's rows from `value_row`. nullopt for indices that are not rows of dim 0.
 struct RowSpan {
   int64_t row, value_row, count;
@@ -487,6 +483,11 @@ struct RowSelection {
 };
 
 std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size) {
+  if (const std::optional<RowRun> run = row_run(index)) {  // one span, without listing its rows
+    const bool integer = index.items()[0].kind == BatchIndex::Item::Kind::Integer;
+    const int64_t count = run->stop - run->start;
+    return RowSelection{count == 0 ? std::vector<RowSpan>{} : std::vector<RowSpan>{{run->start, 0, count}}, count, integer};
+  }
   const std::optional<std::vector<int64_t>> picked = selected_rows(index, size);
   if (!picked) return std::nullopt;
   const std::vector<int64_t>& rows = *picked;
@@ -509,13 +510,10 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
   // every tensor leaf: one GETRANGE for a run of rows, else one Lua GETRANGES per leaf, all in
   // one round trip. Other indices read the leaves whole (the default).
   if (batch_size_.empty()) return TensorDictBase::index(index);
-  const std::optional<std::vector<int64_t>> picked = selected_rows(index, batch_size_[0]);
+  const std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   // No rows: nothing to move (and GETRANGE has no empty range).
-  if (!picked || picked->empty()) return TensorDictBase::index(index);
-  const std::vector<int64_t>& picks = *picked;
-  const bool integer = index.items()[0].kind == BatchIndex::Item::Kind::Integer;
-  bool run = true;
-  for (size_t i = 1; i < picks.size() && run; ++i) run = picks[i] == picks[i - 1] + 1;
+  if (!selection || selection->count == 0) return TensorDictBase::index(index);
+  const std::vector<RowSpan>& spans = selection->spans;
   const Layout layout = state_->layout(true);
   std::vector<std::string> paths;
   std::vector<Command> commands;
@@ -527,26 +525,23 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
       continue;
     }
     const int64_t row = leaf_bytes(c10::IntArrayRef(meta.shape).slice(1), meta.dtype, state_->keys.data(path));
-    if (run) {
-      const int64_t first = picks.front() * row;
+    if (spans.size() == 1) {
+      const int64_t first = spans[0].row * row;
       commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
-                          std::to_string(first + static_cast<int64_t>(picks.size()) * row - 1)});
+                          std::to_string(first + spans[0].count * row - 1)});
       continue;
     }
     Command eval{"EVAL", kGetRangesScript, "1", state_->keys.data(path)};
-    for (size_t i = 0; i < picks.size();) {
-      size_t j = i + 1;  // consecutive rows are one range
-      while (j < picks.size() && picks[j] == picks[j - 1] + 1) ++j;
-      eval.push_back(std::to_string(picks[i] * row));
-      eval.push_back(std::to_string(static_cast<int64_t>(j - i) * row));
-      i = j;
+    for (const RowSpan& span : spans) {
+      eval.push_back(std::to_string(span.row * row));
+      eval.push_back(std::to_string(span.count * row));
     }
     commands.push_back(std::move(eval));
   }
   Replies replies = state_->client.pipeline(commands);
   for (size_t i = 0; i < paths.size(); ++i) state_->client.check(replies[i], commands[i]);
   const std::map<std::string, size_t> reply_of = reply_index(paths);
-  const int64_t rows = static_cast<int64_t>(picks.size());
+  const int64_t rows = selection->count;
   return build(
       layout, path_, batch_size_,
       [&](const std::string& p, c10::IntArrayRef batch) {
@@ -563,7 +558,7 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
         LeafMetadata part = meta;
         part.shape[0] = rows;
         Entry out = decode_leaf(part, data.str(), key, batch, device_);
-        return integer ? Entry(out.tensor().squeeze(0)) : out;
+        return selection->integer ? Entry(out.tensor().squeeze(0)) : out;
       },
       [&](c10::IntArrayRef batch) {
         BatchSize out(index.result_batch_size().begin(), index.result_batch_size().end());
