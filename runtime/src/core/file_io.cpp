@@ -1,5 +1,6 @@
 #include "core/file_io.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <mutex>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -115,33 +117,43 @@ void ensure_directory(const std::string& dir) {
   TD_CHECK(!ec, StorageError, "Cannot create directory ", dir, ": ", ec.message());
 }
 
-void write_file(const std::string& path, const void* data, size_t n, bool existsok) {
-  Fd f{open_for_write(path, existsok)};
-  // Only shrink up front: a file shorter than n grows by the write itself (extending it with
-  // ftruncate first makes the kernel allocate the blocks twice).
-  struct stat st;
-  TD_CHECK(::fstat(f.fd, &st) == 0, StorageError, "Cannot stat ", path, ": ", errno_str(errno));
-  if (static_cast<size_t>(st.st_size) > n) set_length(f.fd, path, n);
+namespace {
+
+// Writes all of [data, data + n) at offset 0 of `fd`; StorageError naming `shown`.
+void write_all(int fd, const void* data, size_t n, const std::string& shown) {
   const char* p = static_cast<const char*>(data);
   size_t done = 0;
   while (done < n) {
-    ssize_t w = ::pwrite(f.fd, p + done, std::min<size_t>(n - done, size_t{1} << 30),
-                         static_cast<off_t>(done));
+    ssize_t w = ::pwrite(fd, p + done, std::min<size_t>(n - done, size_t{1} << 30), static_cast<off_t>(done));
     if (w < 0 && errno == EINTR) continue;
-    TD_CHECK(w > 0, StorageError, "Cannot write ", path, " (", done, " of ", n,
-             " bytes written): ", errno_str(errno));
+    TD_CHECK(w > 0, StorageError, "Cannot write ", shown, " (", done, " of ", n, " bytes written): ",
+             errno_str(errno));
     done += static_cast<size_t>(w);
   }
 }
 
-void create_zero_file(const std::string& path, size_t n, bool existsok) {
+const std::string& or_path(const std::string& shown, const std::string& path) { return shown.empty() ? path : shown; }
+
+}  // namespace
+
+void write_file(const std::string& path, const void* data, size_t n, bool existsok, const std::string& shown) {
+  Fd f{open_for_write(path, existsok)};
+  // Only shrink up front: a file shorter than n grows by the write itself (extending it with
+  // ftruncate first makes the kernel allocate the blocks twice).
+  struct stat st;
+  TD_CHECK(::fstat(f.fd, &st) == 0, StorageError, "Cannot stat ", or_path(shown, path), ": ", errno_str(errno));
+  if (static_cast<size_t>(st.st_size) > n) set_length(f.fd, path, n);
+  write_all(f.fd, data, n, or_path(shown, path));
+}
+
+void create_zero_file(const std::string& path, size_t n, bool existsok, const std::string& shown) {
+  const std::string& name = or_path(shown, path);
   Fd f{open_for_write(path, existsok)};
   // Drop old contents first so the whole file reads as zeros.
   if (live_mapping_length(path) == 0) {
-    TD_CHECK(::ftruncate(f.fd, 0) == 0, StorageError, "Cannot truncate ", path, ": ",
-             errno_str(errno));
-    TD_CHECK(::ftruncate(f.fd, static_cast<off_t>(n)) == 0, StorageError, "Cannot resize ", path,
-             " to ", n, " bytes: ", errno_str(errno));
+    TD_CHECK(::ftruncate(f.fd, 0) == 0, StorageError, "Cannot truncate ", name, ": ", errno_str(errno));
+    TD_CHECK(::ftruncate(f.fd, static_cast<off_t>(n)) == 0, StorageError, "Cannot resize ", name, " to ", n,
+             " bytes: ", errno_str(errno));
     return;
   }
   set_length(f.fd, path, n);
@@ -150,37 +162,58 @@ void create_zero_file(const std::string& path, size_t n, bool existsok) {
     size_t chunk = std::min(zeros.size(), n - done);
     ssize_t w = ::pwrite(f.fd, zeros.data(), chunk, static_cast<off_t>(done));
     if (w < 0 && errno == EINTR) continue;
-    TD_CHECK(w > 0, StorageError, "Cannot write ", path, ": ", errno_str(errno));
+    TD_CHECK(w > 0, StorageError, "Cannot write ", name, ": ", errno_str(errno));
     done += static_cast<size_t>(w);
   }
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
+namespace {
+void replace_file_as(const std::string& path, const void* data, size_t n, const std::string& shown) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
-    TD_CHECK(!S_ISLNK(st.st_mode), StorageError, "Refusing to write ", path, " through symlink.");
+    TD_CHECK(!S_ISLNK(st.st_mode), StorageError, "Refusing to write ", shown, " through symlink.");
   }
-  const std::string temp = path + ".tmp" + std::to_string(::getpid());
-  {
+  // Unique per call: two threads replacing one file must not share a temporary file.
+  static std::atomic<unsigned> counter{0};
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  try {
     Fd f;
-    f.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    TD_CHECK(f.fd >= 0, StorageError, "Cannot open ", temp, " for writing: ", errno_str(errno));
-    size_t done = 0;
-    while (done < text.size()) {
-      ssize_t w = ::write(f.fd, text.data() + done, text.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        const int err = errno;
-        ::unlink(temp.c_str());
-        TD_THROW(StorageError, "Cannot write ", path, ": ", errno_str(err));
-      }
-      done += static_cast<size_t>(w);
-    }
+    f.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    TD_CHECK(f.fd >= 0, StorageError, "Cannot write ", shown, ": cannot create ", temp, ": ", errno_str(errno));
+    write_all(f.fd, data, n, shown);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
-    TD_THROW(StorageError, "Cannot replace ", path, ": ", errno_str(err));
+    TD_THROW(StorageError, "Cannot replace ", shown, ": ", errno_str(err));
+  }
+}
+}  // namespace
+
+void replace_file(const std::string& path, const void* data, size_t n) { replace_file_as(path, data, n, path); }
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& shown) {
+  replace_file_as(path, text.data(), text.size(), or_path(shown, path));
+}
+
+void remove_dead_writers_leftovers(const std::string& dir, const std::string& prefix, const std::string& keep_suffix) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!keep_suffix.empty() && name.size() >= keep_suffix.size() &&
+        name.compare(name.size() - keep_suffix.size(), keep_suffix.size(), keep_suffix) == 0) {
+      continue;
+    }
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '-' || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code ignored;
+    fs::remove_all(entry.path(), ignored);
   }
 }
 

@@ -20,14 +20,24 @@ bool path_exists(const std::string& path);
 void ensure_directory(const std::string& dir);
 /// Writes `n` bytes to `path`: created when missing (StorageError when it exists and
 /// !existsok), left exactly `n` bytes long unless a live mapping of the file is longer (then
-/// the tail stays, as Python tensordict leaves it). Refuses symlinks.
-void write_file(const std::string& path, const void* data, size_t n, bool existsok);
+/// the tail stays, as Python tensordict leaves it). Refuses symlinks. Errors name `shown`
+/// (default: `path`), the file the user asked for when `path` is its staging copy.
+void write_file(const std::string& path, const void* data, size_t n, bool existsok,
+                const std::string& shown = {});
 /// A file of `n` zero bytes (sparse), same rules as write_file.
-void create_zero_file(const std::string& path, size_t n, bool existsok);
-/// Replaces a small text file (meta.json) by its new contents, atomically (a temporary file in
-/// the same directory renamed over it: a reader sees the old or the new text, never a part);
-/// refuses symlinks.
-void write_text_file(const std::string& path, const std::string& text);
+void create_zero_file(const std::string& path, size_t n, bool existsok, const std::string& shown = {});
+/// Replaces the file `path` by `n` new bytes atomically: they go to a temporary file in the
+/// same directory, renamed over `path` last, so a reader (or a writer killed at any point)
+/// sees the old contents or the new ones, never a part; on failure the temporary file is
+/// removed and `path` is untouched. Refuses symlinks. Errors name `path`.
+void replace_file(const std::string& path, const void* data, size_t n);
+/// replace_file of a small text file (meta.json); errors name `shown` (default: `path`).
+void write_text_file(const std::string& path, const std::string& text, const std::string& shown = {});
+/// Removes what killed writers left in `dir`: entries named `<prefix><pid>-...` whose process
+/// `pid` no longer runs (a temporary file or staging directory never renamed into place).
+/// Entries ending in `keep_suffix` (when not empty) are left.
+void remove_dead_writers_leftovers(const std::string& dir, const std::string& prefix,
+                                   const std::string& keep_suffix = {});
 /// Removes the file `path` when it exists (a stale sidecar); StorageError when that fails.
 void remove_if_present(const std::string& path);
 /// The size of the regular file `path`; StorageError naming it when it is missing.

@@ -19,8 +19,8 @@ namespace tensordict {
 struct ConsolidateOptions {
   /// Where the storage lives; the tensordict's device (or the CPU) when absent.
   std::optional<at::Device> device;
-  /// When set, the storage and metadata are written to this file (truncated first) and the
-  /// result maps it copy-on-write, as Python's consolidate(filename=...).
+  /// When set, written to this file (a temporary renamed over it: a killed or failed write
+  /// leaves the old file whole); the result maps it copy-on-write, as Python's filename=.
   std::string filename;
 };
 

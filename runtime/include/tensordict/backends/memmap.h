@@ -25,7 +25,7 @@ struct MemmapOptions {
   /// With false, an existing leaf file is an error ("The file ... already exists.").
   bool existsok = true;
   /// A directory that already holds a tensordict (a meta.json) is refused unless this is set:
-  /// memmap_like zero-fills, and memmap overwrites, what is there.
+  /// memmap_like zero-fills, and memmap replaces (whole, in one rename), what is there.
   bool overwrite = false;
   /// Copy leaves that are already mapped from another file (otherwise an error, as Python).
   bool copy_existing = false;

@@ -421,7 +421,11 @@ TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) 
   auto [storage, meta] = pack_leaves(td, storage_device);
   if (options.filename.empty()) return rebuild_views(storage, meta, device, "consolidate");
   const std::string blob = pack(storage, meta);
-  write_file(absolute_path(options.filename), blob.data(), blob.size(), /*existsok=*/true);
+  // A new file renamed over the old one: a kill or a full disk leaves the old file whole.
+  const std::string path = absolute_path(options.filename);
+  const auto slash = path.rfind('/');
+  remove_dead_writers_leftovers(path.substr(0, std::max<size_t>(slash, 1)), path.substr(slash + 1) + ".tmp-");
+  replace_file(path, blob.data(), blob.size());
   return from_consolidated(options.filename);
 }
 

@@ -1,5 +1,7 @@
 #include "backends/hdf5/h5_id.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include <tensordict/errors.h>
@@ -7,9 +9,27 @@
 namespace tensordict {
 namespace h5 {
 
+namespace {
+// Set when HDF5 could not release an id: a file whose close failed (its final flush hit a full
+// disk) stays half-closed, and HDF5 1.10's own cleanup at exit crashes on it.
+std::atomic<bool> release_failed{false};
+
+// What HDF5's exit handler does (close what is open, flushing it), unless a close failed.
+void close_library_at_exit() {
+  if (!release_failed.load()) H5close();
+}
+}  // namespace
+
+void note_release_failed() { release_failed.store(true); }
+
 void silence_errors() {
   static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  std::call_once(once, [] {
+    // Our exit handler replaces HDF5's (this must come before any other HDF5 call to count; a
+    // program that called HDF5 first keeps HDF5's).
+    if (H5dont_atexit() >= 0) std::atexit(close_library_at_exit);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  });
 }
 
 namespace {

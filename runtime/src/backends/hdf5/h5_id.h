@@ -12,6 +12,9 @@
 namespace tensordict {
 namespace h5 {
 
+/// Records that HDF5 failed to release an id (see silence_errors).
+void note_release_failed();
+
 class H5Id {
  public:
   H5Id() = default;
@@ -30,7 +33,7 @@ class H5Id {
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
   void reset() {
-    if (id_ >= 0) H5Idec_ref(id_);
+    if (id_ >= 0 && H5Idec_ref(id_) < 0) note_release_failed();
     id_ = H5I_INVALID_HID;
   }
 
@@ -39,7 +42,8 @@ class H5Id {
 };
 
 /// Turns off HDF5's printing of error stacks (once per process): errors are reported through
-/// exceptions instead.
+/// exceptions instead. Also replaces HDF5's exit handler by one that skips the library's
+/// cleanup once a file failed to close (HDF5 1.10 crashes there).
 void silence_errors();
 /// HDF5's current error stack as one line (innermost message last), then clears it.
 std::string error_stack();

@@ -15,6 +15,7 @@
 
 #include "backends/hdf5/h5_id.h"
 #include "backends/hdf5/persistent_impl.h"
+#include "core/file_io.h"
 
 namespace tensordict {
 
@@ -31,6 +32,9 @@ namespace {
 TensorDict write_new_file(const std::string& path, c10::IntArrayRef batch_size, const H5Options& options,
                           std::optional<at::Device> device, FunctionRef<void(TensorDict&)> fill) {
   static std::atomic<int> counter{0};
+  const std::filesystem::path target(path);
+  // Temporary files of writers killed before their rename would stay forever otherwise.
+  detail::remove_dead_writers_leftovers(target.parent_path().string(), target.filename().string() + ".tmp-");
   const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   TensorDict root = h5::open_file(temp, "w", batch_size.vec(), options, device);
   const std::shared_ptr<h5::H5File>& file = h5::file_of(*root.impl());

@@ -9,9 +9,10 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include <ATen/ATen.h>
 
-#include <tensordict/backends/memory_mapped_tensor.h>
 #include <tensordict/dtype.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
@@ -21,6 +22,7 @@
 #include "backends/memmap/memmap_level.h"
 #include "core/file_io.h"
 #include "core/format.h"
+#include "core/staged_directory.h"
 
 namespace tensordict {
 
@@ -44,11 +46,12 @@ std::string entry_file_name(const std::string& key, const Entry& entry) {
 
 // One leaf file to write; the mapped result goes into `dest` (and `in_place`, for memmap_).
 struct LeafJob {
-  std::string path;
+  std::string path;  // where the file will be once the write is committed
   at::Tensor source;
   std::string key;
   c10::intrusive_ptr<TensorDictBase> dest;
   c10::intrusive_ptr<TensorDictBase> in_place;
+  bool reused = false;  // the source already is this file's mapping: it is the result
   at::Tensor result;
 };
 
@@ -68,10 +71,25 @@ class Writer {
              " already holds a tensordict (meta.json); writing there would replace its data. Set "
              "MemmapOptions::overwrite to replace it, or load it with load_memmap");
     validate(*td.impl(), NestedKey());  // refuse bad keys and dtypes before writing anything
+    // Everything is written to a hidden sibling directory that replaces `root` in one rename at
+    // the end: a kill or an I/O error at any point leaves the old directory whole.
+    StagedDirectory staging(root);
+    staging_ = &staging;
     auto out = write_collection(td.impl_ptr(), root, NestedKey());
+    if (!options_.existsok && staging.staged()) {
+      for (const auto& job : jobs_)
+        TD_CHECK(!path_exists(job.path), StorageError, "The file ", job.path, " already exists.");
+    }
     run_jobs();
     // meta.json files go last and children first, as Python writes them.
-    for (auto it = texts_.rbegin(); it != texts_.rend(); ++it) write_text_file(it->path, it->text);
+    for (auto it = texts_.rbegin(); it != texts_.rend(); ++it)
+      write_text_file(staging.write_path(it->path), it->text, it->path);
+    staging.commit();
+    staging_ = nullptr;
+    // Mapped once in place: a mapping of the staging name would be registered under it.
+    for (auto& job : jobs_) {
+      if (!job.reused) job.result = map_file(job.path, job.source.scalar_type(), job.source.sizes(), /*writable=*/true);
+    }
     for (auto& job : jobs_) {
       job.dest->insert_or_assign(job.key, job.result);
       if (job.in_place) job.in_place->insert_or_assign(job.key, job.result);
@@ -90,14 +108,14 @@ class Writer {
                                                      const std::string& dir, const NestedKey& where) {
     const auto* stack = dynamic_cast<const lazy::LazyStackImpl*>(src.get());
     if (stack == nullptr) return write_level(src, dir, where);
-    ensure_directory(dir);
+    ensure_directory(staging_->write_path(dir));
     std::vector<TensorDict> members;
     for (int64_t i = 0; i < stack->count(); ++i) {
       const TensorDict& m = stack->members()[static_cast<size_t>(i)];
       members.emplace_back(write_collection(m.impl_ptr(), join_path(dir, std::to_string(i)), where));
     }
     for (int64_t i = stack->count();; ++i) {
-      const std::string stale = join_path(dir, std::to_string(i));
+      const std::string stale = staging_->write_path(join_path(dir, std::to_string(i)));
       if (!path_exists(join_path(stale, "meta.json"))) break;
       std::filesystem::remove_all(stale);
     }
@@ -114,7 +132,7 @@ class Writer {
 
   c10::intrusive_ptr<MemmapLevel> write_level(const c10::intrusive_ptr<TensorDictBase>& src,
                                                       const std::string& dir, const NestedKey& where) {
-    ensure_directory(dir);
+    ensure_directory(staging_->write_path(dir));
     auto out = c10::make_intrusive<MemmapLevel>(src->batch_size(), at::Device(at::kCPU), dir, src->num_entries());
     json::Object meta;
     src->for_each([&](const std::string& key, const Entry& entry) {
@@ -137,7 +155,7 @@ class Writer {
           }
           out->insert_or_assign(key, t);  // placeholder until the file is mapped
           total_bytes_ += t.numel() * static_cast<int64_t>(t.element_size());
-          jobs_.push_back(LeafJob{join_path(dir, name), t, key, out, in_place_ ? src : c10::intrusive_ptr<TensorDictBase>(), {}});
+          jobs_.push_back(LeafJob{join_path(dir, name), t, key, out, in_place_ ? src : c10::intrusive_ptr<TensorDictBase>(), false, {}});
           break;
         }
         case Entry::Kind::TensorDict: {
@@ -150,11 +168,11 @@ class Writer {
         case Entry::Kind::NonTensor: {
           const NonTensorData& data = entry.non_tensor();
           const std::string child_dir = join_path(dir, name);
-          ensure_directory(child_dir);
+          ensure_directory(staging_->write_path(child_dir));
           NonTensorMeta stored = non_tensor_meta(data);
           meta.emplace_back(key, json::Value(json::Object{{"type", stored.marker}}));
           // A pickle sidecar of an earlier save would be stale once the data is written as JSON.
-          remove_if_present(join_path(child_dir, stored.stale_sidecar));
+          remove_if_present(staging_->write_path(join_path(child_dir, stored.stale_sidecar)));
           texts_.push_back({join_path(child_dir, "meta.json"), std::move(stored.text)});
           out->insert_or_assign(key, data);
           break;
@@ -198,19 +216,41 @@ class Writer {
   }
 
 
+  // Writes the job's file at its staging name (mapped after the commit).
   void run_one(LeafJob& job) {
+    const std::string target = staging_->write_path(job.path);
+    const size_t nbytes = static_cast<size_t>(job.source.numel()) * job.source.element_size();
     if (zeros_) {
-      job.result = MemoryMappedTensor::zeros(job.source.sizes(), job.source.scalar_type(), job.path,
-                                             options_.existsok).tensor();
-    } else {
-      job.result = MemoryMappedTensor::from_tensor(job.source, job.path, options_.existsok,
-                                                   options_.copy_existing).tensor();
+      create_zero_file(target, nbytes, options_.existsok, job.path);
+    } else if (!reuse_mapping(job, target)) {
+      at::Tensor src = job.source.detach().to(at::kCPU).contiguous();
+      // Written in place, a source that maps the destination would be overwritten while read.
+      if (!staging_->staged() && storage_maps(src, job.path)) src = src.clone();
+      write_file(target, src.data_ptr(), nbytes, options_.existsok, job.path);
     }
     if (options_.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex_);
       done_bytes_ += job.source.numel() * static_cast<int64_t>(job.source.element_size());
       options_.progress(done_bytes_, total_bytes_);
     }
+  }
+
+  // A leaf that already maps its destination file (memmap_ again at the same place) keeps that
+  // file: hard-linked into the staging directory, it is the same file after the commit, so its
+  // mapping, and every handle sharing it, stays live. A leaf mapped from another file is copied
+  // only with copy_existing, as in Python.
+  bool reuse_mapping(LeafJob& job, const std::string& target) {
+    const std::optional<std::string> existing = mapped_filename(job.source);
+    if (!existing) return false;
+    if (*existing != job.path) {
+      TD_CHECK(options_.copy_existing, StorageError, "A filename was provided but the tensor already has a "
+               "file associated (", *existing, "); pass copy_existing=true to copy it to ", job.path);
+      return false;
+    }
+    if (staging_->staged() && ::link(job.path.c_str(), target.c_str()) != 0) return false;  // copied instead
+    job.reused = true;
+    job.result = job.source;
+    return true;
   }
 
   void run_jobs() {
@@ -240,6 +280,7 @@ class Writer {
   }
 
   const MemmapOptions& options_;
+  StagedDirectory* staging_ = nullptr;  // set while run() writes
   bool zeros_;
   bool in_place_;
   std::vector<LeafJob> jobs_;
