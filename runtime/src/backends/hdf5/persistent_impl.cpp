@@ -717,6 +717,7 @@ H5Level::H5Level(std::shared_ptr<H5File> file, std::string group, c10::IntArrayR
 size_t H5Level::num_entries() const { return keys().size(); }
 
 std::vector<std::string> H5Level::keys() const {
+  const auto guard = file_->lock();
   std::vector<std::string> out;
   for (std::string& key : group_keys(*file_, group_)) {
     if (object_kind(*file_, child_path(group_, key)) != EntryKind::Undefined) out.push_back(std::move(key));
@@ -727,10 +728,12 @@ std::vector<std::string> H5Level::keys() const {
 bool H5Level::has(std::string_view key) const { return kind(key) != EntryKind::Undefined; }
 
 EntryKind H5Level::kind(std::string_view key) const {
+  const auto guard = file_->lock();
   return linkable(key) ? object_kind(*file_, child_path(group_, key)) : EntryKind::Undefined;
 }
 
 void H5Level::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  const auto guard = file_->lock();
   for (const std::string& key : group_keys(*file_, group_)) {
     const EntryKind k = object_kind(*file_, child_path(group_, key));
     if (k != EntryKind::Undefined) fn(key, k);
@@ -738,6 +741,7 @@ void H5Level::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) 
 }
 
 c10::intrusive_ptr<H5Level> H5Level::child(std::string_view key) const {
+  const auto guard = file_->lock();
   if (auto cached = children_.find(key); cached != children_.end()) return cached->second;
   const std::string path = child_path(group_, key);
   auto it = file_->batches.find(path);
@@ -755,6 +759,7 @@ Entry H5Level::get(std::string_view key) const { return read(key, nullptr); }
 Entry H5Level::read_at(std::string_view key, const BatchIndex& index) const { return read(key, &index); }
 
 Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
+  const auto guard = file_->lock();
   if (!linkable(key)) return Entry();
   const std::string path = child_path(group_, key);
   Object obj = open_object(*file_, path);
@@ -792,6 +797,7 @@ Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
 }
 
 void H5Level::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  const auto guard = file_->lock();
   for (const std::string& key : group_keys(*file_, group_)) {
     Entry e = get(key);
     if (e.defined()) fn(key, e);
@@ -799,12 +805,14 @@ void H5Level::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) c
 }
 
 LeafMeta H5Level::leaf_meta(std::string_view key) const {
+  const auto guard = file_->lock();
   Dataset d = open_dataset(*file_, child_path(group_, key));
   check_extends_batch(*file_, child_path(group_, key), d.shape, batch_size());
   return LeafMeta{BatchSize(d.shape.begin(), d.shape.end()), d.stored.dtype, device_.value_or(at::Device(at::kCPU))};
 }
 
 void H5Level::insert_or_assign(std::string_view key, Entry value) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   f.check_writable("set '" + std::string(key) + "'");
   check_key(f, group_, key);
@@ -840,6 +848,7 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
 }
 
 void H5Level::erase(std::string_view key) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   if (!has(key)) return;
   f.check_writable("erase '" + std::string(key) + "'");
@@ -851,6 +860,7 @@ void H5Level::erase(std::string_view key) {
 }
 
 void H5Level::rename(std::string_view from, std::string_view to) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   f.check_writable("rename '" + std::string(from) + "'");
   check_key(f, group_, to);
@@ -872,6 +882,7 @@ void H5Level::rename(std::string_view from, std::string_view to) {
 }
 
 void H5Level::move_to_end(std::string_view key) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   f.check_writable("reorder '" + std::string(key) + "'");
   relink_last(f, group_, std::string(key));
@@ -879,12 +890,14 @@ void H5Level::move_to_end(std::string_view key) {
 }
 
 void H5Level::write_(std::string_view key, const at::Tensor& value) {
+  const auto guard = file_->lock();
   const std::string path = child_path(group_, key);
   const Dataset d = writable_tensor(*file_, path);
   write_block(*file_, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape));
 }
 
 void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   const std::string path = child_path(group_, key);
   const Dataset d = writable_tensor(f, path);
@@ -912,6 +925,7 @@ void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at:
 }
 
 void H5Level::create_zeroed(std::string_view key, const std::vector<int64_t>& shape, at::ScalarType dtype) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   f.check_writable("create '" + std::string(key) + "'");
   check_key(f, group_, key);
@@ -920,6 +934,7 @@ void H5Level::create_zeroed(std::string_view key, const std::vector<int64_t>& sh
 }
 
 void H5Level::write_non_tensor_(std::string_view key, const NonTensorData& value) {
+  const auto guard = file_->lock();
   // A stack replacing a stack of its shape is written into the same dataset.
   const std::string path = child_path(group_, key);
   if (value.is_stack() && !value.is_uniform() && linkable(key)) {
@@ -933,6 +948,7 @@ void H5Level::write_non_tensor_(std::string_view key, const NonTensorData& value
 }
 
 TensorDict H5Level::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   f.check_writable("create the group '" + std::string(key) + "'");
   check_key(f, group_, key);
@@ -942,6 +958,7 @@ TensorDict H5Level::make_child(std::string_view key, c10::IntArrayRef batch_size
 }
 
 void H5Level::set_batch_size(c10::IntArrayRef batch_size) {
+  const auto guard = file_->lock();
   H5File& f = *file_;
   f.check_writable("change the batch size");
   H5Id g = check_id(H5Gopen2(f.id(), group_.c_str(), H5P_DEFAULT), location(f, group_), "H5Gopen2");
@@ -951,13 +968,16 @@ void H5Level::set_batch_size(c10::IntArrayRef batch_size) {
 }
 
 TensorDict H5Level::index(const BatchIndex& index) const {
+  const auto guard = file_->lock();
   auto self = c10::intrusive_ptr<H5Level>::reclaim_copy(const_cast<H5Level*>(this));
   return TensorDict(c10::make_intrusive<H5View>(std::move(self), index, index.result_batch_size()));
 }
 
 void H5Level::release_resources() {
-  children_.clear();
-  file_.reset();
+  if (const std::shared_ptr<H5File> file = std::move(file_)) {
+    const auto guard = file->lock();
+    children_.clear();
+  }
   TensorDictBase::release_resources();
 }
 

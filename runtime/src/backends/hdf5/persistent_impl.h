@@ -6,6 +6,7 @@
 // (Note [Reads, copies and writes] in tensor_dict_base.h).
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,7 +37,17 @@ struct H5File {
   hid_t id() const;
   /// StorageError naming the file and `what` when it was opened read-only.
   void check_writable(const std::string& what) const;
-  void close() { file.reset(); }
+  void close() {
+    const auto guard = lock();
+    file.reset();
+  }
+  /// Held by every operation of a level or view of this file: HDF5 itself is thread-safe
+  /// (Debian builds it so), this keeps the levels' own state (children, batches) consistent
+  /// for threads sharing one handle. Recursive: operations call each other.
+  std::unique_lock<std::recursive_mutex> lock() const { return std::unique_lock<std::recursive_mutex>(mutex); }
+
+ private:
+  mutable std::recursive_mutex mutex;
 };
 
 /// "/a" + "b" -> "/a/b".

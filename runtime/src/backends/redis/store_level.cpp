@@ -275,6 +275,7 @@ EntryKind StoreLevel::kind_in(const Layout& layout, const std::string& full_path
 }
 
 EntryKind StoreLevel::kind(std::string_view key) const {
+  const auto guard = state_->lock();
   // Re-read: another client may have added or erased it since.
   return kind_in(state_->layout(true), full(key));
 }
@@ -302,9 +303,13 @@ std::vector<std::string> keys_in(const Layout& layout, const std::string& level)
   return out;
 }
 
-std::vector<std::string> StoreLevel::keys() const { return keys_in(state_->layout(true), path_); }
+std::vector<std::string> StoreLevel::keys() const {
+  const auto guard = state_->lock();
+  return keys_in(state_->layout(true), path_);
+}
 
 void StoreLevel::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  const auto guard = state_->lock();
   const Layout& layout = state_->layout(true);
   for (const std::string& key : keys_in(layout, path_)) fn(key, kind_in(layout, full(key)));
 }
@@ -319,17 +324,20 @@ c10::intrusive_ptr<StoreLevel> StoreLevel::child(const Layout& layout, const std
 }
 
 void StoreLevel::drop_children(const std::string& full_path) {
+  const auto guard = state_->lock();
   for (auto it = children_.begin(); it != children_.end();) {
     it = it->first == full_path || under(it->first, full_path) ? children_.erase(it) : std::next(it);
   }
 }
 
 void StoreLevel::release_resources() {
+  const auto guard = state_->lock();
   children_.clear();
   TensorDictBase::release_resources();
 }
 
 void StoreLevel::move_to_end(std::string_view key) {
+  const auto guard = state_->lock();
   // Only the key order changes: the entry and everything under it get new, later scores.
   const std::string p = full(key);
   const Layout& layout = state_->layout(true);
@@ -347,6 +355,7 @@ void StoreLevel::move_to_end(std::string_view key) {
 }
 
 Entry StoreLevel::get(std::string_view key) const {
+  const auto guard = state_->lock();
   const std::string p = full(key);
   const std::string meta_key = state_->keys.meta(p), data_key = state_->keys.data(p);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -394,6 +403,7 @@ TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c1
 }
 
 TensorDict StoreLevel::snapshot() const {
+  const auto guard = state_->lock();
   const Layout layout = state_->layout(true);
   std::vector<std::string> paths;
   std::vector<Command> commands;
@@ -506,6 +516,7 @@ std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size)
 }  // namespace
 
 TensorDict StoreLevel::index(const BatchIndex& index) const {
+  const auto guard = state_->lock();
   // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges of
   // every tensor leaf: one GETRANGE for a run of rows, else one Lua GETRANGES per leaf, all in
   // one round trip. Other indices read the leaves whole (the default).
@@ -568,6 +579,7 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
 }
 
 void StoreLevel::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  const auto guard = state_->lock();
   const TensorDict all = snapshot();
   all.impl()->for_each([&](const std::string& key, const Entry& entry) {
     // Nested levels stay live views of the store; leaves are the fresh reads.
@@ -580,6 +592,7 @@ void StoreLevel::for_each(FunctionRef<void(const std::string&, const Entry&)> fn
 }
 
 LeafMeta StoreLevel::leaf_meta(std::string_view key) const {
+  const auto guard = state_->lock();
   const std::string p = full(key);
   const Layout& layout = state_->layout(true);
   auto it = layout.leaves.find(p);
@@ -590,6 +603,7 @@ LeafMeta StoreLevel::leaf_meta(std::string_view key) const {
 }
 
 void StoreLevel::insert_or_assign(std::string_view key, Entry value) {
+  const auto guard = state_->lock();
   const std::string p = full(key);
   if (value.is_tensordict()) {
     // The handle stores back the level it got from get(): it is already on the server.
@@ -606,6 +620,7 @@ void StoreLevel::insert_or_assign(std::string_view key, Entry value) {
 }
 
 void StoreLevel::erase(std::string_view key) {
+  const auto guard = state_->lock();
   const std::string p = full(key);
   std::vector<Command> commands;
   add_removal(commands, state_->keys, state_->layout(true), p);
@@ -617,6 +632,7 @@ void StoreLevel::erase(std::string_view key) {
 }
 
 void StoreLevel::rename(std::string_view from, std::string_view to) {
+  const auto guard = state_->lock();
   const std::string source = full(from), target = full(to);
   const Layout layout = state_->layout(true);
   std::vector<Command> commands;
@@ -649,6 +665,7 @@ void StoreLevel::rename(std::string_view from, std::string_view to) {
 }
 
 void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
+  const auto guard = state_->lock();
   const LeafMeta meta = leaf_meta(key);
   // Cast and broadcast as at::Tensor::copy_ does, then the whole leaf in one SET.
   const at::Tensor stored = value.to(at::kCPU, meta.dtype).expand(meta.shape);
@@ -765,6 +782,7 @@ bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
 }  // namespace
 
 void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  const auto guard = state_->lock();
   // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges: one
   // SETRANGE per run of consecutive rows, of the value cast to the leaf's dtype and broadcast
   // to the rows' shape (the bounds were checked when the index was parsed), guarded by the
@@ -925,6 +943,7 @@ bool StoreLevel::write_non_tensor_rows(const BatchIndex& index, const std::vecto
 }
 
 void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
+  const auto guard = state_->lock();
   // Rows of dim 0 into leaves the cached structure knows: every leaf's bytes in one round trip,
   // as hand-written pipelined SETRANGEs, written only if the server still has the metadata
   // they were planned with (send_rows). Anything else (a key to create, non-tensor data,
@@ -957,6 +976,7 @@ void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
 }
 
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
+  const auto guard = state_->lock();
   const std::string p = full(key);
   state_->forget_layout();
   state_->transaction({{"HSET", state_->keys.nested(), p, shape_json(batch_size)},
@@ -967,6 +987,7 @@ TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_s
 }
 
 void StoreLevel::set_batch_size(c10::IntArrayRef batch_size) {
+  const auto guard = state_->lock();
   if (path_.empty()) {
     state_->client.run({"SET", state_->keys.batch_size(), shape_json(batch_size)});
   } else {

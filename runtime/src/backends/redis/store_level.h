@@ -51,9 +51,17 @@ struct StoreState {
   /// Sends `commands` as one MULTI/EXEC transaction and checks every reply.
   void transaction(std::vector<Command> commands);
 
+  /// Held by every operation of a level of this store: the levels share one connection and
+  /// one cached layout, which threads sharing a handle must take turns with. Recursive:
+  /// operations call each other.
+  std::unique_lock<std::recursive_mutex> lock() const { return std::unique_lock<std::recursive_mutex>(mutex); }
+
   RedisClient client;
   StoreKeys keys;
   std::optional<Layout> cached;
+
+ private:
+  mutable std::recursive_mutex mutex;
 };
 
 /// A non-tensor value of an indexed write into an existing non-tensor leaf (store_level.cpp).
