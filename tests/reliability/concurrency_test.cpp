@@ -21,12 +21,12 @@
 #include "support/redis_server.h"
 #endif
 
-#include "reliability/child_process.h"
+#include "support/child_process.h"
 #include "reliability/payload.h"
 #include "support/temp_dir.h"
 
 using namespace tensordict;
-using reliability::ChildProcess;
+using testing_support::ChildProcess;
 using testing_support::TempDir;
 
 namespace {

@@ -16,7 +16,7 @@
 #include <tensordict/backends/persistent.h>
 #endif
 
-#include "reliability/child_process.h"
+#include "support/child_process.h"
 #include "reliability/payload.h"
 #include "support/temp_dir.h"
 
@@ -159,7 +159,7 @@ TEST_CASE("tdtool convert fails on EFBIG with a message naming the file and leav
   for (const auto& [source, dest] : std::vector<std::pair<std::string, std::string>>{
            {dir / "source", dir / "out.h5"}, {dir / "source.h5", dir / "out"}}) {
     FileSizeLimit limit(kLimit);  // inherited by the child, with SIGXFSZ ignored
-    reliability::ChildProcess tdtool({TDTOOL_PATH, "convert", source, dest}, /*merge_stderr=*/true);
+    testing_support::ChildProcess tdtool({TDTOOL_PATH, "convert", source, dest}, /*merge_stderr=*/true);
     const std::string output = tdtool.read_all();
     const int status = tdtool.wait();
     INFO(output);

@@ -1,5 +1,5 @@
 #pragma once
-// A child process the reliability tests start, watch (its stdout, line by line) and kill.
+// A child process a test starts, watches (its stdout, line by line) and kills.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace reliability {
+namespace testing_support {
 
 class ChildProcess {
  public:
@@ -58,14 +58,24 @@ class ChildProcess {
         if (got == line) return true;
         continue;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{out_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char chunk[256];
-      const ssize_t n = ::read(out_, chunk, sizeof(chunk));
-      if (n <= 0) return false;
-      buffer_.append(chunk, static_cast<size_t>(n));
+      if (!read_some(deadline)) return false;
+    }
+  }
+
+  /// Reads stdout until a line starting with `prefix` (stored in `line`); false when the child
+  /// closed it first or `timeout` passed.
+  bool wait_for_prefix(const std::string& prefix, std::string& line,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        if (line.compare(0, prefix.size(), prefix) == 0) return true;
+        continue;
+      }
+      if (!read_some(deadline)) return false;
     }
   }
 
@@ -82,6 +92,26 @@ class ChildProcess {
 
   void kill() { ::kill(pid_, SIGKILL); }
 
+  /// The wait status once the child exits, or -1 when it still runs after `timeout` (it is
+  /// then killed: a test must not hang on a hung child).
+  int wait_or_kill(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      int status = 0;
+      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill();
+        wait();
+        return -1;
+      }
+      ::usleep(10000);
+    }
+  }
+
   /// Waits for the child; its wait status.
   int wait() {
     int status = 0;
@@ -92,9 +122,24 @@ class ChildProcess {
   }
 
  private:
+  // Appends what the child wrote, waiting until `deadline`; false at its end or the deadline.
+  bool read_some(std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[256];
+      const ssize_t n = ::read(out_, chunk, sizeof(chunk));
+      if (n <= 0) return false;
+      buffer_.append(chunk, static_cast<size_t>(n));
+      return true;
+    }
+  }
+
   pid_t pid_ = -1;
   int out_ = -1;
   std::string buffer_;
 };
 
-}  // namespace reliability
+}  // namespace testing_support
