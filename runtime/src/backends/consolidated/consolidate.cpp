@@ -12,6 +12,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/consolidated/rebuild.h"
 #include "backends/in_memory/level_builder.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/table_backend.h"
@@ -315,12 +316,7 @@ TensorDict parse_trailer(const at::Tensor& bytes, const std::string& source) {
   } catch (const ValueError& e) {
     TD_THROW(StorageError, "malformed consolidated metadata: ", e.message());
   }
-  at::Tensor storage = bytes.narrow(0, 0, size - 8 - m);
-  std::optional<at::Device> device;
-  if (const json::Value* cm = meta.find("cls_metadata")) {
-    if (const json::Value* d = cm->find("device"); d && d->is_string()) device = at::Device(at::kCPU);
-  }
-  return rebuild_views(storage, meta, device, source);
+  return detail::rebuild_consolidated(bytes.narrow(0, 0, size - 8 - m), meta, source);
 }
 
 const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
@@ -457,5 +453,15 @@ TensorDict from_consolidated(const std::string& filename) {
   at::Tensor bytes = map_file(path, at::kByte, {size}, /*writable=*/false);
   return parse_trailer(bytes, path);
 }
+
+namespace detail {
+TensorDict rebuild_consolidated(const at::Tensor& storage, const json::Value& meta, const std::string& source) {
+  std::optional<at::Device> device;
+  if (const json::Value* cm = meta.find("cls_metadata")) {
+    if (const json::Value* d = cm->find("device"); d && d->is_string()) device = at::Device(at::kCPU);
+  }
+  return rebuild_views(storage, meta, device, source);
+}
+}  // namespace detail
 
 }  // namespace tensordict
