@@ -19,7 +19,9 @@
 #    BENCH_TDGEN=0 skips it;
 # 6. the store table (bench/store_bench.cpp, a local redis-server): `store op cpp floor ratio`
 #    against hand-written hiredis code, rows per second, the client's RSS during from_schema of
-#    100,000 rows, and redis-benchmark's SET throughput as a reference. BENCH_STORE=0 skips it.
+#    100,000 rows, and redis-benchmark's SET throughput as a reference. BENCH_STORE=0 skips it;
+# 7. the distributed table (bench/dist_bench.cpp, 2 processes on loopback, Gloo):
+#    `dist op cpp floor_leaf floor_flat` with the ratios to each floor. BENCH_DIST=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -223,4 +225,26 @@ if command -v redis-benchmark >/dev/null; then
   kill "$(cat "$dir/pid")"
   rm -rf "$dir"
 fi
+fi
+
+# 7. send/recv and all_reduce_ over c10d (bench/dist_bench.cpp: this binary starts its own
+#    second rank) against hand-written c10d code, per leaf and through one flat buffer. Fixed
+#    iteration counts (both ranks must run the same calls), so BENCH_MIN_TIME does not apply.
+#    BENCH_DIST=0 skips it.
+if [[ "${BENCH_DIST:-1}" != 0 && -x "$build_dir/bench/dist_bench" ]]; then
+run_bench dist_bench --benchmark_report_aggregates_only=true
+PYTHONPATH=scripts /usr/bin/python3 - "$json" <<'PY'
+import sys
+from bench_pairs import medians
+
+seconds, _, order = medians(sys.argv[1])
+for op in order:
+    leaf, flat = seconds.get(("FloorLeaf", op)), seconds.get(("FloorFlat", op))
+    for side in ("Cpp", "Consolidated"):
+        if (side, op) not in seconds:
+            continue
+        t = seconds[(side, op)]
+        print(f"dist {op} {side} {t * 1e6:.0f}us floor_leaf {leaf * 1e6:.0f}us ({leaf / t:.2f}x faster) "
+              f"floor_flat {flat * 1e6:.0f}us (ratio {t / flat:.3f})")
+PY
 fi

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev
+  libtorch-dev libgloo-dev
   libyaml-cpp-dev
   catch2
   libbenchmark-dev
