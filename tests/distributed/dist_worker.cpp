@@ -55,6 +55,7 @@ TensorDict sample(int seed) {
                  {"big", at::full({4, 1 << 17}, s, at::kDouble)}},  // 4 MiB
                 {4});
   td.set({"next", "reward"}, at::arange(4, at::kDouble) * s);
+  td.set({"next", "rotation"}, at::full({4, 1}, c10::complex<double>(s, -s)));  // 16-byte elements at an 8-byte offset
   td.set({"next", "deep", "count"}, at::full({4, 2, 3}, seed, at::kLong));
   td.set_non_tensor("label", json::Value("run " + std::to_string(seed)));
   const json::Value names(json::Array{json::Value("a" + std::to_string(seed)), json::Value("b"), json::Value("c"), json::Value("d")});

@@ -46,26 +46,20 @@ Channel::Channel(c10d::ProcessGroup& pg, int peer, int tag, std::chrono::millise
 
 int Channel::rank() const { return pg_.getRank(); }
 
-void Channel::send(const at::Tensor& t, const char* what) {
-  std::vector<at::Tensor> tensors{t};
-  c10::intrusive_ptr<c10d::Work> work;
-  try {
-    work = pg_.send(tensors, peer_, tag_);
-  } catch (const std::exception& e) {
-    TD_THROW(DistributedError, transfer_, ": sending the ", what, ": ", e.what());
-  }
-  wait_for(work, timeout_, transfer_ + ": sending the " + what);
-}
+void Channel::send(const at::Tensor& t, const char* what) { move(t, /*sending=*/true, what); }
 
-void Channel::recv(const at::Tensor& t, const char* what) {
+void Channel::recv(const at::Tensor& t, const char* what) { move(t, /*sending=*/false, what); }
+
+void Channel::move(const at::Tensor& t, bool sending, const char* what) {
   std::vector<at::Tensor> tensors{t};
+  const std::string step = transfer_ + (sending ? ": sending the " : ": waiting for the ") + what;
   c10::intrusive_ptr<c10d::Work> work;
   try {
-    work = pg_.recv(tensors, peer_, tag_);
+    work = sending ? pg_.send(tensors, peer_, tag_) : pg_.recv(tensors, peer_, tag_);
   } catch (const std::exception& e) {
-    TD_THROW(DistributedError, transfer_, ": receiving the ", what, ": ", e.what());
+    TD_THROW(DistributedError, step, ": ", e.what());
   }
-  wait_for(work, timeout_, transfer_ + ": waiting for the " + what);
+  wait_for(work, timeout_, step);
 }
 
 at::Tensor Channel::recv_ints(int64_t n, const char* what) {

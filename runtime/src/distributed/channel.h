@@ -40,6 +40,8 @@ class Channel {
   const std::string& transfer() const { return transfer_; }
 
  private:
+  void move(const at::Tensor& t, bool sending, const char* what);
+
   c10d::ProcessGroup& pg_;
   int peer_;
   int tag_;

@@ -34,7 +34,10 @@ constexpr int64_t kVersion = 1;
 constexpr int64_t kTransfer = 1, kInit = 2;
 enum Header : int64_t { kMagicAt, kVersionAt, kKindAt, kHashAt, kStorageHashAt, kBytesAt, kStructureAt, kNonTensorAt, kHeaderSize };
 constexpr int64_t kAgreed = 1, kDiffer = 2;
-constexpr int64_t kSendLeaves = 0, kSendStorage = 1;
+// How the data go: planned messages (wire::plan); the sender's consolidated storage straight
+// into the receiver's (same layout); or that storage as one message, after the leaves' offsets
+// in it, unpacked by a receiver that is not consolidated the same way.
+constexpr int64_t kSendLeaves = 0, kSendStorage = 1, kSendStorageAndOffsets = 2;
 
 at::Tensor ints(std::initializer_list<int64_t> values) {
   at::Tensor t = at::empty({static_cast<int64_t>(values.size())}, at::kLong);
@@ -67,8 +70,20 @@ const int64_t* checked_header(const at::Tensor& h, int64_t kind, const Channel& 
   return p;
 }
 
+// Where each leaf starts in the storage, then the storage's size.
+at::Tensor storage_offsets(const wire::Layout& layout) {
+  at::Tensor out = at::empty({static_cast<int64_t>(layout.leaves.size()) + 1}, at::kLong);
+  int64_t* p = out.data_ptr<int64_t>();
+  const auto* base = static_cast<const char*>(layout.storage.data_ptr());
+  for (const wire::Leaf& leaf : layout.leaves)
+    *p++ = leaf.nbytes() ? static_cast<const char*>(leaf.tensor.data_ptr()) - base : 0;
+  *p = layout.storage.numel();
+  return out;
+}
+
 void send_data(Channel& ch, const wire::Layout& layout, int64_t mode) {
-  if (mode == kSendStorage) {
+  if (mode == kSendStorageAndOffsets) ch.send(storage_offsets(layout), "storage offsets");
+  if (mode == kSendStorage || mode == kSendStorageAndOffsets) {
     if (layout.storage.numel() > 0) ch.send(layout.storage, "consolidated storage");
     return;
   }
@@ -78,6 +93,22 @@ void send_data(Channel& ch, const wire::Layout& layout, int64_t mode) {
 void recv_data(Channel& ch, const wire::Layout& layout, int64_t mode) {
   if (mode == kSendStorage) {
     if (layout.storage.numel() > 0) ch.recv(layout.storage, "consolidated storage");
+    return;
+  }
+  if (mode == kSendStorageAndOffsets) {
+    const at::Tensor offsets = ch.recv_ints(static_cast<int64_t>(layout.leaves.size()) + 1, "storage offsets");
+    const int64_t* p = offsets.data_ptr<int64_t>();
+    const int64_t size = p[layout.leaves.size()];
+    TD_CHECK(size >= 0, DistributedError, ch.transfer(), ": malformed storage offsets");
+    at::Tensor storage = at::empty({size}, at::kByte);
+    if (size > 0) ch.recv(storage, "consolidated storage");
+    for (size_t i = 0; i < layout.leaves.size(); ++i) {
+      const int64_t n = layout.leaves[i].nbytes();
+      if (n == 0) continue;
+      TD_CHECK(p[i] >= 0 && p[i] + n <= size, DistributedError, ch.transfer(), ": leaf '",
+               layout.leaves[i].path.join("."), "' lies outside the sender's storage");
+      wire::deliver_leaf(layout.leaves[i], storage.narrow(0, p[i], n));
+    }
     return;
   }
   for (const wire::Message& m : wire::plan(layout)) {
@@ -125,8 +156,9 @@ void recv(TensorDict& td, c10d::ProcessGroup& pg, int src, const Options& option
     TD_THROW(DistributedError, ch.transfer(), ": the structures differ: ",
              wire::first_difference(layout.structure, theirs, src));
   }
+  const bool sender_consolidated = h[kStorageHashAt] != 0;
   const bool same_storage = layout.storage.defined() && static_cast<uint64_t>(h[kStorageHashAt]) == layout.storage_layout_hash;
-  const int64_t mode = same_storage ? kSendStorage : kSendLeaves;
+  const int64_t mode = same_storage ? kSendStorage : sender_consolidated ? kSendStorageAndOffsets : kSendLeaves;
   ch.send(ints({kAgreed, mode}), "answer");
   recv_data(ch, layout, mode);
   if (h[kNonTensorAt] > 0) {

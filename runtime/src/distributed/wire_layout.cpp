@@ -75,10 +75,15 @@ uint64_t storage_layout_hash(const Layout& layout, const at::Tensor& storage) {
 }
 
 at::Tensor typed_view(const at::Tensor& bytes, const Leaf& leaf) {
-  return bytes.view(leaf.tensor.scalar_type()).view(leaf.tensor.sizes());
+  // Messages place leaves at 8-byte offsets: a 16-byte element (complex128) may sit between
+  // two, where a dtype view cannot start.
+  const at::Tensor aligned_bytes = bytes.storage_offset() % leaf.tensor.element_size() == 0 ? bytes : bytes.clone();
+  return aligned_bytes.view(leaf.tensor.scalar_type()).view(leaf.tensor.sizes());
 }
 
-void write_leaf(const Leaf& leaf, const at::Tensor& bytes) {
+}  // namespace
+
+void deliver_leaf(const Leaf& leaf, const at::Tensor& bytes) {
   if (leaf.writable_in_place && bytes.data_ptr() == leaf.tensor.data_ptr()) return;  // received there
   at::NoGradGuard no_grad;  // a received value replaces a parameter's data, it is not a step of autograd
   const at::Tensor value = typed_view(bytes, leaf);
@@ -90,8 +95,8 @@ void write_leaf(const Leaf& leaf, const at::Tensor& bytes) {
   }
 }
 
+namespace {
 int64_t aligned(int64_t n) { return (n + 7) / 8 * 8; }
-
 }  // namespace
 
 uint64_t fnv1a(std::string_view text) {
@@ -203,14 +208,14 @@ at::Tensor incoming(const Layout& layout, const Message& message) {
 
 void deliver(const Layout& layout, const Message& message, const at::Tensor& received) {
   if (!message.packed) {
-    write_leaf(layout.leaves[message.leaves.front()], received);
+    deliver_leaf(layout.leaves[message.leaves.front()], received);
     return;
   }
   int64_t offset = 0;
   for (size_t i : message.leaves) {
     const Leaf& leaf = layout.leaves[i];
     offset = aligned(offset);
-    write_leaf(leaf, received.narrow(0, offset, leaf.nbytes()));
+    deliver_leaf(leaf, received.narrow(0, offset, leaf.nbytes()));
     offset += leaf.nbytes();
   }
 }

@@ -73,6 +73,8 @@ at::Tensor outgoing(const Layout& layout, const Message& message);
 /// Where to receive one message: the leaf itself when it can be written in place, otherwise a
 /// new buffer that deliver() copies from.
 at::Tensor incoming(const Layout& layout, const Message& message);
+/// Writes one leaf's received bytes into the tensordict (in place, or through set_).
+void deliver_leaf(const Leaf& leaf, const at::Tensor& bytes);
 /// Writes a received message into the tensordict.
 void deliver(const Layout& layout, const Message& message, const at::Tensor& received);
 
