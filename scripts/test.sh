@@ -4,19 +4,20 @@
 # command and what CI runs.
 #
 #   scripts/test.sh [ctest args]             all of it (TEST_SANITIZE=0 or TEST_FUZZ=0 skip a part)
-#   scripts/test.sh --sanitize [ctest args]  only the unit, contract and generator tests built with
-#                                            clang-14, ASan and UBSan (scripts/sanitize-build.sh)
+#   scripts/test.sh --sanitize [ctest args]  only the unit, contract, generator, reliability and
+#                                            distributed tests built with clang-14, ASan and UBSan
+#                                            (scripts/sanitize-build.sh, target sanitizer_tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 if [[ "${1:-}" == --sanitize ]]; then
   shift
-  BUILD_TARGETS="unit_tests contract_tests generator_tests" scripts/sanitize-build.sh
+  BUILD_TARGETS=sanitizer_tests scripts/sanitize-build.sh
   cd "${SAN_BUILD_DIR:-build-san}"
   # Every report stops the test that made it (halt_on_error); leaks are reported at exit.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests):' "$@"
+  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests|reliability_tests|dist_tests):' "$@"
 fi
 scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@")
