@@ -166,7 +166,8 @@ void mismatch(c10d::ProcessGroup& pg) {
     dist::all_reduce_(td, pg);
     throw std::logic_error("a mismatched all_reduce_ went through");
   } catch (const DistributedError& e) {
-    expect(std::string(e.what()).find("differ in structure") != std::string::npos, "collective mismatch message");
+    std::cout << "rank " << rank << ": " << e.what() << std::endl;
+    expect(std::string(e.what()).find("differ in structure: key 'b.c'") != std::string::npos, "collective mismatch message");
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include <tensordict/distributed.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 
 #include <ATen/ATen.h>
@@ -43,9 +45,30 @@ void check_same_structure(const wire::Layout& layout, c10d::ProcessGroup& pg, co
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::MAX;
   wait_for(pg.allreduce(tensors, opts), options.timeout, what + ": comparing the ranks' structures");
-  TD_CHECK(t[0].item<int64_t>() == h && t[1].item<int64_t>() == -h, DistributedError, what,
-           ": the ranks' tensordicts differ in structure (keys, dtypes, shapes or batch sizes); this rank has\n",
-           layout.structure);
+  if (t[0].item<int64_t>() == h && t[1].item<int64_t>() == -h) return;
+  // Every rank saw the mismatch: they all gather the structure texts, to name the first
+  // differing key against the first rank that differs from this one.
+  std::vector<at::Tensor> length{at::full({1}, static_cast<int64_t>(layout.structure.size()), at::kLong)};
+  std::vector<std::vector<at::Tensor>> lengths(1);
+  for (int r = 0; r < pg.getSize(); ++r) lengths.front().push_back(at::empty({1}, at::kLong));
+  wait_for(pg.allgather(lengths, length), options.timeout, what + ": gathering the ranks' structures");
+  int64_t longest = 0;
+  for (const at::Tensor& n : lengths.front()) longest = std::max(longest, n.item<int64_t>());
+  std::vector<at::Tensor> mine{at::zeros({longest}, at::kByte)};
+  std::memcpy(mine.front().data_ptr(), layout.structure.data(), layout.structure.size());
+  std::vector<std::vector<at::Tensor>> texts(1);
+  for (int r = 0; r < pg.getSize(); ++r) texts.front().push_back(at::empty({longest}, at::kByte));
+  wait_for(pg.allgather(texts, mine), options.timeout, what + ": gathering the ranks' structures");
+  for (int r = 0; r < pg.getSize(); ++r) {
+    const at::Tensor& text = texts.front()[static_cast<size_t>(r)];
+    const std::string theirs(static_cast<const char*>(text.data_ptr()),
+                             static_cast<size_t>(lengths.front()[static_cast<size_t>(r)].item<int64_t>()));
+    if (theirs != layout.structure) {
+      TD_THROW(DistributedError, what, ": the ranks' tensordicts differ in structure: ",
+               wire::first_difference(layout.structure, theirs, r));
+    }
+  }
+  TD_THROW(DistributedError, what, ": the ranks' tensordicts differ in structure");
 }
 
 // The leaves of one dtype as one flat buffer (the leaf itself when it is alone and writable in
