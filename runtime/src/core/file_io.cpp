@@ -173,9 +173,7 @@ void replace_file_as(const std::string& path, const void* data, size_t n, const 
   if (::lstat(path.c_str(), &st) == 0) {
     TD_CHECK(!S_ISLNK(st.st_mode), StorageError, "Refusing to write ", shown, " through symlink.");
   }
-  // Unique per call: two threads replacing one file must not share a temporary file.
-  static std::atomic<unsigned> counter{0};
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const std::string temp = temporary_path(path);
   try {
     Fd f;
     f.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -192,6 +190,17 @@ void replace_file_as(const std::string& path, const void* data, size_t n, const 
   }
 }
 }  // namespace
+
+std::string temporary_path(const std::string& path) {
+  // Unique per call: two threads replacing one file must not share a temporary file.
+  static std::atomic<unsigned> counter{0};
+  return path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+void remove_dead_temporaries(const std::string& path) {
+  const fs::path target(path);
+  remove_dead_writers_leftovers(target.parent_path().string(), target.filename().string() + ".tmp-");
+}
 
 void replace_file(const std::string& path, const void* data, size_t n) { replace_file_as(path, data, n, path); }
 
@@ -321,6 +330,15 @@ std::optional<std::string> mapped_filename(const at::Tensor& tensor) {
     return std::nullopt;
   }
   return it->second.path;
+}
+
+bool already_maps(const at::Tensor& tensor, const std::string& path, bool copy_existing) {
+  const std::optional<std::string> existing = mapped_filename(tensor);
+  if (!existing) return false;
+  if (*existing == path) return true;
+  TD_CHECK(copy_existing, StorageError, "A filename was provided but the tensor already has a file associated (",
+           *existing, "); pass copy_existing=true to copy it to ", path);
+  return false;
 }
 
 bool storage_maps(const at::Tensor& tensor, const std::string& path) {

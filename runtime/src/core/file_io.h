@@ -33,6 +33,12 @@ void create_zero_file(const std::string& path, size_t n, bool existsok, const st
 void replace_file(const std::string& path, const void* data, size_t n);
 /// replace_file of a small text file (meta.json); errors name `shown` (default: `path`).
 void write_text_file(const std::string& path, const std::string& text, const std::string& shown = {});
+/// A new name beside `path` to write its replacement under, unique to this process and call:
+/// "<path>.tmp-<pid>-<n>".
+std::string temporary_path(const std::string& path);
+/// Removes the temporaries (temporary_path) of `path` that writers killed before their rename
+/// left behind.
+void remove_dead_temporaries(const std::string& path);
 /// Removes what killed writers left in `dir`: entries named `<prefix><pid>-...` whose process
 /// `pid` no longer runs (a temporary file or staging directory never renamed into place).
 /// Entries ending in `keep_suffix` (when not empty) are left.
@@ -56,6 +62,9 @@ at::Tensor map_file(const std::string& path, at::ScalarType dtype, c10::IntArray
                     bool writable, bool* shared = nullptr);
 /// The file `tensor` maps when it covers a whole registered mapping.
 std::optional<std::string> mapped_filename(const at::Tensor& tensor);
+/// True when `tensor` already is the whole mapping of `path` (nothing to write). A tensor that
+/// maps another file is a StorageError unless `copy_existing` (Python's rule), then false.
+bool already_maps(const at::Tensor& tensor, const std::string& path, bool copy_existing);
 /// True when `tensor`'s storage lies inside any mapping of `path`.
 bool storage_maps(const at::Tensor& tensor, const std::string& path);
 

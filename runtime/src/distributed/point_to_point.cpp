@@ -133,12 +133,13 @@ void send(const TensorDict& td, c10d::ProcessGroup& pg, int dst, const Options& 
                     static_cast<int64_t>(non_tensor.size())),
           "header");
   const at::Tensor answer = ch.recv_ints(2, "receiver's answer");
-  if (answer[0].item<int64_t>() != kAgreed) {
+  const int64_t* a = answer.data_ptr<int64_t>();
+  if (a[0] != kAgreed) {
     ch.send_text(layout.structure, "structure");
     const int64_t n = ch.recv_ints(1, "difference")[0].item<int64_t>();
     TD_THROW(DistributedError, ch.transfer(), ": the structures differ: ", ch.recv_text(n, "difference"));
   }
-  send_data(ch, layout, answer[1].item<int64_t>());
+  send_data(ch, layout, a[1]);
   if (!non_tensor.empty()) ch.send_text(non_tensor, "non-tensor values");
 }
 

@@ -45,16 +45,16 @@ void walk(const TensorDict& level, const NestedKey& prefix, Layout& out, std::ve
   const bool aliases = level.impl()->leaves_alias_storage();
   for (const auto& [key, entry] : level.items(/*include_nested=*/false)) {
     const NestedKey path = prefix.size() ? prefix.child(key[0]) : NestedKey(key[0]);
+    std::string sort_key = canonical(path);
     if (entry.is_tensor()) {
       const at::Tensor& t = entry.tensor();
-      lines.push_back(canonical(path) + "\ttensor\t" + torch_dtype_name(t.scalar_type()) + " " + detail::size_str(t.sizes()));
-      Leaf leaf{path, level, key[0], t, aliases && t.device().is_cpu() && t.is_contiguous()};
-      out.leaves.push_back(std::move(leaf));
+      lines.push_back(sort_key + "\ttensor\t" + torch_dtype_name(t.scalar_type()) + " " + detail::size_str(t.sizes()));
+      out.leaves.push_back(Leaf{path, std::move(sort_key), level, key[0], t, aliases && t.device().is_cpu() && t.is_contiguous()});
     } else if (entry.is_tensordict()) {
       walk(entry.tensordict(), path, out, lines);
     } else if (entry.is_non_tensor()) {
-      lines.push_back(canonical(path) + "\tnon-tensor\t");
-      out.non_tensors.push_back(NonTensorLeaf{path, level, key[0]});
+      lines.push_back(sort_key + "\tnon-tensor\t");
+      out.non_tensors.push_back(NonTensorLeaf{path, std::move(sort_key), level, key[0]});
     }
   }
 }
@@ -115,7 +115,7 @@ Layout describe(const TensorDict& td) {
   std::sort(lines.begin(), lines.end());
   for (const auto& line : lines) out.structure += line + "\n";
   out.structure_hash = fnv1a(out.structure);
-  auto by_path = [](const auto& a, const auto& b) { return canonical(a.path) < canonical(b.path); };
+  auto by_path = [](const auto& a, const auto& b) { return a.sort_key < b.sort_key; };
   std::stable_sort(out.leaves.begin(), out.leaves.end(), by_path);
   std::stable_sort(out.non_tensors.begin(), out.non_tensors.end(), by_path);
   for (const Leaf& leaf : out.leaves) out.tensor_bytes += leaf.nbytes();
@@ -227,7 +227,7 @@ std::string non_tensor_values(const Layout& layout) {
     json::Object item;
     item.emplace_back("stack", data.is_stack());
     item.emplace_back("value", data.is_stack() ? data.tolist() : data.value());
-    values.emplace_back(canonical(leaf.path), json::Value(std::move(item)));
+    values.emplace_back(leaf.sort_key, json::Value(std::move(item)));
   }
   return json::Value(std::move(values)).dump();
 }
@@ -235,7 +235,7 @@ std::string non_tensor_values(const Layout& layout) {
 void set_non_tensor_values(const Layout& layout, std::string_view text, const std::string& source) {
   const json::Value values = json::parse(text, source);
   for (const NonTensorLeaf& leaf : layout.non_tensors) {
-    const json::Value* item = values.find(canonical(leaf.path));
+    const json::Value* item = values.find(leaf.sort_key);
     TD_CHECK(item != nullptr && item->is_object() && item->find("value") && item->find("stack"), DistributedError,
              source, ": no value for the non-tensor key '", leaf.path.join("."), "'");
     const json::Value& value = *item->find("value");

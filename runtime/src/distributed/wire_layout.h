@@ -21,6 +21,7 @@ namespace wire {
 /// A tensor leaf: the level holding it and its key there, and the tensor a read gives.
 struct Leaf {
   NestedKey path;
+  std::string sort_key;  // the path joined with a separator no key holds: the wire order
   TensorDict level;
   std::string key;
   at::Tensor tensor;
@@ -32,6 +33,7 @@ struct Leaf {
 
 struct NonTensorLeaf {
   NestedKey path;
+  std::string sort_key;
   TensorDict level;
   std::string key;
 };

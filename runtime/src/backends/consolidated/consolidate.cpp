@@ -419,8 +419,7 @@ TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) 
   const std::string blob = pack(storage, meta);
   // A new file renamed over the old one: a kill or a full disk leaves the old file whole.
   const std::string path = absolute_path(options.filename);
-  const auto slash = path.rfind('/');
-  remove_dead_writers_leftovers(path.substr(0, std::max<size_t>(slash, 1)), path.substr(slash + 1) + ".tmp-");
+  remove_dead_temporaries(path);
   replace_file(path, blob.data(), blob.size());
   return from_consolidated(options.filename);
 }

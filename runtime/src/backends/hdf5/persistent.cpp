@@ -2,9 +2,6 @@
 
 #include <tensordict/backends/persistent.h>
 
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 
 #include <ATen/ATen.h>
@@ -31,11 +28,9 @@ namespace {
 // write (a key HDF5 cannot name, a full disk) leaves nothing at `path`. Messages name `path`.
 TensorDict write_new_file(const std::string& path, c10::IntArrayRef batch_size, const H5Options& options,
                           std::optional<at::Device> device, FunctionRef<void(TensorDict&)> fill) {
-  static std::atomic<int> counter{0};
-  const std::filesystem::path target(path);
   // Temporary files of writers killed before their rename would stay forever otherwise.
-  detail::remove_dead_writers_leftovers(target.parent_path().string(), target.filename().string() + ".tmp-");
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  detail::remove_dead_temporaries(path);
+  const std::string temp = detail::temporary_path(path);
   TensorDict root = h5::open_file(temp, "w", batch_size.vec(), options, device);
   const std::shared_ptr<h5::H5File>& file = h5::file_of(*root.impl());
   file->path = path;

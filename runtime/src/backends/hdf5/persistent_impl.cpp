@@ -968,7 +968,6 @@ void H5Level::set_batch_size(c10::IntArrayRef batch_size) {
 }
 
 TensorDict H5Level::index(const BatchIndex& index) const {
-  const auto guard = file_->lock();
   auto self = c10::intrusive_ptr<H5Level>::reclaim_copy(const_cast<H5Level*>(this));
   return TensorDict(c10::make_intrusive<H5View>(std::move(self), index, index.result_batch_size()));
 }

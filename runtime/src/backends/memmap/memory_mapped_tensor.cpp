@@ -15,11 +15,7 @@ MemoryMappedTensor MemoryMappedTensor::from_tensor(const at::Tensor& tensor,
                                                    bool copy_existing) {
   TD_CHECK(tensor.defined(), ValueError, "cannot memory-map an undefined tensor to ", filename);
   const std::string path = absolute_path(filename);
-  if (auto existing = mapped_filename(tensor)) {
-    if (*existing == path) return MemoryMappedTensor(tensor, path, true);
-    TD_CHECK(copy_existing, StorageError, "A filename was provided but the tensor already has a "
-             "file associated (", *existing, "); pass copy_existing=true to copy it to ", path);
-  }
+  if (already_maps(tensor, path, copy_existing)) return MemoryMappedTensor(tensor, path, true);
   at::Tensor src = tensor.detach().to(at::kCPU).contiguous();
   // A source that maps the destination file would be overwritten while it is read.
   if (storage_maps(src, path)) src = src.clone();

@@ -88,7 +88,7 @@ class Writer {
     staging_ = nullptr;
     // Mapped once in place: a mapping of the staging name would be registered under it.
     for (auto& job : jobs_) {
-      if (!job.reused) job.result = map_file(job.path, job.source.scalar_type(), job.source.sizes(), /*writable=*/true);
+      job.result = job.reused ? job.source : map_file(job.path, job.source.scalar_type(), job.source.sizes(), /*writable=*/true);
     }
     for (auto& job : jobs_) {
       job.dest->insert_or_assign(job.key, job.result);
@@ -240,16 +240,9 @@ class Writer {
   // mapping, and every handle sharing it, stays live. A leaf mapped from another file is copied
   // only with copy_existing, as in Python.
   bool reuse_mapping(LeafJob& job, const std::string& target) {
-    const std::optional<std::string> existing = mapped_filename(job.source);
-    if (!existing) return false;
-    if (*existing != job.path) {
-      TD_CHECK(options_.copy_existing, StorageError, "A filename was provided but the tensor already has a "
-               "file associated (", *existing, "); pass copy_existing=true to copy it to ", job.path);
-      return false;
-    }
+    if (!already_maps(job.source, job.path, options_.copy_existing)) return false;
     if (staging_->staged() && ::link(job.path.c_str(), target.c_str()) != 0) return false;  // copied instead
     job.reused = true;
-    job.result = job.source;
     return true;
   }
 

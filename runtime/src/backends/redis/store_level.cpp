@@ -18,6 +18,7 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
+#include "core/file_io.h"
 #include "core/non_tensor_write.h"
 
 namespace tensordict {
@@ -243,10 +244,8 @@ Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::s
     // Every element gets an int64 id: 8 bytes per element, whatever the value holds. Found by
     // the fuzzer: a batch of 2 x 2e13 failed in LibTorch's allocator, and 2 x 4.8e8 took 7.7 GB
     // for two values. Over 2^27 elements (1 GiB of ids) a broadcast value is refused.
-    constexpr int64_t kMaxBroadcastElements = int64_t{1} << 27;
-    int64_t elements = 1;
-    for (int64_t d : batch) elements = d == 0 ? 0 : (elements > kMaxBroadcastElements / d ? kMaxBroadcastElements + 1 : elements * d);
-    TD_CHECK(elements <= kMaxBroadcastElements, StorageError, key, ": cannot hold one value id per element of the batch ",
+    constexpr int64_t kMaxIdBytes = int64_t{8} << 27;
+    TD_CHECK(detail::shape_nbytes(batch, at::kLong, key) <= kMaxIdBytes, StorageError, key, ": cannot hold one value id per element of the batch ",
              shape_json(batch), " (a json_array of ", rows.size(), " rows broadcast over more than 2^27 elements)");
     at::Tensor ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
     return Entry(NonTensorData::from_ids(std::vector<json::Value>(rows.begin(), rows.end()), ids).compacted());
