@@ -6,7 +6,10 @@ test_auto_batch_size layout: root [3, 4], group b [3, 4, 5]), "uint16" (a dtype 
 lacks) "strings" (per-row strings: a str array and a fixed-length bytes array next to a
 tensor of the same rows) "bad_batch" (stored batch sizes its datasets and groups contradict), or a root batch size
 attribute that is not one: "attr_negative" (int array with -2), "attr_float" (a float array),
-"attr_text" (JSON text that is not a list of sizes). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
+"attr_text" (JSON text that is not a list of sizes), or "layouts" (the same [6, 5] float32
+values stored contiguously, big-endian, chunked, compact, in an external file and never
+written, next to contiguous bool, int16 and complex64 datasets: each read directly or through
+HDF5). Run with Debian's /usr/bin/python3 (python3-h5py, python3-numpy).
 """
 import sys
 
@@ -53,6 +56,20 @@ with h5py.File(path, "w") as f:
         f.attrs["tensordict_batch_size"] = np.array([3.0])
     elif kind == "attr_text":
         f.attrs["tensordict_batch_size"] = '{"a": 1}'
+    elif kind == "layouts":
+        values = np.arange(30, dtype=np.float32).reshape(6, 5)
+        f.create_dataset("contiguous", data=values)
+        f.create_dataset("big_endian", data=values.astype(">f4"))
+        f.create_dataset("chunked", data=values, chunks=(2, 5))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        compact = h5py.h5d.create(f.id, b"compact", h5py.h5t.IEEE_F32LE, h5py.h5s.create_simple((6, 5)), dcpl=dcpl)
+        compact.write(h5py.h5s.ALL, h5py.h5s.ALL, values)
+        f.create_dataset("external", data=values, external=[(path + ".raw", 0, h5py.h5f.UNLIMITED)])
+        f.create_dataset("unwritten", shape=(6, 5), dtype=np.float32)
+        f.create_dataset("flags", data=(values.astype(np.int64) % 3) == 0)
+        f.create_dataset("short", data=values.astype(np.int16) - 7)
+        f.create_dataset("complex", data=(values + 1j * -values).astype(np.complex64))
     elif kind == "uint16":
         f.create_dataset("u16", data=np.arange(4, dtype=np.uint16))
     else:

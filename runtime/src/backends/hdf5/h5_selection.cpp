@@ -13,19 +13,11 @@ namespace {
 
 // Positions selected on one dim, as runs [start, start + count * stride) of one stride.
 struct DimSelection {
-  std::vector<hsize_t> starts;  // one per run
-  std::vector<hsize_t> counts;
+  c10::SmallVector<hsize_t, 1> starts;  // one per run
+  c10::SmallVector<hsize_t, 1> counts;
   hsize_t stride = 1;
   int64_t size = 0;  // positions in all
 };
-
-DimSelection whole(int64_t n) {
-  DimSelection d;
-  d.starts = {0};
-  d.counts = {static_cast<hsize_t>(n)};
-  d.size = n;
-  return d;
-}
 
 // Sorted unique positions as runs of consecutive values, and the inverse map into them.
 DimSelection from_positions(const at::Tensor& positions, at::Tensor& inverse) {
@@ -50,18 +42,25 @@ DimSelection from_positions(const at::Tensor& positions, at::Tensor& inverse) {
 
 }  // namespace
 
-std::optional<Selection> select(const std::vector<int64_t>& shape, const BatchIndex& index) {
+bool select(const std::vector<int64_t>& shape, const BatchIndex& index, Selection& sel) {
   int tensors = 0;
   for (const auto& item : index.items()) {
     if (item.kind != Kind::Tensor) continue;
     ++tensors;
-    if (item.tensor.scalar_type() == at::kBool && item.tensor.dim() != 1) return std::nullopt;
+    if (item.tensor.scalar_type() == at::kBool && item.tensor.dim() != 1) return false;
   }
-  if (tensors > 1) return std::nullopt;
+  if (tensors > 1) return false;
 
   const size_t rank = shape.size();
-  std::vector<DimSelection> dims;
-  Selection sel;
+  c10::SmallVector<DimSelection, kInlineDims> dims;
+  // One run of `count` positions from `start`, `stride` apart, on the next dim.
+  auto run = [&dims](int64_t start, int64_t count, int64_t stride) {
+    DimSelection& d = dims.emplace_back();
+    d.starts.push_back(static_cast<hsize_t>(start));
+    d.counts.push_back(static_cast<hsize_t>(count));
+    d.stride = static_cast<hsize_t>(stride);
+    d.size = count;
+  };
   for (const auto& item : index.items()) {
     const int64_t n = dims.size() < rank ? shape[dims.size()] : 0;
     switch (item.kind) {
@@ -73,36 +72,24 @@ std::optional<Selection> select(const std::vector<int64_t>& shape, const BatchIn
         sel.post.emplace_back(item.integer != 0);
         sel.post_is_identity = false;
         break;
-      case Kind::Integer: {
-        DimSelection d;
-        d.starts = {static_cast<hsize_t>(item.integer)};
-        d.counts = {1};
-        d.size = 1;
-        dims.push_back(d);
+      case Kind::Integer:
+        run(item.integer, 1, 1);
         sel.post.emplace_back(0);
         sel.post_is_identity = false;
         break;
-      }
-      case Kind::Slice: {
+      case Kind::Slice:
         if (item.full) {
-          dims.push_back(whole(n));
+          run(0, n, 1);
         } else {
-          DimSelection d;
-          const int64_t count = item.stop > item.start ? (item.stop - item.start + item.step - 1) / item.step : 0;
-          d.starts = {static_cast<hsize_t>(item.start)};
-          d.counts = {static_cast<hsize_t>(count)};
-          d.stride = static_cast<hsize_t>(item.step);
-          d.size = count;
-          dims.push_back(d);
+          run(item.start, item.stop > item.start ? (item.stop - item.start + item.step - 1) / item.step : 0, item.step);
         }
         sel.post.emplace_back(Slice());
         break;
-      }
       case Kind::Tensor: {
         at::Tensor positions = item.tensor.scalar_type() == at::kBool ? item.tensor.nonzero().view(-1) : item.tensor;
         positions = positions.to(at::kCPU, at::kLong);
         at::Tensor inverse;
-        dims.push_back(from_positions(positions, inverse));
+        dims.emplace_back(from_positions(positions, inverse));
         sel.post.emplace_back(inverse);
         sel.post_is_identity = false;
         break;
@@ -110,13 +97,13 @@ std::optional<Selection> select(const std::vector<int64_t>& shape, const BatchIn
     }
   }
   // Dims after the batch (event dims) are read whole.
-  while (dims.size() < rank) dims.push_back(whole(shape[dims.size()]));
+  while (dims.size() < rank) run(0, shape[dims.size()], 1);
 
   for (const auto& d : dims) {
     sel.block_shape.push_back(d.size);
     if (d.size == 0) sel.empty = true;
   }
-  if (sel.empty || rank == 0) return sel;
+  if (sel.empty || rank == 0) return true;
 
   // The selection is the product of the dims' runs; only one dim has several runs (the one
   // with an index tensor).
@@ -129,13 +116,13 @@ std::optional<Selection> select(const std::vector<int64_t>& shape, const BatchIn
   }
   if (sel.runs_dim == rank) {
     sel.runs_dim = 0;
-    sel.run_starts = {sel.start[0]};
-    sel.run_counts = {sel.count[0]};
+    sel.run_starts.push_back(sel.start[0]);
+    sel.run_counts.push_back(sel.count[0]);
   } else {
     sel.run_starts = std::move(dims[sel.runs_dim].starts);
     sel.run_counts = std::move(dims[sel.runs_dim].counts);
   }
-  return sel;
+  return true;
 }
 
 namespace {
@@ -157,10 +144,10 @@ void transfer(hid_t dataset, hid_t file_space, hid_t mem_type, const Selection& 
   };
   const size_t rank = sel.start.size();
   if (rank == 0) return io(H5S_ALL, H5S_ALL);
-  const std::vector<hsize_t> block_dims(sel.block_shape.begin(), sel.block_shape.end());
+  const c10::SmallVector<hsize_t, kInlineDims> block_dims(sel.block_shape.begin(), sel.block_shape.end());
   H5Id mem_space = check_id(H5Screate_simple(static_cast<int>(rank), block_dims.data(), nullptr), where,
                             "H5Screate_simple");
-  std::vector<hsize_t> start = sel.start, count = sel.count;
+  c10::SmallVector<hsize_t, kInlineDims> start = sel.start, count = sel.count;
   const size_t d = sel.runs_dim;
   const size_t runs = sel.run_starts.size();
   if (runs <= kUnionRuns) {
@@ -174,7 +161,7 @@ void transfer(hid_t dataset, hid_t file_space, hid_t mem_type, const Selection& 
     return io(mem_space.get(), file_space);
   }
   // Run r lands at its offset along dim d of the block.
-  std::vector<hsize_t> mem_start(rank, 0);
+  c10::SmallVector<hsize_t, kInlineDims> mem_start(rank, 0);
   for (size_t r = 0; r < runs; ++r) {
     start[d] = sel.run_starts[r];
     count[d] = sel.run_counts[r];

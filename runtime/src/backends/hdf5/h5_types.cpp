@@ -92,7 +92,7 @@ H5Id shared(const H5Id& type) {
 
 }  // namespace
 
-H5Id tensor_type(at::ScalarType dtype) {
+hid_t memory_type(at::ScalarType dtype) {
   // One slot per ScalarType, built on first use (the built ones live until the process ends).
   static std::mutex mutex;
   static std::array<H5Id, static_cast<size_t>(at::ScalarType::NumOptions)> cache;
@@ -100,7 +100,13 @@ H5Id tensor_type(at::ScalarType dtype) {
   TD_CHECK(slot < cache.size(), NotImplementedError, "HDF5 cannot store tensors of dtype ", torch_dtype_name(dtype));
   std::lock_guard<std::mutex> lock(mutex);
   if (!cache[slot].valid()) cache[slot] = build_tensor_type(dtype);
-  return shared(cache[slot]);
+  return cache[slot].get();
+}
+
+H5Id tensor_type(at::ScalarType dtype) {
+  const hid_t type = memory_type(dtype);
+  check(H5Iinc_ref(type), "HDF5", "H5Iinc_ref");
+  return H5Id(type);
 }
 
 H5Id string_type() {

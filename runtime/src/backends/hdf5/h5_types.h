@@ -25,6 +25,9 @@ constexpr const char* kDeviceAttribute = "tensordict_device";
 /// The type a tensor of `dtype` is stored as (and read into: native byte order). NotImplementedError
 /// for dtypes HDF5 cannot hold (quantized, complex32).
 H5Id tensor_type(at::ScalarType dtype);
+/// The same type, borrowed: built once per dtype and kept until the process ends, so reads and
+/// writes pass it to HDF5 without taking a reference (two HDF5 calls fewer per transfer).
+hid_t memory_type(at::ScalarType dtype);
 /// The variable-length UTF-8 string type.
 H5Id string_type();
 

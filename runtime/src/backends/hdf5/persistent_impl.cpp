@@ -16,6 +16,7 @@
 #include <tensordict/json.h>
 #include <tensordict/non_tensor.h>
 
+#include "backends/hdf5/h5_direct_read.h"
 #include "backends/hdf5/h5_selection.h"
 #include "backends/hdf5/h5_types.h"
 #include "core/file_io.h"
@@ -107,11 +108,10 @@ void write_level_attributes(hid_t group, c10::IntArrayRef batch, const std::opti
 // ---- Datasets -----------------------------------------------------------------------------------
 
 std::vector<int64_t> space_shape(hid_t space, const std::string& where) {
-  const int rank = H5Sget_simple_extent_ndims(space);
-  check(rank, where, "H5Sget_simple_extent_ndims");
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  if (rank > 0) check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), where, "H5Sget_simple_extent_dims");
-  return std::vector<int64_t>(dims.begin(), dims.end());
+  hsize_t dims[H5S_MAX_RANK];
+  const int rank = H5Sget_simple_extent_dims(space, dims, nullptr);
+  check(rank, where, "H5Sget_simple_extent_dims");
+  return std::vector<int64_t>(dims, dims + rank);
 }
 
 struct Dataset {
@@ -123,9 +123,8 @@ struct Dataset {
 };
 
 // What the open dataset `id` holds; an unsupported type is reported, not raised (listing
-// keys must not fail on it: reading it does, through require_readable).
-Dataset describe(const H5File& f, const std::string& path, H5Id id) {
-  const std::string where = location(f, path);
+// keys must not fail on it: reading it does, through require_readable). `where` names it.
+Dataset describe(const std::string& where, H5Id id) {
   Dataset d;
   d.id = std::move(id);
   d.type = check_id(H5Dget_type(d.id.get()), where, "H5Dget_type");
@@ -152,7 +151,8 @@ const Dataset& require_readable(const H5File& f, const std::string& path, const 
 }
 
 Dataset open_dataset(const H5File& f, const std::string& path) {
-  Dataset d = describe(f, path, check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Dopen2"));
+  const std::string where = location(f, path);
+  Dataset d = describe(where, check_id(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), where, "H5Dopen2"));
   require_readable(f, path, d);
   return d;
 }
@@ -167,48 +167,56 @@ struct Object {
 // A tensor to read `shape` elements of `path` into. A dataset may claim far more elements than
 // its file holds (chunks never written read as fill values): what memory cannot hold is a
 // StorageError naming it, before HDF5 reads anything.
-at::Tensor allocate(const H5File& f, const std::string& path, c10::IntArrayRef shape, at::ScalarType dtype) {
-  const int64_t bytes = detail::shape_nbytes(shape, dtype, location(f, path));
+at::Tensor allocate(const std::string& where, c10::IntArrayRef shape, at::ScalarType dtype) {
+  const int64_t bytes = detail::shape_nbytes(shape, dtype, where);
   try {
     return at::empty(shape, at::TensorOptions().dtype(dtype));
   } catch (const c10::Error&) {
-    TD_THROW(StorageError, location(f, path), ": cannot allocate ", bytes, " bytes for shape ", size_str(shape),
+    TD_THROW(StorageError, where, ": cannot allocate ", bytes, " bytes for shape ", size_str(shape),
              "; read it by rows (index)");
   }
 }
 
-// The whole dataset `d` as a tensor.
-at::Tensor read_block(const H5File& f, const std::string& path, const Dataset& d) {
-  at::Tensor out = allocate(f, path, d.shape, d.stored.dtype);
-  if (out.numel() == 0) return out;
-  H5Id mem_type = tensor_type(d.stored.dtype);
-  check(H5Dread(d.id.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr()), location(f, path),
+// Reads the elements of `d` that `sel` selects (all of them without one) into `out` with one
+// pread when they qualify (h5_direct_read.h; `fd` is the file's direct_fd): false when they
+// must go through HDF5.
+bool read_direct(int fd, const Dataset& d, const Selection* sel, at::Tensor& out, const std::string& where) {
+  if (fd < 0 || out.numel() == 0) return false;
+  const auto ranges = direct_ranges(d.id.get(), d.type.get(), memory_type(d.stored.dtype), d.shape,
+                                    static_cast<int64_t>(out.element_size()), sel);
+  if (!ranges) return false;
+  read_ranges(fd, *ranges, out.data_ptr(), where);
+  return true;
+}
+
+// The whole dataset `d` (named `where` in errors) as a tensor; `fd` as for read_direct.
+at::Tensor read_block(const std::string& where, const Dataset& d, int fd = -1) {
+  at::Tensor out = allocate(where, d.shape, d.stored.dtype);
+  if (out.numel() == 0 || read_direct(fd, d, nullptr, out, where)) return out;
+  check(H5Dread(d.id.get(), memory_type(d.stored.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data_ptr()), where,
         "H5Dread");
   return out;
 }
 
 // Writes `block` (of the dataset's shape and dtype) over the whole dataset `d`.
-void write_block(const H5File& f, const std::string& path, const Dataset& d, const at::Tensor& block) {
+void write_block(const std::string& where, const Dataset& d, const at::Tensor& block) {
   if (block.numel() == 0) return;
   const at::Tensor data = block.contiguous();
-  H5Id mem_type = tensor_type(d.stored.dtype);
-  check(H5Dwrite(d.id.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data_ptr()), location(f, path),
+  check(H5Dwrite(d.id.get(), memory_type(d.stored.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data_ptr()), where,
         "H5Dwrite");
 }
 
 // The selected elements of `d` (sel.block_shape), or writes them from `block`.
-at::Tensor read_selection(const H5File& f, const std::string& path, const Dataset& d, const Selection& sel) {
-  at::Tensor block = allocate(f, path, sel.block_shape, d.stored.dtype);
-  H5Id mem_type = tensor_type(d.stored.dtype);
-  transfer(d.id.get(), d.space.get(), mem_type.get(), sel, block.data_ptr(), /*write=*/false, location(f, path));
+at::Tensor read_selection(const std::string& where, const Dataset& d, const Selection& sel, int fd = -1) {
+  at::Tensor block = allocate(where, sel.block_shape, d.stored.dtype);
+  if (!sel.empty && read_direct(fd, d, &sel, block, where)) return block;
+  transfer(d.id.get(), d.space.get(), memory_type(d.stored.dtype), sel, block.data_ptr(), /*write=*/false, where);
   return block;
 }
 
-void write_selection(const H5File& f, const std::string& path, const Dataset& d, const Selection& sel,
-                     const at::Tensor& block) {
+void write_selection(const std::string& where, const Dataset& d, const Selection& sel, const at::Tensor& block) {
   const at::Tensor data = block.contiguous();
-  H5Id mem_type = tensor_type(d.stored.dtype);
-  transfer(d.id.get(), d.space.get(), mem_type.get(), sel, data.data_ptr(), /*write=*/true, location(f, path));
+  transfer(d.id.get(), d.space.get(), memory_type(d.stored.dtype), sel, data.data_ptr(), /*write=*/true, where);
 }
 
 // The strings of the string dataset `d`, variable-length (C++'s and h5py's str) or fixed-length
@@ -341,7 +349,7 @@ void write_tensor_dataset(const H5File& f, const std::string& path, const at::Te
            ": cannot store a tensor that requires grad; detach() it first");
   const at::Tensor data = value.detach().to(at::kCPU).contiguous();
   Dataset d = create_dataset(f, path, data.sizes().vec(), data.scalar_type());
-  write_block(f, path, d, data);
+  write_block(location(f, path), d, data);
 }
 
 // Creates the scalar dataset `path` holding `data` and returns it.
@@ -495,13 +503,13 @@ EntryKind object_kind_of(hid_t obj) {
   return t == H5I_GROUP ? EntryKind::TensorDict : t == H5I_DATASET ? EntryKind::Tensor : EntryKind::Undefined;
 }
 
-Object open_object(const H5File& f, const std::string& path) {
+Object open_object(const H5File& f, const std::string& path, const std::string& where) {
   Object out;
   H5Id obj = open_target(f, path);
   if (!obj.valid()) return out;
   out.kind = object_kind_of(obj.get());
   if (out.kind != EntryKind::Tensor) return out;
-  out.dataset = describe(f, path, std::move(obj));
+  out.dataset = describe(where, std::move(obj));
   out.kind = dataset_kind(out.dataset.type.get());
   return out;
 }
@@ -671,7 +679,7 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
   std::vector<std::string> groups;
   for (const std::string& key : group_keys(f, path)) {
     const std::string child = child_path(path, key);
-    Object obj = open_object(f, child);
+    Object obj = open_object(f, child, location(f, child));
     if (obj.kind == EntryKind::TensorDict) groups.push_back(child);
     if (obj.kind == EntryKind::Tensor) {
       tensors.emplace_back(child, std::move(obj.dataset.shape));
@@ -762,7 +770,8 @@ Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
   const auto guard = file_->lock();
   if (!linkable(key)) return Entry();
   const std::string path = child_path(group_, key);
-  Object obj = open_object(*file_, path);
+  const std::string where = location(*file_, path);  // built once: reads are short
+  Object obj = open_object(*file_, path, where);
   switch (obj.kind) {
     case EntryKind::Undefined: return Entry();
     case EntryKind::TensorDict: {
@@ -782,16 +791,17 @@ Entry H5Level::read(std::string_view key, const BatchIndex* index) const {
   }
   const Dataset& d = require_readable(*file_, path, obj.dataset);
   check_extends_batch(*file_, path, d.shape, batch_size());
-  std::optional<Selection> sel;
-  if (index != nullptr) sel = select(d.shape, *index);
+  H5File& f = *file_;
+  if (f.direct_fd == H5File::kUnknownFd) f.direct_fd = direct_read_fd(f.id());
+  Selection sel;
   at::Tensor out;
   if (index == nullptr) {
-    out = read_block(*file_, path, d);
-  } else if (!sel) {
-    out = index->apply(read_block(*file_, path, d));
+    out = read_block(where, d, f.direct_fd);
+  } else if (!select(d.shape, *index, sel)) {
+    out = index->apply(read_block(where, d, f.direct_fd));
   } else {
-    at::Tensor block = read_selection(*file_, path, d, *sel);
-    out = sel->post_is_identity ? block : block.index(sel->post);
+    at::Tensor block = read_selection(where, d, sel, f.direct_fd);
+    out = sel.post_is_identity ? block : block.index(sel.post);
   }
   return Entry(device_ && !device_->is_cpu() ? out.to(*device_) : out);
 }
@@ -825,12 +835,13 @@ void H5Level::insert_or_assign(std::string_view key, Entry value) {
   if (value.is_tensor()) {
     // Same dtype and shape: written in place, so the key keeps its position (and its
     // creation options) instead of being recreated at the end.
-    const Object obj = open_object(f, path);
+    const std::string where = location(f, path);
+    const Object obj = open_object(f, path, where);
     const Dataset& d = obj.dataset;
     const at::Tensor& t = value.tensor();
     if (obj.kind == EntryKind::Tensor && d.stored.kind == StoredType::Kind::Tensor && !t.requires_grad() &&
-        d.stored.dtype == t.scalar_type() && d.shape == t.sizes().vec()) {
-      write_block(f, path, d, t.to(at::kCPU));
+        d.stored.dtype == t.scalar_type() && c10::IntArrayRef(d.shape) == t.sizes()) {
+      write_block(where, d, t.to(at::kCPU));
       return;
     }
   }
@@ -893,35 +904,36 @@ void H5Level::write_(std::string_view key, const at::Tensor& value) {
   const auto guard = file_->lock();
   const std::string path = child_path(group_, key);
   const Dataset d = writable_tensor(*file_, path);
-  write_block(*file_, path, d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape));
+  write_block(location(*file_, path), d, value.detach().to(at::kCPU, d.stored.dtype).expand(d.shape));
 }
 
 void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
   const auto guard = file_->lock();
   H5File& f = *file_;
   const std::string path = child_path(group_, key);
+  const std::string where = location(f, path);
   const Dataset d = writable_tensor(f, path);
   const at::Tensor v = value.detach().to(at::kCPU, d.stored.dtype);
-  std::optional<Selection> sel = select(d.shape, index);
-  if (!sel) {
-    at::Tensor all = read_block(f, path, d);
+  Selection sel;
+  if (!select(d.shape, index, sel)) {
+    at::Tensor all = read_block(where, d);
     index.assign(all, v);
-    write_block(f, path, d, all);
+    write_block(where, d, all);
     return;
   }
-  if (sel->empty) return;
+  if (sel.empty) return;
   // Only the selected elements move, whatever the index. A block the value covers whole (basic
   // slices) is written straight; otherwise it is read, the value put in at the post-index
   // (repeats, dropped dims), and written back.
-  if (sel->post_is_identity) {
+  if (sel.post_is_identity) {
     at::Tensor covering = v;  // leading unit dims dropped, as `leaf[index] = value` does
-    while (covering.dim() > static_cast<int64_t>(sel->block_shape.size()) && covering.size(0) == 1)
+    while (covering.dim() > static_cast<int64_t>(sel.block_shape.size()) && covering.size(0) == 1)
       covering = covering.squeeze(0);
-    return write_selection(f, path, d, *sel, covering.expand(sel->block_shape));
+    return write_selection(where, d, sel, covering.expand(sel.block_shape));
   }
-  at::Tensor block = read_selection(f, path, d, *sel);
-  block.index_put_(sel->post, v);
-  write_selection(f, path, d, *sel, block);
+  at::Tensor block = read_selection(where, d, sel);
+  block.index_put_(sel.post, v);
+  write_selection(where, d, sel, block);
 }
 
 void H5Level::create_zeroed(std::string_view key, const std::vector<int64_t>& shape, at::ScalarType dtype) {
@@ -939,7 +951,7 @@ void H5Level::write_non_tensor_(std::string_view key, const NonTensorData& value
   const std::string path = child_path(group_, key);
   if (value.is_stack() && !value.is_uniform() && linkable(key)) {
     file_->check_writable("write '" + path + "'");
-    const Object obj = open_object(*file_, path);
+    const Object obj = open_object(*file_, path, location(*file_, path));
     if (obj.kind == EntryKind::NonTensor && holds_stack_like(obj.dataset, value)) {
       return write_non_tensor_stack(*file_, path, value, &obj.dataset);
     }
@@ -1068,6 +1080,8 @@ TensorDict open_file(const std::string& path, const std::string& mode, std::opti
       TD_THROW(StorageError, path, ": opening the HDF5 file: ", stack);
     }
     f->file = H5Id(id);
+    // Read-only, with the default driver: rows may be read straight from the file.
+    if (mode == "r") f->direct_fd = H5File::kUnknownFd;
   }
   return open_root(f, batch_size, create, device);
 }

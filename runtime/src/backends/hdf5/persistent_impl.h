@@ -29,6 +29,11 @@ struct H5File {
   std::string mode;
   bool writable = false;
   H5Options options;
+  /// The descriptor direct reads use (h5_direct_read.h): -1 when reads go through HDF5 (files
+  /// opened for writing, or through another driver); for files opened "r" with the default
+  /// driver kUnknownFd until the first read asks, then the file's descriptor (or -1).
+  static constexpr int kUnknownFd = -2;
+  int direct_fd = -1;
   /// Batch size of every group, by absolute path ("/", "/a", "/a/b"): set when the file is
   /// opened (stored attributes, or Python's inference) and kept current by the writes.
   std::map<std::string, BatchSize> batches;
