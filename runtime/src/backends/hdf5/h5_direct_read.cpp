@@ -66,9 +66,9 @@ std::optional<ByteRanges> direct_ranges(hid_t dataset, hid_t file_type, hid_t me
   if (H5Tequal(file_type, memory_type) <= 0) return std::nullopt;
   if (__builtin_add_overflow(first, static_cast<int64_t>(base), &first)) return std::nullopt;
   ByteRanges out;
-  if (sel == nullptr || part == rank) {
-    // The whole dataset, or single positions on every dim.
-    out.push_back({first, sel == nullptr ? step : element_size});
+  if (part == rank) {
+    // The whole dataset (no selection), or a scalar's one element: `step` bytes from its start.
+    out.push_back({first, step});
     return out;
   }
   const bool runs = sel->run_starts.size() > 1;

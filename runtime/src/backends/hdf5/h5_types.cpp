@@ -85,9 +85,9 @@ H5Id build_tensor_type(at::ScalarType dtype) {
 
 // A type built once and shared: each call returns a new reference to it (building a type
 // costs several HDF5 calls, on every read and write).
-H5Id shared(const H5Id& type) {
-  check(H5Iinc_ref(type.get()), "HDF5", "H5Iinc_ref");
-  return H5Id(type.get());
+H5Id shared(hid_t type) {
+  check(H5Iinc_ref(type), "HDF5", "H5Iinc_ref");
+  return H5Id(type);
 }
 
 }  // namespace
@@ -103,11 +103,7 @@ hid_t memory_type(at::ScalarType dtype) {
   return cache[slot].get();
 }
 
-H5Id tensor_type(at::ScalarType dtype) {
-  const hid_t type = memory_type(dtype);
-  check(H5Iinc_ref(type), "HDF5", "H5Iinc_ref");
-  return H5Id(type);
-}
+H5Id tensor_type(at::ScalarType dtype) { return shared(memory_type(dtype)); }
 
 H5Id string_type() {
   static const H5Id type = [] {
@@ -116,7 +112,7 @@ H5Id string_type() {
     check(H5Tset_cset(t.get(), H5T_CSET_UTF8), "HDF5", "H5Tset_cset");
     return t;
   }();
-  return shared(type);
+  return shared(type.get());
 }
 
 StoredType classify(hid_t type) {

@@ -209,7 +209,7 @@ void write_block(const std::string& where, const Dataset& d, const at::Tensor& b
 // The selected elements of `d` (sel.block_shape), or writes them from `block`.
 at::Tensor read_selection(const std::string& where, const Dataset& d, const Selection& sel, int fd = -1) {
   at::Tensor block = allocate(where, sel.block_shape, d.stored.dtype);
-  if (!sel.empty && read_direct(fd, d, &sel, block, where)) return block;
+  if (read_direct(fd, d, &sel, block, where)) return block;
   transfer(d.id.get(), d.space.get(), memory_type(d.stored.dtype), sel, block.data_ptr(), /*write=*/false, where);
   return block;
 }
