@@ -159,3 +159,19 @@ TEST_CASE("non-tensor stacks from lists: shape validation and JSON values", "[no
   CHECK((NonTensorData("a") == NonTensorData::from_list(json::Value(json::Array{"a", "a"}), {2})));
   CHECK((NonTensorData("a") != NonTensorData::from_list(json::Value(json::Array{"a", "b"}), {2})));
 }
+
+TEMPLATE_LIST_TEST_CASE("update_ writes non-tensor values too, or refuses before any write (issue 30 item 7)",
+                        "[contract][non_tensor][reload]", ContractBackends) {
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({2})}, {"s", "old"}, {"n", {{"t", "x"}}}}, {2}));
+  td.update_(TensorDict({{"a", at::ones({2})}, {"s", "new"}, {"n", {{"t", "y"}}}}, {2}));
+  CHECK(text(td, "s") == "new");
+  CHECK((text(td, {"n", "t"}) == "y"));
+  CHECK(at::equal(td.get("a"), at::ones({2})));
+  CHECK(text(TestType::reload(td), "s") == "new");
+  // A key the destination lacks, or holds as a tensor: refused, and nothing is written.
+  REQUIRE_THROWS_AS(td.update_(TensorDict({{"a", at::full({2}, 5.0)}, {"zz", "x"}}, {2})), KeyError);
+  REQUIRE_THROWS_AS(td.update_(TensorDict({{"s", at::zeros({2})}}, {2})), TypeError);
+  REQUIRE_THROWS_AS(td.update_(TensorDict({{"a", "x"}}, {2})), TypeError);
+  CHECK(at::equal(td.get("a"), at::ones({2})));
+  CHECK(text(td, "s") == "new");
+}

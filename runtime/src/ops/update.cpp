@@ -56,22 +56,30 @@ void update_level(TensorDict& dest, const TensorDict& src, bool clone, bool inpl
   }
 }
 
-// Every tensor leaf of `src` must exist in `dest` as a tensor, with `dest`'s batch dims leading
-// (checked before anything is written).
-void check_in_place_source(const TensorDict& dest, const TensorDict& src) {
-  for (const auto& [key, value] : src.items(/*include_nested=*/true, /*leaves_only=*/true)) {
+// Every tensor and non-tensor leaf of `src` must exist in `dest` with the same kind, tensors
+// with `dest`'s batch dims leading (checked before anything is written). Returns the
+// non-tensor leaves, which update_ writes after the tensors.
+std::vector<std::pair<NestedKey, Entry>> check_in_place_source(const TensorDict& dest, const TensorDict& src) {
+  std::vector<std::pair<NestedKey, Entry>> non_tensors;
+  for (auto& [key, value] : src.items(/*include_nested=*/true)) {
+    if (value.is_tensordict()) continue;
     Entry holder;
     TensorDictBase* level = detail::find_level(dest.impl(), key, holder);
     const EntryKind kind = level ? level->kind(key.back()) : EntryKind::Undefined;
     TD_CHECK(kind != EntryKind::Undefined, KeyError, "The key ", key.repr(), " was not found in the dest tensordict.");
-    TD_CHECK(kind == EntryKind::Tensor, TypeError, "update_: the entry at ", key.repr(), " holds ", kind_name(kind),
-             ", not a tensor");
+    TD_CHECK(kind == value.kind(), TypeError, "update_: the entry at ", key.repr(), " holds ", kind_name(kind),
+             ", the source holds ", kind_name(value.kind()));
+    if (value.is_non_tensor()) {
+      non_tensors.emplace_back(key, value);
+      continue;
+    }
     const at::Tensor& v = value.tensor_unchecked();
     c10::IntArrayRef batch = level->batch_size();
     TD_CHECK(v.dim() >= static_cast<int64_t>(batch.size()) && v.sizes().slice(0, batch.size()) == batch, ShapeError,
              "batch dimension mismatch, got self.batch_size=", size_str(batch), " and value.shape=", size_str(v.sizes()),
              " for key ", key.repr(), ".");
   }
+  return non_tensors;
 }
 
 }  // namespace
@@ -89,7 +97,7 @@ TensorDict& TensorDict::update(const TensorDict& source, bool clone, bool inplac
 }
 
 TensorDict& TensorDict::update_(const TensorDict& source) {
-  check_in_place_source(*this, source);
+  const auto non_tensors = check_in_place_source(*this, source);
   // One batched write (one round trip for a remote backend); a failing copy is redone key by
   // key, which names the key.
   try {
@@ -100,6 +108,8 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
     }
     throw;
   }
+  // Non-tensor values are written too, as v0.14's update_ (through set_) does.
+  for (const auto& [key, entry] : non_tensors) set_non_tensor_(key, entry.non_tensor());
   return *this;
 }
 
