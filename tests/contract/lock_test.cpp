@@ -113,3 +113,22 @@ TEST_CASE("unlocking the root first lets the children unlock", "[lock]") {
   a.unlock_();  // td is unlocked: nothing holds a
   CHECK_FALSE(a.is_locked());
 }
+
+TEMPLATE_LIST_TEST_CASE("A22: unbind of a locked tensordict gives unlocked pieces, as v0.14",
+                        "[contract][lock][python]", ContractBackends) {
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({2, 3})}, {"n", {{"x", at::zeros({2})}}}}, {2}));
+  td.lock_();
+  for (TensorDict& piece : td.unbind(0)) {
+    if (TestType::kLazyStack) {
+      // A lazy stack's pieces along its stack dim are its members, which its lock locked.
+      CHECK(piece.is_locked());
+      continue;
+    }
+    CHECK_FALSE(piece.is_locked());
+    CHECK_FALSE(piece.get_tensordict("n").is_locked());
+    piece.set("new", at::zeros({3}));
+    CHECK(piece.contains("new"));
+  }
+  CHECK(td.is_locked());
+  CHECK_FALSE(td.contains("new"));
+}

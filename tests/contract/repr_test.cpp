@@ -1,5 +1,6 @@
 // Contract: printing in Python tensordict's layout (semantics.md 1.15 and 1.17). Each expected
 // text is what Python tensordict v0.14 prints for the same tensordict.
+#include <optional>
 #include <sstream>
 
 #include "support/catch_torch.h"
@@ -110,4 +111,86 @@ TEST_CASE("key repr in error messages follows Python's str repr, control bytes e
   const std::string nul_key("k\0x", 3);
   REQUIRE_THROWS_WITH(TensorDict({{nul_key, at::zeros({1})}, {nul_key, at::zeros({1})}}, {1}),
                       Catch::Contains("duplicate key 'k\\x00x' in TensorDict constructor"));
+}
+
+namespace {
+
+// An episode of `n` steps with a per-row string.
+TensorDict episode(int64_t n, const std::string& prefix) {
+  json::Array labels;
+  for (int64_t i = 0; i < n; ++i) labels.emplace_back(prefix + std::to_string(i));
+  return TensorDict({{"r", at::zeros({n})}, {"s", NonTensorData::from_list(json::Value(labels), {n})}}, {n});
+}
+
+// The tensordicts of the contract suite's shapes: every kind of entry, batch and nesting.
+std::vector<std::pair<std::string, TensorDict>> print_fixtures() {
+  return {
+      {"plain", TensorDict({{"a", at::zeros({4, 3})}}, {4})},
+      {"nested with a string", TensorDict({{"a", at::zeros({4, 3})}, {"n", {{"b", at::zeros({4}, at::kLong)}}}, {"s", "hi"}}, {4})},
+      {"empty", TensorDict()},
+      {"no batch dims", TensorDict({{"x", at::zeros({})}, {"y", at::ones({2})}})},
+      {"per-row strings", episode(4, "s")},
+      {"zero-size dim", TensorDict({{"a", at::zeros({0, 2})}}, {0, 2})},
+      {"empty nested level", TensorDict({{"a", at::zeros({3})}, {"e", TensorDict({}, {3})}}, {3})},
+      {"dtypes", TensorDict({{"b", at::zeros({2}, at::kBool)}, {"i", at::zeros({2}, at::kInt)},
+                             {"d", at::zeros({2, 2}, at::kDouble)}, {"h", at::zeros({2}, at::kHalf)}}, {2})},
+  };
+}
+
+void check_prints(const TensorDict& td, const std::string& what) {
+  INFO(what);
+  std::string text;
+  REQUIRE_NOTHROW(text = td.repr());
+  std::ostringstream os;
+  REQUIRE_NOTHROW(os << td);
+  CHECK(os.str() == text);
+  CHECK_THAT(text, Catch::Contains("batch_size=torch.Size(["));
+  CHECK_THAT(text, !Catch::Contains("<unreadable"));
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("printing never throws: every fixture, and ragged lazy stacks of the backend's tensordicts",
+                        "[contract][repr]", ContractBackends) {
+  for (const auto& [name, reference] : print_fixtures()) {
+    TensorDict td;
+    try {
+      td = TestType::make(reference);
+    } catch (const tensordict::Error&) {
+      continue;  // a backend that cannot hold it says so when it is made (tested elsewhere)
+    }
+    check_prints(td, name);
+  }
+  // Episodes of 5 and 8 steps held by this backend, stacked lazily: ragged, with per-row or
+  // per-member strings, and with a key only one member holds.
+  auto made = [](const TensorDict& td) -> std::optional<TensorDict> {
+    try {
+      return TestType::make(td);
+    } catch (const tensordict::Error&) {
+      return std::nullopt;
+    }
+  };
+  if (auto e5 = made(episode(5, "a")), e8 = made(episode(8, "b")); e5 && e8) {
+    check_prints(lazy_stack({*e5, *e8}), "ragged, per-row strings");
+    check_prints(lazy_stack({lazy_stack({*e5, *e8}), lazy_stack({*e8, *e5})}), "lazy stack of ragged stacks");
+  }
+  TensorDict x5({{"r", at::zeros({5})}, {"s", "x"}, {"only_here", at::ones({5})}}, {5});
+  TensorDict y8({{"r", at::zeros({8})}, {"s", "y"}}, {8});
+  if (auto a = made(x5), b = made(y8); a && b) {
+    const TensorDict ls = lazy_stack({*a, *b});
+    check_prints(ls, "ragged, one string per member, an exclusive key");
+    CHECK_THAT(ls.repr(), Catch::Contains("batch_size=torch.Size([2, -1])"));
+    CHECK_THAT(ls.repr(), !Catch::Contains("torch.Size([2, 5])"));
+  }
+}
+
+TEST_CASE("an entry that cannot be read prints the reason instead of throwing", "[repr]") {
+  // Member 1 holds "x" as a tensordict where member 0 holds a tensor: reading it is a TypeError.
+  TensorDict a({{"x", at::zeros({2})}}, {2});
+  TensorDict b({{"x", TensorDict({}, {2})}}, {2});
+  TensorDict ls = lazy_stack({a, b});
+  REQUIRE_THROWS(ls.get_entry("x"));
+  std::string text;
+  REQUIRE_NOTHROW(text = ls.repr());
+  CHECK_THAT(text, Catch::Contains("<unreadable: "));
 }

@@ -3,6 +3,9 @@
 // members, and typed objects stack lazily into their own class.
 #include "support/catch_torch.h"
 
+#include <optional>
+#include <sstream>
+
 #include <ATen/ATen.h>
 
 #include <tensordict/backends/lazy_stack.h>
@@ -137,4 +140,57 @@ TEST_CASE("typed lazy stacks of a TypedTensorDict convert to the base class", "[
   Transition dense = both.contiguous();
   CHECK_FALSE(LazyStackedTensorDict::is_lazy_stack(dense));
   CHECK(at::equal(dense.reward(), at::stack({a.reward(), b.reward()})));
+}
+
+TEST_CASE("a string field of a ragged typed lazy stack reads through <field>_list() (issue 30 item 4)",
+          "[typed][lazy][ragged]") {
+  Observation per_row = make_observation(5, 3, "cam");
+  per_row.typed_storage().set_non_tensor_(
+      "label", NonTensorData::from_list(json::parse(R"(["a0", "a1", "a2", "a3", "a4"])"), {5}));
+  Observation uniform = make_observation(8, 3, "y");
+  Observation stack = Observation::lazy_stack({per_row, uniform});
+  REQUIRE(stack.typed_storage().batch_size().vec() == std::vector<int64_t>{2, -1});
+  // Member after member, each member's rows in order.
+  std::vector<std::optional<std::string>> labels = stack.label_list();
+  REQUIRE(labels.size() == 13);
+  CHECK(labels[0] == "a0");
+  CHECK(labels[4] == "a4");
+  CHECK(labels[5] == "y");
+  CHECK(labels[12] == "y");
+  // label() names the per-row accessor, with no standard-library message.
+  REQUIRE_THROWS_AS(stack.label(), ValueError);
+  REQUIRE_THROWS_WITH(stack.label(), Catch::Contains("label_list()"));
+  // Uniform strings of members of different lengths: one per row of each member.
+  Observation two = Observation::lazy_stack({make_observation(5, 3, "x"), make_observation(8, 3, "y")});
+  std::vector<std::optional<std::string>> both = two.label_list();
+  REQUIRE(both.size() == 13);
+  CHECK(both[4] == "x");
+  CHECK(both[5] == "y");
+  Observation same = Observation::lazy_stack({make_observation(5, 3, "cam"), make_observation(8, 3, "cam")});
+  CHECK(same.label() == "cam");
+  CHECK(same.label_list().size() == 13);
+}
+
+TEST_CASE("a typed ragged lazy stack takes a whole member through index_put_ (issue 30 item 5)",
+          "[typed][lazy][ragged]") {
+  Observation stack = Observation::lazy_stack({make_observation(5, 3, "a"), make_observation(8, 3, "b")});
+  Observation fresh = make_observation(8, 3, "fresh");
+  stack.index_put_({1}, fresh);
+  CHECK(stack.index({1}).label() == "fresh");
+  CHECK(at::equal(stack.index({1}).state(), fresh.state()));
+  CHECK(stack.index({0}).label() == "a");
+  CHECK(stack.index({1, 7}).label() == "fresh");
+}
+
+TEST_CASE("a typed class prints its nested fields with their classes (issue 30 item 8)", "[typed][repr]") {
+  Transition t = make_transition(2, 1.0F);
+  std::ostringstream os;
+  os << t;
+  const std::string text = os.str();
+  CHECK_THAT(text, Catch::StartsWith("Transition(\n"));
+  CHECK_THAT(text, Catch::Contains("obs: Observation(\n"));
+  CHECK_THAT(text, !Catch::Contains("TensorDict("));
+  std::ostringstream non_tensor;
+  non_tensor << NonTensorData("cam");
+  CHECK(non_tensor.str() == "NonTensorData(data=cam)");
 }

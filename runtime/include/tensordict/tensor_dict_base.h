@@ -36,6 +36,12 @@
 
 #include <tensordict/function_ref.h>
 
+namespace at {
+namespace indexing {
+struct TensorIndex;
+}  // namespace indexing
+}  // namespace at
+
 namespace tensordict {
 
 class Entry;
@@ -179,6 +185,11 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// `td[index]`. The default indexes every leaf (of the snapshot, when reads are copies) and
   /// builds an in-memory TensorDict.
   virtual TensorDict index(const BatchIndex& index) const;
+  /// `td[indices]` and `td[indices] = value` on a batch with ragged dims (-1: the size differs
+  /// between members), which a BatchIndex cannot bounds-check. Only a lazy stack has such a
+  /// batch: it indexes each member over its own batch. The defaults raise IndexError.
+  virtual TensorDict index_ragged(c10::ArrayRef<at::indexing::TensorIndex> indices) const;
+  virtual void put_ragged_(c10::ArrayRef<at::indexing::TensorIndex> indices, const TensorDict& value);
   /// A batch-shape operation (view, permute, unsqueeze, ...): `fn` maps a tensor whose leading
   /// dims are this batch to one whose leading dims are `new_batch_size`. The default applies it
   /// to every leaf (and to nested tensordicts, whose extra batch dims it keeps).

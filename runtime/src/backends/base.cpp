@@ -15,6 +15,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "backends/in_memory/in_memory.h"
+#include "core/format.h"
 #include "core/structure_walk.h"
 
 namespace tensordict {
@@ -110,6 +111,16 @@ TensorDict TensorDictBase::make_child(std::string_view /*key*/, c10::IntArrayRef
 
 void TensorDictBase::set_batch_size(c10::IntArrayRef batch_size) {
   batch_size_.assign(batch_size.begin(), batch_size.end());
+}
+
+TensorDict TensorDictBase::index_ragged(c10::ArrayRef<at::indexing::TensorIndex>) const {
+  TD_THROW(IndexError, type_name(), " has a ragged batch size ", detail::size_str(batch_size_),
+           " but cannot index per member");
+}
+
+void TensorDictBase::put_ragged_(c10::ArrayRef<at::indexing::TensorIndex>, const TensorDict&) {
+  TD_THROW(IndexError, type_name(), " has a ragged batch size ", detail::size_str(batch_size_),
+           " but cannot write per member");
 }
 
 TensorDict TensorDictBase::index(const BatchIndex& index) const {

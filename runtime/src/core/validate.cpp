@@ -49,8 +49,8 @@ TensorDict prepare_tensordict(const TensorDictBase& dest, KeyRef key, TensorDict
 
 NonTensorData prepare_non_tensor(const TensorDictBase& dest, KeyRef key, NonTensorData value) {
   if (value.is_stack()) {
-    TD_CHECK(value.ids().sizes() == dest.batch_size(), ShapeError, "batch dimension mismatch, got self.batch_size=",
-             size_str(dest.batch_size()), " and a non-tensor stack of shape ", size_str(value.ids().sizes()),
+    TD_CHECK(value.shape() == dest.batch_size(), ShapeError, "batch dimension mismatch, got self.batch_size=",
+             size_str(dest.batch_size()), " and a non-tensor stack of shape ", size_str(value.shape()),
              " for key ", key.repr(), ".");
   }
   return value;

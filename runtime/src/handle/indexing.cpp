@@ -1,6 +1,8 @@
 // Indexing of the TensorDict handle (semantics 1.8): td[index] through the backend's index hook,
 // and index_put_, whose every write goes through the backend's write_at_.
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <ATen/TensorIndexing.h>
 
@@ -18,7 +20,15 @@ using detail::size_str;
 
 // ---- Indexing ------------------------------------------------------------------------------
 
+namespace {
+// A dim of -1: a lazy stack whose members differ in size there.
+bool has_ragged_dim(c10::IntArrayRef batch) {
+  return std::any_of(batch.begin(), batch.end(), [](int64_t s) { return s < 0; });
+}
+}  // namespace
+
 TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) const {
+  if (has_ragged_dim(batch_size())) return impl_->index_ragged(indices);
   BatchIndex index(indices, batch_size());
   if (index.is_identity()) return *this;
   return impl_->index(index);
@@ -103,6 +113,10 @@ void TensorDictBase::put_at_(const BatchIndex& index, const TensorDict& values) 
 
 TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
                                    const TensorDict& value) {
+  if (has_ragged_dim(batch_size())) {
+    impl_->put_ragged_(indices, value);
+    return *this;
+  }
   BatchIndex index(indices, batch_size());
   c10::IntArrayRef target = index.result_batch_size();
   TensorDict src = value;

@@ -1,7 +1,10 @@
 // Operations producing or consuming several tensordicts: split, chunk, unbind, stack, cat.
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
@@ -25,7 +28,8 @@ int64_t wrap_batch_dim(int64_t dim, const TensorDict& td, const char* op) {
 // tensordicts; nested tensordicts and non-tensor stacks follow.
 std::vector<TensorDict> split_with(const TensorDictBase& td,
                                    const std::vector<BatchSize>& batches,
-                                   const std::function<std::vector<at::Tensor>(const at::Tensor&)>& fn) {
+                                   const std::function<std::vector<at::Tensor>(const at::Tensor&)>& fn,
+                                   bool keep_lock = true) {
   std::vector<LevelBuilder> outs;
   outs.reserve(batches.size());
   for (const auto& b : batches) outs.emplace_back(b, td.device(), td.num_entries());
@@ -46,7 +50,7 @@ std::vector<TensorDict> split_with(const TensorDictBase& td,
           cb.append(extra.begin(), extra.end());
           child_batches.push_back(cb);
         }
-        std::vector<TensorDict> pieces = split_with(*child, child_batches, fn);
+        std::vector<TensorDict> pieces = split_with(*child, child_batches, fn, keep_lock);
         for (size_t i = 0; i < outs.size(); ++i) outs[i].append(key, std::move(pieces[i]));
         break;
       }
@@ -67,7 +71,7 @@ std::vector<TensorDict> split_with(const TensorDictBase& td,
   std::vector<TensorDict> result;
   result.reserve(outs.size());
   for (auto& out : outs) {
-    out.set_locked(td.is_locked());
+    out.set_locked(keep_lock && td.is_locked());
     result.push_back(out.finish());
   }
   return result;
@@ -125,13 +129,39 @@ std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
   return split(size, dim);
 }
 
+namespace {
+
+// v0.14's LazyStackedTensorDict._unbind: along the stack dim, the members themselves; along
+// another dim, each member unbound there and the pieces restacked lazily.
+std::vector<TensorDict> unbind_lazy(const LazyStackedTensorDict& ls, int64_t dim) {
+  if (dim == ls.stack_dim()) return ls.members();
+  TD_CHECK(ls.batch_size()[dim] >= 0, ShapeError, "unbind: batch dim ", dim, " of the lazy stack (batch size ",
+           size_str(ls.batch_size()), ") differs in size between its members; unbind the members instead");
+  const int64_t member_dim = dim < ls.stack_dim() ? dim : dim - 1;
+  const int64_t stack_dim = dim > ls.stack_dim() ? ls.stack_dim() : ls.stack_dim() - 1;
+  std::vector<std::vector<TensorDict>> pieces;
+  for (const TensorDict& m : ls.members()) pieces.push_back(m.unbind(member_dim));
+  std::vector<TensorDict> out;
+  for (int64_t j = 0; j < ls.batch_size()[dim]; ++j) {
+    std::vector<TensorDict> column;
+    column.reserve(pieces.size());
+    for (const auto& p : pieces) column.push_back(p[static_cast<size_t>(j)]);
+    out.push_back(lazy_stack(column, stack_dim));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
   dim = wrap_batch_dim(dim, *this, "unbind");
+  if (LazyStackedTensorDict::is_lazy_stack(*this)) return unbind_lazy(LazyStackedTensorDict::from(*this), dim);
   BatchSize b(batch_size().begin(), batch_size().end());
   b.erase(b.begin() + dim);
   std::vector<BatchSize> batches(batch_size()[dim], b);
+  // The pieces are unlocked, as v0.14's _unbind builds them.
   const TensorDict src = ops::readable(*this);
-  return keep_locks(split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.unbind(dim); }), *this, src);
+  return split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.unbind(dim); }, /*keep_lock=*/false);
 }
 
 // ---- stack / cat -------------------------------------------------------------------------------
@@ -274,6 +304,29 @@ std::vector<TensorDict> readable_all(const std::vector<TensorDict>& tds) {
   return out;
 }
 
+// v0.14's _stack of lazy stacks: stacks with as many members along the same dim stay lazy over
+// the dense stacks of their members; others become a lazy stack of lazy stacks.
+TensorDict stack_lazy(const std::vector<TensorDict>& tds, int64_t dim) {
+  const LazyStackedTensorDict first = LazyStackedTensorDict::from(tds.front());
+  const bool congruent = std::all_of(tds.begin(), tds.end(), [&](const TensorDict& td) {
+    const LazyStackedTensorDict ls = LazyStackedTensorDict::from(td);
+    return ls.num_members() == first.num_members() && ls.stack_dim() == first.stack_dim();
+  });
+  if (!congruent || first.num_members() == 0) return lazy_stack(tds, dim);
+  int64_t stack_dim = first.stack_dim();
+  int64_t member_dim = dim;
+  if (dim <= stack_dim) ++stack_dim;
+  else --member_dim;
+  std::vector<TensorDict> stacked;
+  for (int64_t i = 0; i < first.num_members(); ++i) {
+    std::vector<TensorDict> column;
+    column.reserve(tds.size());
+    for (const TensorDict& td : tds) column.push_back(LazyStackedTensorDict::from(td).member(i));
+    stacked.push_back(stack(column, member_dim));
+  }
+  return lazy_stack(stacked, stack_dim);
+}
+
 }  // namespace
 
 TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
@@ -283,6 +336,13 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
            " is out of range for tensordicts with batch size ", size_str(tds.front().batch_size()),
            " (allowed: ", -n - 1, " to ", n, ")");
   if (dim < 0) dim += n + 1;
+  // Lazy stacks of one batch size and one key set stay lazy (v0.14's _stack); anything else
+  // takes the dense path, whose errors name the differing key or batch size.
+  const bool all_lazy = std::all_of(tds.begin(), tds.end(), [&](const TensorDict& td) {
+    return LazyStackedTensorDict::is_lazy_stack(td) && td.batch_size() == tds.front().batch_size() &&
+           td.keys(/*include_nested=*/true) == tds.front().keys(/*include_nested=*/true);
+  });
+  if (all_lazy) return stack_lazy(tds, dim);
   return join(readable_all(tds), dim, Join::Stack, NestedKey());
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -15,6 +16,9 @@
 #include <tensordict/typed/field_cache.h>
 #include <tensordict/typed/tensor_class.h>
 #include <tensordict/typed/typed_tensor_dict.h>
+
+#include "backends/lazy_stack/lazy_stack_impl.h"
+#include "core/format.h"
 
 namespace tensordict {
 namespace typed {
@@ -231,12 +235,6 @@ void throw_bad_read(const char* class_name, const FieldDescriptor& field, const 
            kind_name(entry->kind()));
 }
 
-std::string rename_repr(const std::string& repr, const char* class_name) {
-  size_t paren = repr.find('(');
-  if (paren == std::string::npos) return repr;
-  return class_name + repr.substr(paren);
-}
-
 namespace {
 const json::Value& read_scalar(const char* class_name, const FieldDescriptor& field, const Entry* entry) {
   if (entry == nullptr || !entry->is_non_tensor()) throw_bad_read(class_name, field, entry);
@@ -268,6 +266,8 @@ std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor
                                    c10::IntArrayRef batch_size) {
   int64_t n = 1;
   for (int64_t s : batch_size) n *= s;
+  TD_CHECK(n >= 0, ShapeError, class_name, ".", field.name, ": the batch size ", detail::size_str(batch_size),
+           " has ragged dims; read the rows through the tensordict (read_rows(..., td, ...))");
   if (entry == nullptr && field.optional) return std::vector<json::Value>(static_cast<size_t>(n));
   if (entry == nullptr || !entry->is_non_tensor()) throw_bad_read(class_name, field, entry);
   const NonTensorData& data = entry->non_tensor();
@@ -284,6 +284,25 @@ std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor
     if (v.is_null() && field.optional) continue;
     TD_CHECK(json_matches(field.kind, v), TypeError, class_name, ".", field.name, ": expected ",
              kind_description(field.kind), " in every row, got ", json_kind_description(v));
+  }
+  return rows;
+}
+
+std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor& field, const TensorDict& td,
+                                   const Entry* entry) {
+  c10::IntArrayRef batch = td.batch_size();
+  if (std::none_of(batch.begin(), batch.end(), [](int64_t s) { return s < 0; })) {
+    return read_rows(class_name, field, entry, batch);
+  }
+  // A ragged lazy stack has no row-major order: its members' rows, member after member.
+  const lazy::LazyStackImpl* stack = lazy::as_stack(td);
+  TD_CHECK(stack != nullptr, ShapeError, class_name, ".", field.name, "_list(): batch size ", detail::size_str(batch),
+           " has ragged dims but the tensordict is no lazy stack");
+  std::vector<json::Value> rows;
+  for (const TensorDict& m : stack->members()) {
+    const Entry e = m.find(field.name);
+    std::vector<json::Value> part = read_rows(class_name, field, m, e.defined() ? &e : nullptr);
+    rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }
   return rows;
 }

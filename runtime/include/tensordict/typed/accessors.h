@@ -91,7 +91,7 @@ struct RowValue<std::optional<T>> {
 template <class T>
 std::vector<T> read_list(const TensorDict& td, const char* class_name, const FieldDescriptor& field,
                          const FieldCache& cache) {
-  std::vector<json::Value> rows = read_rows(class_name, field, cache.lookup(td.impl(), field.name), td.batch_size());
+  std::vector<json::Value> rows = read_rows(class_name, field, td, cache.lookup(td.impl(), field.name));
   std::vector<T> out;
   out.reserve(rows.size());
   for (const json::Value& v : rows) out.push_back(RowValue<T>::from(v));

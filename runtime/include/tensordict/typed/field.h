@@ -157,8 +157,9 @@ TensorDict schema_skeleton(const Schema& schema, c10::IntArrayRef batch_size);
 [[noreturn]] void throw_bad_read(const char* class_name, const FieldDescriptor& field, const Entry* entry,
                                  const TensorDictBase* backend = nullptr);
 
-/// `repr` with the leading type name ("TensorDict(") replaced by `class_name`.
-std::string rename_repr(const std::string& repr, const char* class_name);
+/// `td`'s repr with the schema's class name for its type name, and nested fields printed with
+/// their own classes' names (`Observation(` instead of `TensorDict(`).
+std::string typed_repr(const TensorDict& td, const Schema& schema);
 
 /// Non-tensor field values, stored as NonTensorData. A value that differs between batch
 /// elements raises ValueError naming the per-row accessor `<field>_list()`.
@@ -171,6 +172,10 @@ bool read_bool(const char* class_name, const FieldDescriptor& field, const Entry
 /// unless the field is optional.
 std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor& field, const Entry* entry,
                                    c10::IntArrayRef batch_size);
+/// read_rows over the batch of `td` (whose entry for the field is `entry`). A ragged lazy stack
+/// (batch dims of -1) gives its members' rows, member after member, each member row-major.
+std::vector<json::Value> read_rows(const char* class_name, const FieldDescriptor& field, const TensorDict& td,
+                                   const Entry* entry);
 
 }  // namespace typed
 }  // namespace tensordict

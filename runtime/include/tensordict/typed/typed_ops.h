@@ -45,7 +45,7 @@ class TypedOps : public Base {
   TypedOps(Unchecked tag, TensorDict td) : Base(tag, std::move(td)) {}
 
   /// Python's repr with the class name in front: `Step(\n    fields={...`.
-  std::string repr() const { return rename_repr(storage().repr(), Derived::Traits::name); }
+  std::string repr() const { return typed_repr(storage(), Derived::Traits::schema); }
 
   /// `self[indices]` over the batch dims, as the typed class.
   Derived index(c10::ArrayRef<at::indexing::TensorIndex> indices) const {

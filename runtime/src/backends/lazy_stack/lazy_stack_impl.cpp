@@ -28,6 +28,7 @@ std::string device_name(const std::optional<at::Device>& d) { return d ? d->str(
 // one value where the slice is uniform.
 NonTensorData member_non_tensor(const NonTensorData& value, int64_t stack_dim, int64_t i) {
   if (!value.is_stack()) return value;
+  if (value.is_ragged()) return value.members()[static_cast<size_t>(i)];
   NonTensorData part = value.with_ids(value.ids().select(stack_dim, i)).compacted();
   return part.is_uniform() ? NonTensorData(part.value()) : part;
 }
@@ -68,7 +69,8 @@ BatchSize stacked_batch(const std::vector<TensorDict>& members, int64_t stack_di
   TD_CHECK(!members.empty(), ValueError, "items cannot be empty");
   const TensorDict& first = members.front();
   const int64_t dims = first.batch_dims();
-  TD_CHECK(stack_dim >= 0 && stack_dim <= dims, IndexError, "Stack dim ", stack_dim,
+  // RuntimeError, as v0.14 (a dim below the range is "too big" there too).
+  TD_CHECK(stack_dim >= 0 && stack_dim <= dims, RuntimeError, "Stack dim ", stack_dim,
            " is too big for a set of tensordicts with batch_size ", size_str(first.batch_size()));
   BatchSize batch(first.batch_size().begin(), first.batch_size().end());
   for (size_t i = 1; i < members.size(); ++i) {
@@ -114,6 +116,8 @@ void LazyStackImpl::insert_member(int64_t position, TensorDict member) {
 // ---- Keys -------------------------------------------------------------------------------------
 
 std::vector<std::string> LazyStackImpl::keys() const {
+  // Member 0's insertion order, the order every backend keeps (Python sorts here; its issue
+  // #1230 asks for insertion order: docs/architecture.md, A18).
   std::vector<std::string> out;
   if (members_.empty()) return out;
   for (std::string& key : members_.front().impl()->keys()) {
@@ -234,17 +238,30 @@ Entry LazyStackImpl::get(std::string_view key) const {
       std::vector<NonTensorData> items;
       items.reserve(entries.size());
       for (const Entry* e : entries) items.push_back(e->non_tensor());
-      return Entry(NonTensorData::stack(items, stack_dim_, members_.front().batch_size()));
+      return Entry(stack_non_tensor(items));
     }
     case EntryKind::Undefined: break;
   }
   return Entry();
 }
 
+NonTensorData LazyStackImpl::stack_non_tensor(const std::vector<NonTensorData>& items) const {
+  const bool ragged = std::any_of(batch_size_.begin(), batch_size_.end(), [](int64_t s) { return s < 0; });
+  if (!ragged) return NonTensorData::stack(items, stack_dim_, members_.front().batch_size());
+  // Members of different batch sizes: one value for all stays one value; otherwise each
+  // member keeps its own stack (a dense id tensor cannot hold them).
+  const bool same = std::all_of(items.begin(), items.end(), [&](const NonTensorData& d) {
+    return !d.is_stack() && d.value() == items.front().value();
+  });
+  if (same) return items.front();
+  std::vector<std::vector<int64_t>> batches;
+  batches.reserve(members_.size());
+  for (const TensorDict& m : members_) batches.push_back(m.batch_size().vec());
+  return NonTensorData::ragged(items, batches, stack_dim_, batch_size_);
+}
+
 void LazyStackImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
-  // Member 0's keys, each read once: get() finds the exclusive ones (no entry) on its way.
-  if (members_.empty()) return;
-  for (const std::string& key : members_.front().impl()->keys()) {
+  for (const std::string& key : keys()) {
     Entry e = get(key);
     if (e.defined()) fn(key, e);
   }
@@ -471,7 +488,7 @@ BatchSize LazyStackImpl::member_batch() const {
 
 TensorDict make_empty(c10::IntArrayRef member_batch, int64_t stack_dim, std::optional<at::Device> device) {
   BatchSize batch(member_batch.begin(), member_batch.end());
-  TD_CHECK(stack_dim >= 0 && stack_dim <= static_cast<int64_t>(batch.size()), IndexError, "Stack dim ", stack_dim,
+  TD_CHECK(stack_dim >= 0 && stack_dim <= static_cast<int64_t>(batch.size()), RuntimeError, "Stack dim ", stack_dim,
            " is too big for a set of tensordicts with batch_size ", size_str(member_batch));
   batch.insert(batch.begin() + stack_dim, 0);
   return TensorDict(c10::make_intrusive<LazyStackImpl>(std::vector<TensorDict>{}, stack_dim, batch, device));

@@ -81,6 +81,8 @@ class LazyStackImpl final : public TensorDictBase {
   void set_locked(bool locked) override;
   bool is_locked() const override;
   TensorDict index(const BatchIndex& index) const override;
+  TensorDict index_ragged(c10::ArrayRef<at::indexing::TensorIndex> indices) const override;
+  void put_ragged_(c10::ArrayRef<at::indexing::TensorIndex> indices, const TensorDict& value) override;
   TensorDict rearrange_batch(c10::IntArrayRef source) const override;
   /// A view or reshape that leaves the stack dim whole (the dims before it and after it keep
   /// their products) views every member and stays lazy; anything else reads the stacked leaves.
@@ -95,6 +97,10 @@ class LazyStackImpl final : public TensorDictBase {
   // `stack_pos`.
   at::Tensor member_part(const at::Tensor& value, int64_t leaf_dims, int64_t stack_pos, int64_t i, int64_t n) const;
   int64_t leaf_dims(std::string_view key) const;
+  // How raw `indices` over a ragged batch split over the members (bounds checked per member).
+  MemberSelection select_ragged(c10::ArrayRef<at::indexing::TensorIndex> indices) const;
+  // The members' non-tensor values at one key as the stack's (ragged when batches differ).
+  NonTensorData stack_non_tensor(const std::vector<NonTensorData>& items) const;
 
   std::vector<TensorDict> members_;
   int64_t stack_dim_;
