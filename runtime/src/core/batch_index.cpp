@@ -1,5 +1,6 @@
 #include <tensordict/batch_index.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -68,6 +69,10 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
       }
     }
   }
+  // A lazy stack's ragged dim (-1) has no one size to check an index against.
+  TD_CHECK(std::none_of(batch_size.begin(), batch_size.end(), [](int64_t s) { return s < 0; }), IndexError,
+           "batch size ", batch_size, " has ragged dims (-1: the members of a lazy stack differ in size there); "
+           "index it first (td.index(...) indexes each member over its own size), then read or write the result");
   TD_CHECK(consumed <= bd, IndexError, "too many indices for a tensordict with batch size ",
            batch_size, ": ", consumed, " batch dims indexed but only ", bd, " exist");
 

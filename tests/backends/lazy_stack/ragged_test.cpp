@@ -151,3 +151,13 @@ TEST_CASE("unbind and stack of ragged stacks", "[lazy][ragged]") {
   CHECK(sizes(both.batch_size()) == Sizes{2, 2, -1});
   CHECK(both.index({1, 1, 7}).get_non_tensor("s").value().as_string() == "d7");
 }
+
+TEST_CASE("what cannot index a ragged batch says so and what to write instead", "[lazy][ragged][errors]") {
+  LazyStackedTensorDict ls = lazy_stack({episode(5, "a"), episode(8, "b")});
+  REQUIRE_THROWS_AS(ls.set_at_("r", at::ones({}), {1, 2}), IndexError);
+  REQUIRE_THROWS_WITH(ls.set_at_("r", at::ones({}), {1, 2}), Catch::Contains("has ragged dims") &&
+                                                                 Catch::Contains("index it first"));
+  // What the message suggests works.
+  ls.index({1}).set_at_("r", at::ones({}), {2});
+  CHECK(ls.member(1).get("r")[2].item<float>() == 1.0f);
+}
