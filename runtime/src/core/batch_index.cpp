@@ -1,5 +1,6 @@
 #include <tensordict/batch_index.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -41,6 +42,30 @@ std::vector<idx::TensorIndex> to_tensor_indices(const std::vector<BatchIndex::It
     }
   }
   return out;
+}
+
+// LibTorch 1.13 counts a mask of several dims as one dim when it places what follows
+// (pytorch/pytorch#71673): a None, an integer, a slice or another index after such a mask lands
+// on the wrong dim. A mask means the tuple of its nonzero() columns (numpy's rule), which
+// LibTorch places right: a multi-dim mask followed by anything but full slices (a no-op wherever
+// they land) is replaced by its columns, once.
+void expand_misplaced_masks(std::vector<BatchIndex::Item>& items) {
+  using Kind = BatchIndex::Item::Kind;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != Kind::Tensor || !is_mask(items[i].tensor) || items[i].tensor.dim() < 2) continue;
+    const bool misplaced = std::any_of(items.begin() + static_cast<std::ptrdiff_t>(i) + 1, items.end(),
+                                       [](const BatchIndex::Item& it) { return !(it.kind == Kind::Slice && it.full); });
+    if (!misplaced) continue;
+    std::vector<at::Tensor> columns = items[i].tensor.nonzero().unbind(1);
+    std::vector<BatchIndex::Item> replaced(columns.size());
+    for (size_t c = 0; c < columns.size(); ++c) {
+      replaced[c].kind = Kind::Tensor;
+      replaced[c].tensor = std::move(columns[c]);
+    }
+    items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
+    items.insert(items.begin() + static_cast<std::ptrdiff_t>(i), replaced.begin(), replaced.end());
+    i += replaced.size() - 1;
+  }
 }
 
 }  // namespace
@@ -153,6 +178,7 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
   source_dims_ = dim;
   for (int64_t d = dim; d < bd; ++d) result_batch_size_.push_back(batch_size[d]);
   if (!is_basic_) {
+    expand_misplaced_masks(items_);
     // Advanced indexing moves and merges dims by rules best left to ATen: index a one-element
     // stand-in of the batch shape (all strides zero) and read its shape.
     at::Tensor probe = at::empty_strided(batch_size, std::vector<int64_t>(bd, 0));
