@@ -14,7 +14,7 @@ namespace h5 {
 
 /// What the child does: opens `path` read-only and touches what the backend would read (every
 /// group listed both ways, every link opened, every attribute, every dataset's type, shape,
-/// layout, chunk index and first element, small datasets and attributes whole). Plain HDF5 C
+/// layout, chunk index and first element, attributes and string datasets whole). Plain HDF5 C
 /// calls, no LibTorch. Returns "" for a clean walk, else the first call that failed on the
 /// file's structure ("/g: H5Literate failed: <HDF5's message>"): HDF5 1.10's error paths on
 /// corrupt metadata free invalid pointers, which may or may not crash the process that runs

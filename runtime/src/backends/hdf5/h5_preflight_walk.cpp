@@ -21,8 +21,9 @@ namespace {
 
 // The backend refuses groups nested deeper (resolve_batches): nothing below is ever read.
 constexpr int kMaxDepth = 512;
-// Values up to this size are read whole (a string dataset is, by every get()); larger ones only
-// their first element, so the check never needs more memory than the file's metadata.
+// Attributes, and the string and opaque datasets the backend reads whole on every get(), are
+// read whole up to this size; tensors only by their first element (the backend reads them
+// lazily, and the check must not cost a read of the file's data).
 constexpr hsize_t kWholeReadBytes = hsize_t{64} << 20;
 
 struct Walk {
@@ -99,7 +100,7 @@ void walk_dataset(Walk& w, hid_t dataset) {
   if (!good(w, type.get(), "H5Dget_type") || !good(w, space.get(), "H5Dget_space") ||
       !good(w, creation.get(), "H5Dget_create_plist"))
     return;
-  if (H5Tget_class(type.get()) == H5T_OPAQUE) {
+  if (H5Tget_class(type.get()) == H5T_OPAQUE) {  // the backend classifies opaque types by tag
     char* tag = H5Tget_tag(type.get());
     if (tag) H5free_memory(tag);
   }
@@ -118,10 +119,11 @@ void walk_dataset(Walk& w, hid_t dataset) {
   (void)H5Dget_storage_size(dataset);
   H5Eclear2(H5E_DEFAULT);
   if (points == 0) return;
-  // The whole dataset when small (strings are read whole), else its first element.
+  // Non-tensor values whole when not huge, else the first element.
   const hsize_t count = static_cast<hsize_t>(points);
   const size_t element = H5Tget_size(type.get());
-  if (element > 0 && count <= kWholeReadBytes / element) {
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if ((cls == H5T_STRING || cls == H5T_OPAQUE) && element > 0 && count <= kWholeReadBytes / element) {
     read_into_memory(type.get(), -1, dataset, H5S_ALL, count);
     return;
   }
