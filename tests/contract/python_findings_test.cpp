@@ -128,12 +128,17 @@ TEMPLATE_LIST_TEST_CASE("an out-of-range index tensor is an IndexError even wher
                         "[contract][python][errors]", ContractBackends) {
   // torch (and v0.14) checks index tensors only against elements it reads, so with a 0-sized
   // dim td[[2]] of batch [1, 0] gives batch [1, 0]; the index is out of range for dim 0 all
-  // the same, and this port says so whether the batch holds elements or not.
+  // the same, and this port says so whether the batch holds elements or not, when indexing
+  // (lazy backends too), as for an integer.
   TensorDict td = TestType::make(TensorDict({{"a", at::zeros({1, 0, 2})}}, {1, 0}));
-  // (Backends whose indexing is lazy raise when the view is read.)
-  REQUIRE_THROWS_AS(td.index({at::tensor({2}, at::kLong)}).get("a"), IndexError);
-  REQUIRE_THROWS_AS(td.index({at::tensor({0}, at::kLong), at::tensor({3}, at::kLong)}).get("a"), IndexError);
-  CHECK(sizes_of(td.index({at::tensor({0, 0}, at::kLong)}).batch_size()) == Sizes{2, 0});
+  REQUIRE_THROWS_AS(td.index({at::tensor({2}, at::kLong)}), IndexError);
+  CHECK_THROWS_WITH(td.index({at::tensor({2}, at::kLong)}), Catch::Contains("index 2 is out of range for batch dim 0 of size 1"));
+  REQUIRE_THROWS_AS(td.index({at::tensor({0}, at::kLong), at::tensor({3}, at::kLong)}), IndexError);
+  REQUIRE_THROWS_AS(td.index({Slice(), at::tensor({-1}, at::kLong)}), IndexError);
+  CHECK(sizes_of(td.index({at::tensor({0, -1}, at::kLong)}).batch_size()) == Sizes{2, 0});
+  // Negative positions count from the end on any dim, on every backend.
+  TensorDict rows = TestType::make(TensorDict({{"a", at::arange(6).view({2, 3})}}, {2, 3}));
+  CHECK(at::equal(rows.index({Slice(), at::tensor({-1, 0}, at::kLong)}).get("a"), at::tensor({2, 0, 5, 3}, at::kLong).view({2, 2})));
 }
 
 TEMPLATE_LIST_TEST_CASE("indices after a multi-dim mask apply to the dims after it, as numpy's (finding A14')",

@@ -169,6 +169,17 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
                  t.scalar_type());
         // LibTorch 1.13 indexes with long tensors only (2.x also takes int): widen once here.
         if (t.scalar_type() != at::kLong) t = t.to(at::kLong);
+        // Checked against the dim and made non-negative here, as integers are, so every backend
+        // reads the same positions and refuses the same indices; torch checks only the elements
+        // it reads, and takes td[[2]] of batch [1, 0] (finding A23).
+        if (t.numel() > 0) {
+          const int64_t size = batch_size[dim];
+          const auto [lo, hi] = at::aminmax(t);
+          const int64_t low = lo.item<int64_t>(), high = hi.item<int64_t>();
+          TD_CHECK(low >= -size && high < size, IndexError, "index ", high >= size ? high : low,
+                   " is out of range for batch dim ", dim, " of size ", size, " (batch size ", batch_size, ")");
+          if (low < 0) t = at::where(t < 0, t + size, t);
+        }
         ++dim;
       }
       it.tensor = t;
@@ -190,18 +201,11 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
                e.what_without_backtrace());
     }
     result_batch_size_.assign(result.sizes().begin(), result.sizes().end());
-    // One 1-D mask or index tensor on the first dim (the common `td[mask]`, `td[idx]`): turn
-    // it into non-negative long indices once, so every leaf takes index_select instead of
-    // advanced indexing (which would redo nonzero() on the mask for each leaf).
+    // One 1-D mask on the first dim (the common `td[mask]`): turned into long indices once, so
+    // every leaf takes index_select, as `td[idx]` does, instead of advanced indexing (which
+    // would redo nonzero() on the mask for each leaf).
     if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 && bd > 0) {
-      at::Tensor t = items_[0].tensor;
-      if (is_mask(t)) {
-        t = t.nonzero().squeeze(1);
-      } else {
-        t = t.to(at::kLong);
-        if (t.numel() > 0 && t.min().item<int64_t>() < 0) t = at::where(t < 0, t + batch_size[0], t);
-      }
-      items_[0].tensor = t;
+      if (is_mask(items_[0].tensor)) items_[0].tensor = items_[0].tensor.nonzero().squeeze(1);
     }
   }
 }
