@@ -11,6 +11,11 @@
 //   FullRead           the whole 1 GiB leaf
 //   ToH5               to_h5 of fixture B (3 groups x 10 float32 [4096, 256], 120 MiB); the
 //                      floor creates the same groups and datasets and writes them
+//   OpenUntrusted/<n>  from_h5 with H5OpenOptions::untrusted (the file checked in a child
+//                      process first) of a file of n datasets; the "floor" is from_h5 of the
+//                      same file without the check, so the ratio is what the check costs.
+//                      n = 1: the 1 GiB file; 3: a small file (3 datasets in 2 groups); 1000:
+//                      fixture B's layout with 1000 small datasets in 10 groups
 //
 // Run: scripts/bench.sh (the h5 table), or build-release/bench/h5_bench. h5py's times for the
 // same reads: /usr/bin/python3 bench/h5_bench_h5py.py (by hand).
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -275,6 +281,45 @@ void BM_ToH5_Floor(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 30 * 4096 * 256 * 4);
 }
 
+// ---- the untrusted-file check -------------------------------------------------------------------
+
+// The file OpenUntrusted/<n> opens (written once).
+const std::string& untrusted_file(int64_t datasets) {
+  static std::map<int64_t, std::string> files;
+  auto it = files.find(datasets);
+  if (it != files.end()) return it->second;
+  if (datasets == 1) return files.emplace(datasets, scratch().big).first->second;
+  const std::string path = scratch().fresh();
+  std::vector<TensorDict::Item> groups;
+  const int64_t per_group = datasets == 3 ? 1 : datasets / 10;
+  for (int64_t g = 0; g < (datasets == 3 ? 2 : 10); ++g) {
+    std::vector<TensorDict::Item> leaves;
+    for (int64_t d = 0; d < per_group; ++d) leaves.emplace_back("x" + std::to_string(d), at::ones({16, 4}));
+    groups.emplace_back("g" + std::to_string(g), tensordict::EntryInit(leaves));
+  }
+  if (datasets == 3) groups.emplace_back("obs", at::ones({16, 8}));
+  PersistentTensorDict::to_h5(TensorDict(groups, {16}), path).close();
+  return files.emplace(datasets, path).first->second;
+}
+
+void BM_OpenUntrusted_Cpp(benchmark::State& state) {
+  const std::string& path = untrusted_file(state.range(0));
+  tensordict::H5OpenOptions open;
+  open.untrusted = true;
+  for (auto _ : state) {
+    PersistentTensorDict td = PersistentTensorDict::from_h5(path, "r", std::nullopt, open);
+    benchmark::DoNotOptimize(td.impl());
+  }
+}
+
+void BM_OpenUntrusted_Floor(benchmark::State& state) {
+  const std::string& path = untrusted_file(state.range(0));
+  for (auto _ : state) {
+    PersistentTensorDict td = PersistentTensorDict::from_h5(path, "r");
+    benchmark::DoNotOptimize(td.impl());
+  }
+}
+
 }  // namespace
 
 BENCHMARK(BM_OpenSlice_Cpp)->Arg(64)->Arg(4096)->Arg(65536)->UseRealTime();
@@ -289,3 +334,5 @@ BENCHMARK(BM_FullRead_Cpp)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FullRead_Floor)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ToH5_Cpp)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ToH5_Floor)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OpenUntrusted_Cpp)->Arg(1)->Arg(3)->Arg(1000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpenUntrusted_Floor)->Arg(1)->Arg(3)->Arg(1000)->UseRealTime()->Unit(benchmark::kMicrosecond);

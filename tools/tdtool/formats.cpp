@@ -51,7 +51,13 @@ const std::vector<StoredFormat>& formats() {
        }},
 #ifdef TDTOOL_WITH_HDF5
       {"h5", has_hdf5_signature,
-       [](const std::string& path) { return tensordict::PersistentTensorDict::from_h5(path, "r"); },
+       [](const std::string& path) {
+         // Files tdtool is pointed at may come from anywhere: HDF5 is kept from crashing tdtool
+         // on a corrupt one by checking it in a child process first.
+         tensordict::H5OpenOptions open;
+         open.untrusted = true;
+         return tensordict::PersistentTensorDict::from_h5(path, "r", std::nullopt, open);
+       },
        [](const tensordict::TensorDict& td, const std::string& path, int /*num_threads*/, const Progress& progress) {
          // One pass, entry by entry, in the file's order; reported as done when it closes.
          tensordict::PersistentTensorDict::to_h5(td, path).close();

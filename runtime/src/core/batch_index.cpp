@@ -44,6 +44,30 @@ std::vector<idx::TensorIndex> to_tensor_indices(const std::vector<BatchIndex::It
   return out;
 }
 
+// LibTorch 1.13 counts a mask of several dims as one dim when it places what follows
+// (pytorch/pytorch#71673): a None, an integer, a slice or another index after such a mask lands
+// on the wrong dim. A mask means the tuple of its nonzero() columns (numpy's rule), which
+// LibTorch places right: a multi-dim mask followed by anything but full slices (a no-op wherever
+// they land) is replaced by its columns, once.
+void expand_misplaced_masks(std::vector<BatchIndex::Item>& items) {
+  using Kind = BatchIndex::Item::Kind;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != Kind::Tensor || !is_mask(items[i].tensor) || items[i].tensor.dim() < 2) continue;
+    const bool misplaced = std::any_of(items.begin() + static_cast<std::ptrdiff_t>(i) + 1, items.end(),
+                                       [](const BatchIndex::Item& it) { return !(it.kind == Kind::Slice && it.full); });
+    if (!misplaced) continue;
+    std::vector<at::Tensor> columns = items[i].tensor.nonzero().unbind(1);
+    std::vector<BatchIndex::Item> replaced(columns.size());
+    for (size_t c = 0; c < columns.size(); ++c) {
+      replaced[c].kind = Kind::Tensor;
+      replaced[c].tensor = std::move(columns[c]);
+    }
+    items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
+    items.insert(items.begin() + static_cast<std::ptrdiff_t>(i), replaced.begin(), replaced.end());
+    i += replaced.size() - 1;
+  }
+}
+
 }  // namespace
 
 BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef batch_size) {
@@ -149,6 +173,17 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
                  t.scalar_type());
         // LibTorch 1.13 indexes with long tensors only (2.x also takes int): widen once here.
         if (t.scalar_type() != at::kLong) t = t.to(at::kLong);
+        // Checked against the dim and made non-negative here, as integers are, so every backend
+        // reads the same positions and refuses the same indices; torch checks only the elements
+        // it reads, and takes td[[2]] of batch [1, 0] (finding A23).
+        if (t.numel() > 0) {
+          const int64_t size = batch_size[dim];
+          const auto [lo, hi] = at::aminmax(t);
+          const int64_t low = lo.item<int64_t>(), high = hi.item<int64_t>();
+          TD_CHECK(low >= -size && high < size, IndexError, "index ", high >= size ? high : low,
+                   " is out of range for batch dim ", dim, " of size ", size, " (batch size ", batch_size, ")");
+          if (low < 0) t = at::where(t < 0, t + size, t);
+        }
         ++dim;
       }
       it.tensor = t;
@@ -158,6 +193,7 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
   source_dims_ = dim;
   for (int64_t d = dim; d < bd; ++d) result_batch_size_.push_back(batch_size[d]);
   if (!is_basic_) {
+    expand_misplaced_masks(items_);
     // Advanced indexing moves and merges dims by rules best left to ATen: index a one-element
     // stand-in of the batch shape (all strides zero) and read its shape.
     at::Tensor probe = at::empty_strided(batch_size, std::vector<int64_t>(bd, 0));
@@ -169,18 +205,11 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
                e.what_without_backtrace());
     }
     result_batch_size_.assign(result.sizes().begin(), result.sizes().end());
-    // One 1-D mask or index tensor on the first dim (the common `td[mask]`, `td[idx]`): turn
-    // it into non-negative long indices once, so every leaf takes index_select instead of
-    // advanced indexing (which would redo nonzero() on the mask for each leaf).
+    // One 1-D mask on the first dim (the common `td[mask]`): turned into long indices once, so
+    // every leaf takes index_select, as `td[idx]` does, instead of advanced indexing (which
+    // would redo nonzero() on the mask for each leaf).
     if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 && bd > 0) {
-      at::Tensor t = items_[0].tensor;
-      if (is_mask(t)) {
-        t = t.nonzero().squeeze(1);
-      } else {
-        t = t.to(at::kLong);
-        if (t.numel() > 0 && t.min().item<int64_t>() < 0) t = at::where(t < 0, t + batch_size[0], t);
-      }
-      items_[0].tensor = t;
+      if (is_mask(items_[0].tensor)) items_[0].tensor = items_[0].tensor.nonzero().squeeze(1);
     }
   }
 }

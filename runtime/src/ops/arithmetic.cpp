@@ -1,7 +1,8 @@
 // Binary arithmetic of TensorDict (semantics 1.12): add / sub / mul / div with a tensordict, a
 // tensor or a scalar, and pow / maximum / minimum / lerp / addcmul / addcdiv with tensordicts.
-// Out-of-place results keep the lock and drop nested levels left empty (Python's math ops); the
-// in-place forms are allowed on locked tensordicts and write copies back through the backend.
+// Out-of-place results keep the lock and drop nested levels left empty (Python's math ops; v0.14
+// keeps them with a tensor of one or more dims); the in-place forms are allowed on locked
+// tensordicts and write copies back through the backend.
 
 #include <ATen/ATen.h>
 
@@ -155,7 +156,9 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
       [&](size_t i) { return arith(op, leaves[i], operands[i], alpha); }, LeafKeys{*src.impl()}, name);
   RebuildOptions options;
   options.batch_size = c10::IntArrayRef(aligned.batch_size());
-  options.filter_empty = true;
+  // v0.14 maps a tensor of one or more dims over the leaves with _fast_apply, which keeps empty
+  // nested levels (finding A16); a 0-dim tensor takes the scalar path, which drops them (A5).
+  options.filter_empty = other.dim() == 0;
   return keep_lock(rebuild(*src.impl(), results, options), td);
 }
 

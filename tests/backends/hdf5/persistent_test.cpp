@@ -11,10 +11,11 @@
 #include <tensordict/backends/persistent.h>
 #include <tensordict/json.h>
 
-// support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro.
-#include "backends/memmap/support.h"
+#include "backends/hdf5/h5py_support.h"
 
 using namespace tensordict;
+using h5_test::h5py_read;
+using h5_test::h5py_write;
 using memmap_test::quoted;
 using memmap_test::run;
 using memmap_test::TempDir;
@@ -26,23 +27,6 @@ namespace {
 // at::tensor has no bool overload in LibTorch 1.13.
 at::Tensor bools(std::initializer_list<int> values) {
   return at::tensor(std::vector<int64_t>(values.begin(), values.end())).to(at::kBool);
-}
-
-std::string h5_script(const std::string& name) {
-  return std::string(TENSORDICT_SOURCE_DIR) + "/tests/backends/hdf5/" + name;
-}
-
-void h5py_write(const std::string& kind, const std::string& path) {
-  auto [code, out] = run("/usr/bin/python3 " + quoted(h5_script("h5py_write.py")) + " " + kind + " " + quoted(path) + " 2>&1");
-  INFO(out);
-  REQUIRE(code == 0);
-}
-
-json::Value h5py_read(const std::string& path) {
-  auto [code, out] = run("/usr/bin/python3 " + quoted(h5_script("h5py_read.py")) + " " + quoted(path) + " 2>&1");
-  INFO(out);
-  REQUIRE(code == 0);
-  return json::parse(out);
 }
 
 TensorDict sample() {

@@ -9,6 +9,7 @@
 //   auto td = tensordict::PersistentTensorDict::from_h5("data.h5", "r");
 //   at::Tensor rows = td.index({at::indexing::Slice(0, 64)}).get("obs");  // reads 64 rows
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +36,20 @@ struct H5Options {
   std::vector<int64_t> chunks;
 };
 
+/// How from_h5 opens a file.
+struct H5OpenOptions {
+  /// The file comes from a source you do not trust (a download, a user's upload). HDF5 1.10
+  /// itself crashes or hangs on some corrupt files, which no caller can catch. With this set, a
+  /// forked child process opens the file first and touches every group, dataset and attribute
+  /// the backend reads; if the child dies or hangs, from_h5 raises StorageError naming the file
+  /// ("the HDF5 library crashed (SIGSEGV) while reading ...") and opens nothing. Costs a fork and
+  /// a walk of the file's metadata (docs/backends.md, "Untrusted files"). Only modes that open an
+  /// existing file check it.
+  bool untrusted = false;
+  /// How long the check may take before it counts as a hang (the child is then killed).
+  std::chrono::milliseconds check_timeout{std::chrono::seconds(60)};
+};
+
 /// A handle to a tensordict stored in an HDF5 file. It is a TensorDict: every operation works on
 /// it; those that cannot stay in the file (shape ops, conversions) return in-memory results.
 class PersistentTensorDict : public TensorDict {
@@ -45,9 +60,11 @@ class PersistentTensorDict : public TensorDict {
   /// attributes, or else the longest leading-dims prefix common to its datasets and sub-groups
   /// (Python's inference). With it, every dataset's leading dims are checked (ValueError "batch
   /// size and array size mismatch" naming the file and the dataset). StorageError naming the
-  /// file when it is missing, not HDF5, or unreadable.
+  /// file when it is missing, not HDF5, or unreadable. `open.untrusted` checks the file in a
+  /// child process first (H5OpenOptions).
   static PersistentTensorDict from_h5(const std::string& path, const std::string& mode = "r",
-                                      std::optional<std::vector<int64_t>> batch_size = std::nullopt);
+                                      std::optional<std::vector<int64_t>> batch_size = std::nullopt,
+                                      const H5OpenOptions& open = {});
   /// Writes `td` (nested levels as groups, non-tensor values as h5py stores them) to a new file
   /// at `path` and returns it opened "r+". The file is written under a temporary name and
   /// renamed over `path` last: an existing file is replaced whole (as Python's to_h5 truncates

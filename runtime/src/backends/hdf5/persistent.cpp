@@ -11,13 +11,18 @@
 #include <tensordict/function_ref.h>
 
 #include "backends/hdf5/h5_id.h"
+#include "backends/hdf5/h5_preflight.h"
 #include "backends/hdf5/persistent_impl.h"
 #include "core/file_io.h"
 
 namespace tensordict {
 
 PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, const std::string& mode,
-                                                   std::optional<std::vector<int64_t>> batch_size) {
+                                                   std::optional<std::vector<int64_t>> batch_size,
+                                                   const H5OpenOptions& open) {
+  // Only an existing file has anything to check: w, w- and x create one, a when it is missing.
+  if (open.untrusted && (mode == "r" || mode == "r+" || (mode == "a" && std::filesystem::exists(path))))
+    h5::check_in_child(path, open.check_timeout);
   return PersistentTensorDict(h5::open_file(path, mode, std::move(batch_size), H5Options{}));
 }
 

@@ -17,6 +17,7 @@
 #include <tensordict/non_tensor.h>
 
 #include "backends/hdf5/h5_direct_read.h"
+#include "backends/hdf5/h5_links.h"
 #include "backends/hdf5/h5_selection.h"
 #include "backends/hdf5/h5_types.h"
 #include "core/file_io.h"
@@ -44,9 +45,9 @@ std::string child_path(const std::string& group, std::string_view key) {
   return group == "/" ? "/" + std::string(key) : group + "/" + std::string(key);
 }
 
-namespace {
-
 std::string location(const H5File& f, const std::string& object) { return f.path + ":" + object; }
+
+namespace {
 
 // False for keys no HDF5 link can have ('/' nests groups; empty, "." and ".." name the
 // group itself): they are never entries.
@@ -431,15 +432,6 @@ void write_non_tensor_dataset(const H5File& f, const std::string& path, const No
   }
 }
 
-// Group (and file) creation properties: links keep their creation order, so keys come back in
-// the order they were set, as a tensordict's do (h5py lists such groups by name unless asked).
-H5Id ordered_links(hid_t list_class, const std::string& where) {
-  H5Id plist = check_id(H5Pcreate(list_class), where, "H5Pcreate");
-  check(H5Pset_link_creation_order(plist.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), where,
-        "H5Pset_link_creation_order");
-  return plist;
-}
-
 H5Id create_group(H5File& f, const std::string& path, c10::IntArrayRef batch, const std::optional<at::Device>& device) {
   const std::string where = location(f, path);
   H5Id gcpl = ordered_links(H5P_GROUP_CREATE, where);
@@ -469,12 +461,6 @@ void write_entry(H5File& f, const std::string& path, const Entry& entry) {
       write_entry(f, child_path(path, key), child);
     });
   }
-}
-
-bool link_exists(const H5File& f, const std::string& path) {
-  const htri_t e = H5Lexists(f.id(), path.c_str(), H5P_DEFAULT);
-  check(e, location(f, path), "H5Lexists");
-  return e > 0;
 }
 
 // The object `path` names, opened; an invalid id when there is no such link. Opened first,
@@ -523,62 +509,6 @@ EntryKind object_kind(const H5File& f, const std::string& path) {
   if (kind != EntryKind::Tensor) return kind;
   H5Id type = check_id(H5Dget_type(obj.get()), location(f, path), "H5Dget_type");
   return dataset_kind(type.get());
-}
-
-herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
-  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-  return 0;
-}
-
-// True for groups that list their links in creation order (the ones C++ makes); others list
-// them by name (h5py's default).
-bool tracks_order(const H5File& f, const std::string& path, hid_t group) {
-  H5Id gcpl = check_id(H5Gget_create_plist(group), location(f, path), "H5Gget_create_plist");
-  unsigned order = 0;
-  check(H5Pget_link_creation_order(gcpl.get(), &order), location(f, path), "H5Pget_link_creation_order");
-  return (order & H5P_CRT_ORDER_INDEXED) != 0;
-}
-
-// The link names of a group, listed in creation order where it tracks it, else by name.
-struct GroupLinks {
-  std::vector<std::string> names;
-  bool in_creation_order = false;
-};
-
-GroupLinks list_group(const H5File& f, const std::string& path) {
-  GroupLinks out;
-  H5Id g = check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
-  out.in_creation_order = tracks_order(f, path, g.get());
-  hsize_t idx = 0;
-  check(H5Literate(g.get(), out.in_creation_order ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME, H5_ITER_INC, &idx,
-                   collect_name, &out.names),
-        location(f, path), "H5Literate");
-  return out;
-}
-
-std::vector<std::string> group_keys(const H5File& f, const std::string& path) { return list_group(f, path).names; }
-
-// A link moved with H5Lmove is created anew, so it lists last: `key` is moved to a free
-// temporary name and back. Metadata only; the object is untouched.
-void relink_last(const H5File& f, const std::string& group, const std::string& key) {
-  std::string temp = child_path(group, ".tensordict-relink");
-  while (link_exists(f, temp)) temp += "_";
-  const std::string path = child_path(group, key);
-  check(H5Lmove(f.id(), path.c_str(), f.id(), temp.c_str(), H5P_DEFAULT, H5P_DEFAULT), location(f, path), "H5Lmove");
-  check(H5Lmove(f.id(), temp.c_str(), f.id(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT), location(f, path), "H5Lmove");
-}
-
-// Puts the links of `group` back in `order` (its link names, as listed before a replace or a
-// rename) by relinking, from the first one out of place on. Groups listed by name keep that.
-void keep_order(const H5File& f, const std::string& group, const std::vector<std::string>& order) {
-  const GroupLinks links = list_group(f, group);
-  if (!links.in_creation_order) return;
-  const std::vector<std::string>& now = links.names;
-  size_t first = 0;
-  while (first < now.size() && first < order.size() && now[first] == order[first]) ++first;
-  for (size_t i = first; i < order.size(); ++i) {
-    if (link_exists(f, child_path(group, order[i]))) relink_last(f, group, order[i]);
-  }
 }
 
 // ---- Batch sizes at open ------------------------------------------------------------------------
@@ -677,7 +607,8 @@ BatchSize resolve_batches(H5File& f, const std::string& path, const std::optiona
   };
   std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
   std::vector<std::string> groups;
-  for (const std::string& key : group_keys(f, path)) {
+  // In any order: the result does not depend on it, and listing by name is one HDF5 call.
+  for (const std::string& key : group_names(f, path)) {
     const std::string child = child_path(path, key);
     Object obj = open_object(f, child, location(f, child));
     if (obj.kind == EntryKind::TensorDict) groups.push_back(child);

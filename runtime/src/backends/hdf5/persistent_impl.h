@@ -57,6 +57,8 @@ struct H5File {
 
 /// "/a" + "b" -> "/a/b".
 std::string child_path(const std::string& group, std::string_view key);
+/// "<file>:<object>", how messages name an object of the file.
+std::string location(const H5File& f, const std::string& object);
 
 class H5Level final : public TensorDictBase {
  public:
