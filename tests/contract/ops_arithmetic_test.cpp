@@ -237,7 +237,8 @@ TEMPLATE_LIST_TEST_CASE("math results drop nested tensordicts left empty, as Pyt
   CHECK(td.contains("e"));
   CHECK((td + 1).keys() == std::vector<NestedKey>{"x"});
   CHECK(td.abs().keys() == std::vector<NestedKey>{"x"});
-  CHECK((td * at::tensor(2.0)).keys() == std::vector<NestedKey>{"x"});  // an n-d tensor keeps it (A16)
+  CHECK((td * at::scalar_tensor(2.0)).keys() == std::vector<NestedKey>{"x"});  // a 0-dim tensor: as a scalar
+  CHECK((td * at::ones({2})).keys() == (std::vector<NestedKey>{"x", "e"}));      // an n-d tensor keeps it (A16)
   CHECK(td.add(td).keys() == std::vector<NestedKey>{"x"});
   // apply keeps Python's own rule (filter_empty=None): only levels emptied by the call go.
   CHECK(td.apply([](const at::Tensor& t) { return t; }).contains("e"));

@@ -103,7 +103,7 @@ TEMPLATE_LIST_TEST_CASE("arithmetic with an n-d tensor keeps empty nested tensor
   // Broadcast to a larger batch: the kept level takes it.
   TensorDict wide = td.mul(at::ones({2, 3}));
   CHECK(sizes_of(wide.get_tensordict("e").batch_size()) == Sizes{2, 3});
-  CHECK(td.mul(at::tensor(2.0)).keys() == std::vector<NestedKey>{"a"});
+  CHECK(td.mul(at::scalar_tensor(2.0)).keys() == std::vector<NestedKey>{"a"});
   CHECK(td.mul(2.0).keys() == std::vector<NestedKey>{"a"});
 }
 
