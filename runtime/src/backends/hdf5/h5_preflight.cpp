@@ -58,6 +58,7 @@ struct Child {
   std::string report(1, kFinished);
   try {
     report += c.walk(c.path).substr(0, kMaxReport);
+    std::replace(report.begin(), report.end(), '\n', ' ');  // one line: the parent reads up to '\n'
     report += '\n';
   } catch (...) {
     ::_exit(kThrew);
