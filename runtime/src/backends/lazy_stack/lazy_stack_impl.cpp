@@ -261,7 +261,9 @@ NonTensorData LazyStackImpl::stack_non_tensor(const std::vector<NonTensorData>& 
 }
 
 void LazyStackImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
-  for (const std::string& key : keys()) {
+  // Member 0's keys, each read once: get() finds the exclusive ones (no entry) on its way.
+  if (members_.empty()) return;
+  for (const std::string& key : members_.front().impl()->keys()) {
     Entry e = get(key);
     if (e.defined()) fn(key, e);
   }
