@@ -36,6 +36,7 @@ td::StoreOptions options(const std::string& id) {
   td::StoreOptions out;
   out.unix_socket = server().socket();
   out.td_id = id;
+  out.overwrite = true;  // some loops create one id again and again
   out.max_value_bytes = int64_t{4} << 30;
   return out;
 }
@@ -94,8 +95,8 @@ std::string shape_json(int64_t rows, const std::vector<int64_t>& event) {
   return out + "]";
 }
 
-std::vector<std::pair<td::NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>> schema() {
-  std::vector<std::pair<td::NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>> out;
+td::LeafSpecs schema() {
+  td::LeafSpecs out;
   for (const Leaf& l : kLeaves) out.push_back({l.name, {l.event, l.dtype}});
   return out;
 }

@@ -126,9 +126,12 @@ void run_actor(const Args& a, c10d::ProcessGroup& pg, torch::nn::Linear& policy,
 void run_learner(const Args& a, c10d::ProcessGroup& pg, torch::nn::Linear& policy, td::TensorDict& params) {
   const int64_t capacity = static_cast<int64_t>(a.rows_per_round) * (a.world - 1);
   // Preallocated on the server (no tensor bytes pass through here), checked as a Transition.
+  // The learner owns the buffer: a run replaces the one an earlier run left on the server.
+  td::StoreOptions options = store_options(a);
+  options.overwrite = true;
   td::TensorDictStore store = td::TensorDictStore::from_schema(
       {{"obs", {{4}, at::kFloat}}, {"action", {{2}, at::kFloat}}, {"reward", {{}, at::kFloat}}, {"actor", {{}, at::kLong}}},
-      {capacity}, store_options(a));
+      {capacity}, options);
   Transition buffer = Transition::from_tensordict(store);
   barrier(pg);  // the buffer exists: actors may open it
   torch::optim::SGD optimizer(policy->parameters(), torch::optim::SGDOptions(0.1));

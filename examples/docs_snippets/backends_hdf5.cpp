@@ -20,6 +20,7 @@ void hdf5_files() {
 }
 
 int main() {
+  std::remove("/tmp/steps.h5");  // left by a run killed before its cleanup: to_h5 would refuse it
   hdf5_files();
   return 0;
 }

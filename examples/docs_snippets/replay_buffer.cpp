@@ -1,6 +1,5 @@
 // The snippets of docs/replay-buffer.md (docs/replay-buffer.md#preallocate), run in order by
 // main(): a typed replay buffer on disk, from schemas/replay.yaml.
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -11,35 +10,15 @@
 #include <tensordict/tensordict.h>
 
 #include "replay.td.h"
+#include "replay_steps.h"
 
 namespace td = tensordict;
-using replay::Observation;
 using replay::Transition;
-
-namespace {
-
-// A fresh directory for this run (memmap_like refuses one that already holds a buffer).
-std::string fresh_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "replay_XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return tmpl + "/buffer";
-}
-
-// One environment step (batch size []), as a simulator would hand it over.
-Transition env_step(int64_t t) {
-  Observation obs({{"camera", at::randint(0, 255, {3, 8, 8}, at::kByte)},
-                   {"proprio", at::randn({12})},
-                   {"info", t % 2 ? "walk" : "run"}});
-  return Transition({{"obs", obs},  // a typed object goes in directly
-                     {"action", at::randn({6})},
-                     {"reward", at::scalar_tensor(static_cast<float>(t))},
-                     {"done", at::scalar_tensor(t % 5 == 4, at::kBool)}});
-}
-
-}  // namespace
+using replay_snippets::env_step;
+using replay_snippets::fresh_path;
 
 int main() {
-  const std::string dir = fresh_dir();
+  const std::string dir = fresh_path("buffer");  // memmap_like refuses a buffer's directory
   // docs/replay-buffer.md#preallocate
   Transition buffer = Transition::memmap_like(/*batch_size=*/{64}, dir);
   // Zero-filled files in Python tensordict's layout, mapped: nothing full-size in memory.

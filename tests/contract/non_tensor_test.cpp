@@ -107,6 +107,49 @@ TEMPLATE_LIST_TEST_CASE("indexed writes of per-element strings are stored, survi
   CHECK(text(back, "info") == "all");
 }
 
+TEMPLATE_LIST_TEST_CASE("index_put_ of keys the destination lacks fills the other rows with zeros or null",
+                        "[contract][non_tensor][reload]", ContractBackends) {
+  // Python v0.14: `td[idx] = other` preallocates the keys td lacks over its whole batch
+  // (tensors zeros, non-tensors None), then writes the rows; strings as tensors.
+  TensorDict td = TestType::make(TensorDict({{"a", at::zeros({4})}}, {4}));
+  if (!TestType::kMutableKeys) {
+    // Locked: a missing key is refused alike for tensors and strings, nothing written.
+    REQUIRE_THROWS_AS(td.index_put_({1}, TensorDict({{"r", at::scalar_tensor(2.f)}})), LockedError);
+    REQUIRE_THROWS_AS(td.index_put_({1}, TensorDict({{"s", "walk"}})), LockedError);
+    REQUIRE_THROWS_AS(td.index_put_({Slice(0, 2)}, TensorDict({{"s", NonTensorData::from_list(
+                                                                           json::parse(R"(["a", "b"])"), {2})}},
+                                                                {2})),
+                      LockedError);
+    CHECK_FALSE(td.contains("r"));
+    CHECK_FALSE(td.contains("s"));
+    return;
+  }
+  // One row: the value there only, not in every row.
+  td.index_put_({1}, TensorDict({{"r", at::scalar_tensor(2.f)}, {"s", "walk"}, {"n", {{"t", "deep"}}}}));
+  CHECK(at::equal(td.get("r"), at::tensor({0.f, 2.f, 0.f, 0.f})));
+  CHECK(list(td, "s") == "[None, 'walk', None, None]");
+  CHECK((list(td, {"n", "t"}) == "[None, 'deep', None, None]"));
+  // A slice and an index tensor of per-row strings: a writer's first batched write.
+  td.index_put_({Slice(2, 4)}, TensorDict({{"u", NonTensorData::from_list(json::parse(R"(["c", "d"])"), {2})},
+                                           {"v", at::ones({2, 3})}},
+                                          {2}));
+  CHECK(list(td, "u") == "[None, None, 'c', 'd']");
+  CHECK(at::equal(td.get("v").sum(1), at::tensor({0.f, 0.f, 3.f, 3.f})));
+  td.index_put_({at::tensor({3, 0}, at::kLong)},
+                TensorDict({{"w", NonTensorData::from_list(json::parse(R"(["three", "zero"])"), {2})}}, {2}));
+  CHECK(list(td, "w") == "['zero', None, None, 'three']");
+  // Every row written: one value, as any whole write.
+  td.index_put_({Slice()}, TensorDict({{"x", "all"}}, {4}));
+  CHECK(td.get_non_tensor("x").is_uniform());
+  TensorDict back = TestType::reload(td);
+  CHECK(at::equal(back.get("r"), at::tensor({0.f, 2.f, 0.f, 0.f})));
+  CHECK(list(back, "s") == "[None, 'walk', None, None]");
+  CHECK((list(back, {"n", "t"}) == "[None, 'deep', None, None]"));
+  CHECK(list(back, "u") == "[None, None, 'c', 'd']");
+  CHECK(list(back, "w") == "['zero', None, None, 'three']");
+  CHECK(text(back, "x") == "all");
+}
+
 TEMPLATE_LIST_TEST_CASE("set_non_tensor_ replaces a stored value in place, also when locked",
                         "[contract][non_tensor][reload]", ContractBackends) {
   TensorDict td = TestType::make(TensorDict({{"a", at::zeros({2})}, {"n", {{"s", "old"}}}}, {2}));

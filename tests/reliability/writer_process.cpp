@@ -71,7 +71,9 @@ int main(int argc, char** argv) {
       tensordict::consolidate(td, options);
 #ifdef TENSORDICT_TEST_HDF5
     } else if (writer == "h5") {
-      tensordict::PersistentTensorDict::to_h5(td, dest).close();
+      tensordict::H5Options replace_h5;
+      replace_h5.overwrite = true;  // each run replaces the last one's file
+      tensordict::PersistentTensorDict::to_h5(td, dest, replace_h5).close();
 #endif
     } else {
       std::cerr << "writer_process: unknown writer " << writer << "\n";

@@ -6,6 +6,8 @@
 
 #include <tensordict/backends/persistent.h>
 
+#include "backends/hdf5/h5py_support.h"
+#include "records.td.h"
 #include "replay.td.h"
 #include "replay_row.h"
 #include "support/temp_dir.h"
@@ -13,6 +15,8 @@
 using namespace tensordict;
 using replay::Observation;
 using replay::Transition;
+using at::indexing::Slice;
+using h5_test::h5py_read;
 using testing_support::TempDir;
 
 namespace {
@@ -72,4 +76,53 @@ TEST_CASE("a typed class over a read-only file reads, and every write names the 
   const std::string other = dir / "other.h5";
   PersistentTensorDict::to_h5(TensorDict({{"reward", at::zeros({2}, at::kLong)}}, {2}), other).close();
   REQUIRE_THROWS_AS(Transition::from_tensordict(PersistentTensorDict::from_h5(other, "r")), TypeError);
+}
+
+TEST_CASE("h5_like preallocates a typed buffer file from the schema alone, as h5py reads it", "[typed][hdf5]") {
+  TempDir dir;
+  const std::string path = dir / "buffer.h5";
+  Transition buffer = Transition::h5_like({64}, path);
+  CHECK(PersistentTensorDict::is_persistent(buffer));
+  CHECK((buffer.obs().camera().sizes() == c10::IntArrayRef{64, 3, 8, 8}));
+  CHECK(buffer.action().scalar_type() == at::kFloat);
+  CHECK(buffer.reward().sum().item<float>() == 0.f);
+  // The optional string starts null in every row, as memmap_like makes it.
+  CHECK_FALSE(buffer.obs().info_list()[5].has_value());
+  for (int64_t i = 0; i < 64; i += 2) buffer.index_put_({i}, row(static_cast<float>(i), "row " + std::to_string(i)));
+  buffer.index_put_({Slice(1, 64, 2)}, Transition::stack(std::vector<Transition>(32, row(1, "odd"))));
+  PersistentTensorDict::from(buffer).close();  // HDF5 locks a file open for writing
+
+  const json::Value seen = h5py_read(path);
+  auto member = [&](const char* dataset, const char* field) -> json::Value {
+    const json::Value* d = seen.find(dataset);
+    INFO(dataset);
+    REQUIRE(d != nullptr);
+    REQUIRE(d->find(field) != nullptr);
+    return *d->find(field);
+  };
+  CHECK(member("obs/camera", "dtype") == json::Value("uint8"));
+  CHECK(member("obs/camera", "shape").dump() == "[64,3,8,8]");
+  CHECK(member("action", "shape").dump() == "[64,6]");
+  CHECK(member("reward", "value").as_array()[10] == json::Value(10.0));
+  const json::Value info = member("obs/info", "value");
+  REQUIRE(info.is_array());
+  CHECK(info.as_array()[4] == json::Value("row 4"));
+  CHECK(info.as_array()[5] == json::Value("odd"));
+
+  // A second h5_like would zero the buffer: refused, naming the file.
+  REQUIRE_THROWS_AS(Transition::h5_like({64}, path), StorageError);
+  REQUIRE_THROWS_WITH(Transition::h5_like({64}, path), Catch::Contains(path) && Catch::Contains("H5Options::overwrite"));
+  Transition again = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r"));
+  CHECK(again.obs().info_list()[4].value() == "row 4");
+  PersistentTensorDict::from(again).close();
+  H5Options replace;
+  replace.overwrite = true;
+  CHECK(Transition::h5_like({64}, path, replace).reward().sum().item<float>() == 0.f);
+
+  // Every kind of non-tensor field: required ones "", 0, 0.0, false; optional ones null.
+  records::Episode episode = records::Episode::h5_like({3}, dir / "episodes.h5");
+  CHECK(episode.record().name_list() == std::vector<std::string>{"", "", ""});
+  CHECK_FALSE(episode.record().count_list()[1].has_value());
+  CHECK_FALSE(episode.record().scale_list()[0].has_value());
+  CHECK((episode.record().x().sizes() == c10::IntArrayRef{3, 4}));
 }

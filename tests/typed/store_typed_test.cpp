@@ -8,6 +8,7 @@
 #include <tensordict/backends/store.h>
 
 #include "backends/redis/redis_client.h"
+#include "records.td.h"
 #include "replay.td.h"
 #include "replay_row.h"
 #include "support/redis_server.h"
@@ -59,21 +60,70 @@ TEST_CASE("an empty store wrapped unchecked is preallocated by its first typed r
   CHECK(at::equal(back.reward(), at::tensor({0.f, 0.f, 7.f, 0.f})));
   CHECK((back.obs().camera().sizes() == c10::IntArrayRef{4, 3, 8, 8}));
   CHECK(back.obs().info_list()[2].value() == "seven");
-  // A non-tensor key's first write stores its value for every row, as in memory (tensors get
-  // zeros); later writes replace their rows.
-  CHECK(back.obs().info_list()[0].value() == "seven");
+  // A non-tensor key's first write leaves the other rows null (Python None), as tensors get
+  // zeros there; later writes fill their rows.
+  CHECK_FALSE(back.obs().info_list()[0].has_value());
   buffer.index_put_({0}, row(1, "one"));
   CHECK(at::equal(back.reward(), at::tensor({1.f, 0.f, 7.f, 0.f})));
   std::vector<std::string> notes;
   for (const auto& n : back.obs().info_list()) notes.push_back(n.value_or("-"));
-  CHECK(notes == std::vector<std::string>{"one", "seven", "seven", "seven"});
+  CHECK(notes == std::vector<std::string>{"one", "-", "seven", "-"});
+}
+
+TEST_CASE("store_like preallocates a typed buffer on the server from the schema alone", "[typed][redis]") {
+  RedisServer server;
+  redis::RedisClient raw(store_options(server));
+  auto received = [&] {
+    const std::string info(raw.run({"INFO", "stats"})[0].str());
+    return std::stoll(info.substr(info.find("total_net_input_bytes:") + 22));
+  };
+  StoreOptions options = store_options(server);
+  options.td_id = "replay";
+  const int64_t before = received();
+  Transition buffer = Transition::store_like({100000}, options);  // 19 MB of camera frames
+  // Zero-filled by the server: the client sent commands, no tensor bytes.
+  CHECK(received() - before < 64 * 1024);
+  CHECK(TensorDictStore::is_store(buffer));
+  CHECK((buffer.obs().camera().sizes() == c10::IntArrayRef{100000, 3, 8, 8}));
+  CHECK(buffer.action().scalar_type() == at::kFloat);
+  CHECK(buffer.done().sum().item<int64_t>() == 0);
+  // The optional string starts null in every row, as memmap_like makes it.
+  CHECK_FALSE(buffer.index({at::indexing::Slice(0, 3)}).obs().info_list()[1].has_value());
+  // Filled and read back by another handle, checked against the schema.
+  buffer.index_put_({7}, row(7, "seven"));
+  Transition back = Transition::from_tensordict(TensorDictStore::from_store("replay", store_options(server)));
+  CHECK(back.index({7}).obs().info() == "seven");
+  CHECK(back.reward()[7].item<float>() == 7.f);
+  // A second store_like would zero the buffer: refused, naming the store.
+  REQUIRE_THROWS_AS(Transition::store_like({100000}, options), StorageError);
+  REQUIRE_THROWS_WITH(Transition::store_like({4}, options),
+                      Catch::Contains("TensorDictStore 'replay'") && Catch::Contains("StoreOptions::overwrite"));
+  CHECK(back.reward()[7].item<float>() == 7.f);
+  options.overwrite = true;
+  CHECK((Transition::store_like({4}, options).reward().sizes() == c10::IntArrayRef{4}));
+
+  // Every kind of non-tensor field: required ones "", 0, 0.0, false; optional ones null.
+  StoreOptions episodes = store_options(server);
+  records::Episode episode = records::Episode::store_like({3}, episodes);
+  CHECK(episode.record().name_list() == std::vector<std::string>{"", "", ""});
+  CHECK_FALSE(episode.record().count_list()[0].has_value());
+  CHECK_FALSE(episode.record().valid_list()[2].has_value());
+  CHECK((episode.record().x().sizes() == c10::IntArrayRef{3, 4}));
+  CHECK_FALSE(episode.record().has_n());  // optional, no concrete event shape: left out
+  // A batched write of per-row names lands in its rows only.
+  TensorDict records = episode.record().tensordict();
+  records.index_put_({at::indexing::Slice(1, 3)},
+                     TensorDict({{"name", NonTensorData::from_list(json::parse(R"(["b", "c"])"), {2})}}, {2}));
+  CHECK(records::Episode::from_tensordict(TensorDictStore::from_store(store_id(episode.tensordict()), episodes))
+            .record()
+            .name_list() == std::vector<std::string>{"", "b", "c"});
 }
 
 TEST_CASE("checking a typed class over a store reads its metadata, not its data", "[typed][redis]") {
   RedisServer server;
   const int64_t rows = 100000;  // 19 MB of camera frames on the server
   auto schema = [](std::vector<int64_t> action) {
-    return std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>{
+    return LeafSpecs{
         {{"obs", "camera"}, {{3, 8, 8}, at::kByte}}, {{"obs", "proprio"}, {{12}, at::kFloat}},
         {"action", {std::move(action), at::kFloat}}, {"reward", {{}, at::kFloat}}, {"done", {{}, at::kBool}}};
   };

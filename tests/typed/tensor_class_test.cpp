@@ -152,3 +152,17 @@ TEST_CASE("IFEvalScoreData: four optional float scores", "[typed][tc][ifeval]") 
   REQUIRE_THROWS_AS(scores.set_inst_level_loose_acc(at::rand({8}, at::kDouble)), TypeError);
   CHECK((scores.index({at::indexing::Slice(0, 2)}).prompt_level_loose_acc().sizes() == c10::IntArrayRef{2}));
 }
+
+TEST_CASE("a field a tensordict lacked, written row by row, holds null until every row is written",
+          "[typed][tc]") {
+  // Python v0.14: the first indexed write creates the key, null (None) in the rows not written.
+  TensorDict td = TensorDict::empty_with({3});
+  Record r = Record::from_tensordict(td, /*check=*/false);
+  r.index_put_({0}, Record({{"x", at::zeros({4})}, {"name", "n0"}}, {}));
+  r.index_put_({1}, Record({{"x", at::ones({4})}, {"name", "n1"}}, {}));
+  // Row 2 has no name yet: a required string field refuses it.
+  REQUIRE_THROWS_AS(Record::from_tensordict(td), TypeError);
+  r.index_put_({2}, Record({{"x", at::ones({4})}, {"name", "n2"}}, {}));
+  CHECK(Record::from_tensordict(td).name_list() == std::vector<std::string>{"n0", "n1", "n2"});
+  CHECK(at::equal(Record::from_tensordict(td).x().sum(1), at::tensor({0.f, 4.f, 4.f})));
+}

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -203,6 +204,21 @@ void remove_dead_temporaries(const std::string& path) {
 }
 
 void replace_file(const std::string& path, const void* data, size_t n) { replace_file_as(path, data, n, path); }
+
+bool move_new_file(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  int err = errno;
+  if (err == EINVAL || err == ENOSYS || err == EOPNOTSUPP) {
+    // A file system without RENAME_NOREPLACE: link() refuses an existing name as well.
+    if (::link(from.c_str(), to.c_str()) == 0) {
+      ::unlink(from.c_str());
+      return true;
+    }
+    err = errno;
+  }
+  TD_CHECK(err == EEXIST, StorageError, to, ": cannot move the new file into place: ", errno_str(err));
+  return false;
+}
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& shown) {
   replace_file_as(path, text.data(), text.size(), or_path(shown, path));

@@ -33,6 +33,10 @@ void create_zero_file(const std::string& path, size_t n, bool existsok, const st
 void replace_file(const std::string& path, const void* data, size_t n);
 /// replace_file of a small text file (meta.json); errors name `shown` (default: `path`).
 void write_text_file(const std::string& path, const std::string& text, const std::string& shown = {});
+/// Renames the new file `from` to `to` unless something is there already (checked and moved
+/// in one step, so a file another writer put at `to` meanwhile is never replaced): false then,
+/// with `from` left in place. StorageError naming `to` for any other failure.
+bool move_new_file(const std::string& from, const std::string& to);
 /// A new name beside `path` to write its replacement under, unique to this process and call:
 /// "<path>.tmp-<pid>-<n>".
 std::string temporary_path(const std::string& path);

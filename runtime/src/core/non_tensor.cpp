@@ -188,12 +188,7 @@ NonTensorData NonTensorData::with_ids(at::Tensor ids) const {
 
 NonTensorData NonTensorData::compacted() const {
   if (!is_stack() || ragged_ || pool_->size() <= 2 * static_cast<size_t>(ids_.numel()) + 16) return *this;
-  auto [used, inverse] = at::_unique(ids_.flatten(), /*sorted=*/true, /*return_inverse=*/true);
-  std::vector<json::Value> kept;
-  kept.reserve(static_cast<size_t>(used.numel()));
-  const int64_t* u = used.data_ptr<int64_t>();
-  for (int64_t i = 0; i < used.numel(); ++i) kept.push_back((*pool_)[static_cast<size_t>(u[i])]);
-  return from_ids(std::move(kept), inverse.view(ids_.sizes()));
+  return detail::held_values_only(*this);
 }
 
 NonTensorData NonTensorData::as_stack(c10::IntArrayRef batch_size) const {
@@ -242,6 +237,16 @@ std::ostream& operator<<(std::ostream& os, const NonTensorData& data) {
 }
 
 namespace detail {
+
+NonTensorData held_values_only(const NonTensorData& value) {
+  if (!value.is_stack()) return value;
+  auto [used, inverse] = at::_unique(value.ids().flatten(), /*sorted=*/true, /*return_inverse=*/true);
+  std::vector<json::Value> kept;
+  kept.reserve(static_cast<size_t>(used.numel()));
+  const int64_t* u = used.data_ptr<int64_t>();
+  for (int64_t i = 0; i < used.numel(); ++i) kept.push_back(value.pool()[static_cast<size_t>(u[i])]);
+  return NonTensorData::from_ids(std::move(kept), inverse.view(value.ids().sizes()));
+}
 
 NonTensorData assign_non_tensor(const NonTensorData& current, c10::IntArrayRef batch, const BatchIndex& index,
                                 const NonTensorData& incoming) {

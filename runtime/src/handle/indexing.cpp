@@ -67,10 +67,11 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       // Non-tensor values: the same value everywhere stays uniform; otherwise write per element.
       const NonTensorData& src = entry.non_tensor();
       if (!existing.defined()) {
+        // Python v0.14 pre-allocates a missing key over the full batch, as for tensors below:
+        // the rows written get the value, the others None (null). One write of the result.
         detail::check_unlocked(dest);
-        dest.insert_or_assign(key, src.is_stack() ? src.as_stack(dest.batch_size()) : src);
-        if (!src.is_stack()) return;
-        existing = dest.get(key);
+        dest.insert_or_assign(key, detail::assign_non_tensor(NonTensorData(), dest.batch_size(), index, src));
+        return;
       }
       TD_CHECK(existing.is_non_tensor(), TypeError, "cannot write non-tensor data into ",
                full.repr(), " which holds ", kind_name(existing.kind()));

@@ -19,6 +19,7 @@
 
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/format.h"
+#include "core/non_tensor_write.h"
 
 namespace tensordict {
 namespace typed {
@@ -218,9 +219,14 @@ void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntA
     default: {
       TD_CHECK(entry.is_non_tensor(), TypeError, class_name, ".", field.name, ": expected ",
                kind_description(field.kind), ", got ", kind_name(entry.kind()));
-      for (const json::Value& v : entry.non_tensor().pool())
-        TD_CHECK(json_matches(field.kind, v) || (v.is_null() && field.optional), TypeError, class_name, ".", field.name, ": expected ",
-                 kind_description(field.kind), ", got ", json_kind_description(v));
+      const auto fits = [&](const json::Value& v) { return json_matches(field.kind, v) || (v.is_null() && field.optional); };
+      const NonTensorData& data = entry.non_tensor();
+      if (std::all_of(data.pool().begin(), data.pool().end(), fits)) return;
+      // A stack's pool keeps values no element holds any more (the null a first indexed write
+      // left in rows since written): only the values held count.
+      for (const json::Value& v : detail::held_values_only(data).pool())
+        TD_CHECK(fits(v), TypeError, class_name, ".", field.name, ": expected ", kind_description(field.kind), ", got ",
+                 json_kind_description(v));
       return;
     }
   }

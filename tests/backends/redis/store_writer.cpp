@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       tensordict::StoreOptions options;
       options.unix_socket = argv[2];
       options.td_id = argv[3];
+      options.overwrite = true;  // each run replaces the store the last one wrote
       const std::string value = argv[4];
       tensordict::TensorDict td({{"obs", at::full({4096, 1024}, std::stof(value))}, {"label", "v" + value}}, {4096});
       tensordict::TensorDictStore::from_tensordict(td, options);

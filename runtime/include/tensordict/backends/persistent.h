@@ -19,6 +19,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
 
+#include <tensordict/backends/leaf_spec.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
@@ -34,6 +35,9 @@ struct H5Options {
   /// Chunk shape for every dataset (clipped to the dataset's shape); empty: HDF5's choice when a
   /// filter needs chunks, contiguous otherwise.
   std::vector<int64_t> chunks;
+  /// to_h5 and from_schema refuse a path where a file already is (StorageError: writing there
+  /// would replace it) unless this is set; then the file is replaced whole.
+  bool overwrite = false;
 };
 
 /// How from_h5 opens a file.
@@ -67,14 +71,15 @@ class PersistentTensorDict : public TensorDict {
                                       const H5OpenOptions& open = {});
   /// Writes `td` (nested levels as groups, non-tensor values as h5py stores them) to a new file
   /// at `path` and returns it opened "r+". The file is written under a temporary name and
-  /// renamed over `path` last: an existing file is replaced whole (as Python's to_h5 truncates
-  /// it), or left as it was when the write fails.
+  /// renamed to `path` last, so a failed write leaves nothing there. A file already at `path`
+  /// is refused (StorageError naming it) unless `options.overwrite`; then it is replaced whole
+  /// (as Python's to_h5 truncates it), or left as it was when the write fails.
   static PersistentTensorDict to_h5(const TensorDict& td, const std::string& path, const H5Options& options = {});
-  /// A zero-filled file with a dataset per entry of `schema` (key -> (event shape, dtype)),
-  /// each shaped batch_size + event shape. Nothing full-size is allocated in memory.
-  static PersistentTensorDict from_schema(
-      const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
-      c10::IntArrayRef batch_size, const std::string& path, const H5Options& options = {});
+  /// A file with an entry per entry of `schema` (leaf_spec.h): tensors as zero-filled datasets
+  /// shaped batch_size + event shape (never written: nothing full-size is allocated), non-tensor
+  /// values as to_h5 stores them. An existing file is refused as to_h5 does.
+  static PersistentTensorDict from_schema(const LeafSpecs& schema, c10::IntArrayRef batch_size,
+                                          const std::string& path, const H5Options& options = {});
 
   /// `td` as a PersistentTensorDict; TypeError naming its class when it is not one.
   static PersistentTensorDict from(const TensorDict& td);

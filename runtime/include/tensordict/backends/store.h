@@ -18,6 +18,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/ArrayRef.h>
 
+#include <tensordict/backends/leaf_spec.h>
 #include <tensordict/backends/store_options.h>
 #include <tensordict/tensor_dict.h>
 
@@ -26,14 +27,14 @@ namespace tensordict {
 class TensorDictStore : public TensorDict {
  public:
   /// Uploads `td` (nested levels, non-tensor values) to a new store in one transaction and
-  /// returns it. The store's id is `options.td_id`, or a new uuid4.
+  /// returns it. The store's id is `options.td_id`, or a new uuid4. A store that already
+  /// exists under that id is refused (StorageError naming it) unless `options.overwrite`.
   static TensorDictStore from_tensordict(const TensorDict& td, StoreOptions options = {});
-  /// A store with a zero-filled leaf per entry of `schema` (key -> (event shape, dtype)),
-  /// shaped batch_size + event shape. The server allocates the zeros (one SETRANGE per leaf):
-  /// no tensor bytes pass through the client.
-  static TensorDictStore from_schema(
-      const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
-      c10::IntArrayRef batch_size, StoreOptions options = {});
+  /// A store with a leaf per entry of `schema`: tensors zero-filled, shaped batch_size + event
+  /// shape, non-tensor values stored as given (leaf_spec.h). The server allocates the zeros
+  /// (one SETRANGE per leaf): no tensor bytes pass through the client. Refuses an existing
+  /// store as from_tensordict does.
+  static TensorDictStore from_schema(const LeafSpecs& schema, c10::IntArrayRef batch_size, StoreOptions options = {});
   /// Reconnects to the existing store `td_id` (written by C++ or Python): KeyError "No
   /// TensorDictStore" when the server holds none.
   static TensorDictStore from_store(const std::string& td_id, StoreOptions options = {});

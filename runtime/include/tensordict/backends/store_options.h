@@ -23,6 +23,9 @@ struct StoreOptions {
   std::string prefix = "tensordict";
   /// The store's id; empty: a new random (uuid4) id when a store is created.
   std::string td_id;
+  /// from_tensordict and from_schema refuse a `td_id` the server already holds a store under
+  /// (StorageError: creating it again would replace its data) unless this is set.
+  bool overwrite = false;
   /// Connecting gives up after this long (StorageError naming the server).
   std::chrono::milliseconds connect_timeout{2000};
   /// A command's reply must arrive within this long (StorageError naming the command and key).

@@ -20,12 +20,21 @@
 #include <ATen/TensorIndexing.h>
 
 #include <tensordict/backends/lazy_stack.h>
+#include <tensordict/backends/leaf_spec.h>
 #include <tensordict/backends/memmap.h>
 #include <tensordict/batch_index.h>
 #include <tensordict/tensor_dict.h>
 #include <tensordict/typed/field.h>
 
 namespace tensordict {
+
+// The backends of store_like and h5_like: declared by their own headers, which a caller of
+// either includes (see there).
+class TensorDictStore;
+struct StoreOptions;
+class PersistentTensorDict;
+struct H5Options;
+
 namespace typed {
 
 /// True for classes generated from a schema (TypedTensorDict or TensorClass).
@@ -192,6 +201,24 @@ class TypedOps : public Base {
   static Derived memmap_like(c10::IntArrayRef batch_size, const std::string& prefix,
                              const MemmapOptions& options = {}) {
     return wrap(tensordict::memmap_like(schema_skeleton(Derived::Traits::schema, batch_size), prefix, options));
+  }
+  /// A store of this class on a Redis server, preallocated from the schema as memmap_like
+  /// does (TensorDictStore::from_schema: the server zero-fills the tensors, no tensor bytes
+  /// leave the client; non-tensor fields "", 0, 0.0, false or null). A store that exists under
+  /// options.td_id is refused unless `options.overwrite`. Needs <tensordict/backends/store.h>
+  /// (a template, so that classes compile without it) and a runtime built with Redis.
+  template <class Store = TensorDictStore, class Options = StoreOptions>
+  static Derived store_like(c10::IntArrayRef batch_size, const Options& options = Options()) {
+    return wrap(Store::from_schema(leaf_specs(schema_skeleton(Derived::Traits::schema, batch_size)), batch_size, options));
+  }
+  /// An HDF5 file of this class at `path`, preallocated from the schema as memmap_like does
+  /// (PersistentTensorDict::from_schema: datasets never written read as zeros). An existing
+  /// file is refused unless `options.overwrite`. Needs <tensordict/backends/persistent.h> and a
+  /// runtime built with HDF5.
+  template <class File = PersistentTensorDict, class Options = H5Options>
+  static Derived h5_like(c10::IntArrayRef batch_size, const std::string& path, const Options& options = Options()) {
+    return wrap(File::from_schema(leaf_specs(schema_skeleton(Derived::Traits::schema, batch_size)), batch_size, path,
+                                  options));
   }
   /// Maps a directory written by memmap / memmap_like (or Python) and checks it against the
   /// schema (from_tensordict's checks).

@@ -28,11 +28,19 @@ PersistentTensorDict PersistentTensorDict::from_h5(const std::string& path, cons
 
 namespace {
 
+[[noreturn]] void throw_exists(const std::string& path) {
+  TD_THROW(StorageError, path, " already exists; writing there would replace it. Set H5Options::overwrite to replace it, "
+           "or open it with PersistentTensorDict::from_h5");
+}
+
 // Writes a new file through `fill(root)` under a temporary name in the destination's directory,
 // renamed to `path` last: an existing file is replaced only by a complete one, and a failed
-// write (a key HDF5 cannot name, a full disk) leaves nothing at `path`. Messages name `path`.
+// write (a key HDF5 cannot name, a full disk) leaves nothing at `path`. Without
+// options.overwrite, a file at `path` is refused, before writing and again at the rename (in
+// one step with it, so a file another writer put there meanwhile is kept). Messages name `path`.
 TensorDict write_new_file(const std::string& path, c10::IntArrayRef batch_size, const H5Options& options,
                           std::optional<at::Device> device, FunctionRef<void(TensorDict&)> fill) {
+  if (!options.overwrite && detail::path_exists(path)) throw_exists(path);
   // Temporary files of writers killed before their rename would stay forever otherwise.
   detail::remove_dead_temporaries(path);
   const std::string temp = detail::temporary_path(path);
@@ -42,9 +50,13 @@ TensorDict write_new_file(const std::string& path, c10::IntArrayRef batch_size, 
   try {
     fill(root);
     h5::check(H5Fflush(file->id(), H5F_SCOPE_GLOBAL), path, "H5Fflush");
-    std::error_code ec;
-    std::filesystem::rename(temp, path, ec);
-    TD_CHECK(!ec, StorageError, path, ": cannot move the new file into place: ", ec.message());
+    if (options.overwrite) {
+      std::error_code ec;
+      std::filesystem::rename(temp, path, ec);
+      TD_CHECK(!ec, StorageError, path, ": cannot move the new file into place: ", ec.message());
+    } else if (!detail::move_new_file(temp, path)) {
+      throw_exists(path);
+    }
   } catch (...) {
     file->close();
     std::error_code ignored;
@@ -66,15 +78,12 @@ PersistentTensorDict PersistentTensorDict::to_h5(const TensorDict& td, const std
   return PersistentTensorDict(std::move(root));
 }
 
-PersistentTensorDict PersistentTensorDict::from_schema(
-    const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
-    c10::IntArrayRef batch_size, const std::string& path, const H5Options& options) {
+PersistentTensorDict PersistentTensorDict::from_schema(const LeafSpecs& schema, c10::IntArrayRef batch_size,
+                                                       const std::string& path, const H5Options& options) {
+  check_leaf_specs(schema, batch_size, path);
   // Datasets are created but never written: HDF5 reads unwritten data as the fill value, 0.
   TensorDict root = write_new_file(path, batch_size, options, std::nullopt, [&](TensorDict& out) {
     for (const auto& [key, spec] : schema) {
-      TD_CHECK(key.size() > 0, ValueError, path, ": from_schema: an empty key");
-      std::vector<int64_t> shape = batch_size.vec();
-      shape.insert(shape.end(), spec.first.begin(), spec.first.end());
       // Intermediate groups take the root's batch size.
       TensorDict level = out;
       for (size_t i = 0; i + 1 < key.size(); ++i) {
@@ -82,7 +91,13 @@ PersistentTensorDict PersistentTensorDict::from_schema(
         if (!level.impl()->has(part)) level.impl()->make_child(part, batch_size);
         level = level.impl()->get(part).tensordict();
       }
-      dynamic_cast<h5::H5Level&>(*level.impl()).create_zeroed(key.parts().back(), shape, spec.second);
+      if (!spec.is_tensor()) {
+        level.impl()->insert_or_assign(key.parts().back(), Entry(spec.value()));
+        continue;
+      }
+      std::vector<int64_t> shape = batch_size.vec();
+      shape.insert(shape.end(), spec.event_shape().begin(), spec.event_shape().end());
+      dynamic_cast<h5::H5Level&>(*level.impl()).create_zeroed(key.parts().back(), shape, spec.dtype());
     }
   });
   return PersistentTensorDict(std::move(root));

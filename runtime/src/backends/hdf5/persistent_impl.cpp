@@ -369,12 +369,12 @@ H5Id write_scalar(const H5File& f, const std::string& path, hid_t type, const vo
 void write_non_tensor_stack(const H5File& f, const std::string& path, const NonTensorData& data,
                             const Dataset* existing) {
   const std::string where = location(f, path);
-  const std::vector<json::Value>& pool = data.pool();
+  const NonTensorData used = detail::held_values_only(data);  // a pool keeps values no row holds now
+  const std::vector<json::Value>& pool = used.pool();
   const bool all_strings = std::all_of(pool.begin(), pool.end(), [](const json::Value& v) { return v.is_string(); });
-  std::vector<std::string> texts;
-  texts.reserve(pool.size());
-  for (const json::Value& v : pool) texts.push_back(all_strings ? v.as_string() : v.dump());
-  const at::Tensor ids = data.ids().to(at::kCPU).contiguous();
+  std::vector<std::string> texts(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) texts[i] = all_strings ? pool[i].as_string() : pool[i].dump();
+  const at::Tensor ids = used.ids().to(at::kCPU).contiguous();
   const int64_t* id = ids.data_ptr<int64_t>();
   std::vector<const char*> values(static_cast<size_t>(ids.numel()));
   for (size_t i = 0; i < values.size(); ++i) values[i] = texts[static_cast<size_t>(id[i])].c_str();

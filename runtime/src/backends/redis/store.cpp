@@ -23,10 +23,33 @@ std::shared_ptr<StoreState> open_state(StoreOptions& options) {
   return std::make_shared<StoreState>(options, options.td_id);
 }
 
-// The commands that make the store empty: every key the server holds for it, read from its
-// layout (a store written before, under the same id, is replaced whole).
-void add_clear(std::vector<Command>& out, StoreState& state) {
-  const redis::Layout& layout = state.layout(true);
+// How messages name a store: "TensorDictStore 'id' at host:port (prefix 'tensordict')".
+std::string store_name(const StoreOptions& options) {
+  return c10::str("TensorDictStore '", options.td_id, "' at ", options.endpoint(), " (prefix '", options.prefix, "')");
+}
+
+[[noreturn]] void throw_exists(const StoreOptions& options) {
+  TD_THROW(StorageError, store_name(options),
+           " already exists; creating it again would replace its data. Set StoreOptions::overwrite to replace it, "
+           "or open it with TensorDictStore::from_store");
+}
+
+// The state of a store about to be created. Unless options.overwrite, an existing store is
+// refused, and its __batch_size__ stays WATCHed until create(): a store another client creates
+// meanwhile aborts the transaction instead of being replaced.
+std::shared_ptr<StoreState> new_store_state(StoreOptions& options) {
+  std::shared_ptr<StoreState> state = open_state(options);
+  if (!options.overwrite) state->client.run({"WATCH", state->keys.batch_size()});
+  if (!options.overwrite && state->layout(true).exists) {
+    state->client.run({"UNWATCH"});
+    throw_exists(options);
+  }
+  return state;
+}
+
+// The commands that make the store empty: every key `layout` lists for it (a store written
+// before, under the same id, is replaced whole).
+void add_clear(std::vector<Command>& out, const StoreState& state, const redis::Layout& layout) {
   const redis::StoreKeys& k = state.keys;
   for (const auto& [path, meta] : layout.leaves) out.push_back({"DEL", k.data(path), k.meta(path)});
   out.push_back({"DEL", k.keys(), k.nested(), k.order(), k.batch_size(), k.device()});
@@ -49,42 +72,58 @@ const StoreLevel& level_of(const TensorDict& td) {
   return *level;
 }
 
+// Creates the store from `commands` (after add_clear and add_header) in one transaction.
+TensorDictStore create(const std::shared_ptr<StoreState>& state, std::vector<Command> commands) {
+  const bool watched = !state->client.options().overwrite;
+  state->forget_layout();
+  if (!state->transaction(std::move(commands), watched)) throw_exists(state->client.options());
+  return root_of(state);
+}
+
+// The nested levels above `key` (all of the root's batch size), recorded as from_tensordict does.
+void add_levels(std::vector<Command>& out, const redis::StoreKeys& k, const NestedKey& key, c10::IntArrayRef batch) {
+  for (size_t i = 1; i < key.size(); ++i) {
+    const std::string level =
+        redis::leaf_path(NestedKey(std::vector<std::string>(key.parts().begin(), key.parts().begin() + i)));
+    out.push_back({"HSET", k.nested(), level, redis::shape_json(batch)});
+    out.push_back({"ZADD", k.order(), "NX", redis::next_order_score(), level});
+  }
+}
+
 }  // namespace
 
 TensorDictStore TensorDictStore::from_tensordict(const TensorDict& td, StoreOptions options) {
-  std::shared_ptr<StoreState> state = open_state(options);
+  std::shared_ptr<StoreState> state = new_store_state(options);
   std::vector<Command> commands;
-  add_clear(commands, *state);
+  add_clear(commands, *state, state->layout(false));
   add_header(commands, state->keys, td.batch_size(), td.device());
   td.impl()->for_each([&](const std::string& key, const Entry& entry) {
     redis::add_store_commands(commands, state->keys, redis::leaf_path(NestedKey(key)), entry, td.batch_size(),
                               options.max_value_bytes);
   });
-  state->forget_layout();
-  state->transaction(std::move(commands));
-  return root_of(state);
+  return create(state, std::move(commands));
 }
 
-TensorDictStore TensorDictStore::from_schema(
-    const std::vector<std::pair<NestedKey, std::pair<std::vector<int64_t>, at::ScalarType>>>& schema,
-    c10::IntArrayRef batch_size, StoreOptions options) {
-  std::shared_ptr<StoreState> state = open_state(options);
+TensorDictStore TensorDictStore::from_schema(const LeafSpecs& schema, c10::IntArrayRef batch_size, StoreOptions options) {
+  if (options.td_id.empty()) options.td_id = redis::new_td_id();
+  check_leaf_specs(schema, batch_size, store_name(options));
+  std::shared_ptr<StoreState> state = new_store_state(options);
   const redis::StoreKeys& k = state->keys;
   std::vector<Command> commands;
-  add_clear(commands, *state);
+  add_clear(commands, *state, state->layout(false));
   add_header(commands, k, batch_size, std::nullopt);
   for (const auto& [key, spec] : schema) {
     const std::string path = redis::leaf_path(key);
-    for (size_t i = 1; i < key.size(); ++i) {
-      const std::string level =
-          redis::leaf_path(NestedKey(std::vector<std::string>(key.parts().begin(), key.parts().begin() + i)));
-      commands.push_back({"HSET", k.nested(), level, redis::shape_json(batch_size)});
-      commands.push_back({"ZADD", k.order(), "NX", redis::next_order_score(), level});
+    add_levels(commands, k, key, batch_size);
+    if (!spec.is_tensor()) {
+      // Small by nature (one JSON value): sent as from_tensordict sends it.
+      redis::add_store_commands(commands, k, path, Entry(spec.value()), batch_size, options.max_value_bytes);
+      continue;
     }
     commands.push_back({"ZADD", k.order(), "NX", redis::next_order_score(), path});
     std::vector<int64_t> shape(batch_size.begin(), batch_size.end());
-    shape.insert(shape.end(), spec.first.begin(), spec.first.end());
-    const int64_t nbytes = redis::leaf_bytes(shape, spec.second, k.data(path));
+    shape.insert(shape.end(), spec.event_shape().begin(), spec.event_shape().end());
+    const int64_t nbytes = redis::leaf_bytes(shape, spec.dtype(), k.data(path));
     redis::check_value_bytes(nbytes, k.data(path), options.max_value_bytes);
     // The server zero-fills up to the byte written: no tensor bytes leave the client.
     if (nbytes > 0) {
@@ -92,12 +131,10 @@ TensorDictStore TensorDictStore::from_schema(
     } else {
       commands.push_back({"SET", k.data(path), ""});
     }
-    commands.push_back({"HSET", k.meta(path), "shape", redis::shape_json(shape), "dtype", torch_dtype_name(spec.second)});
+    commands.push_back({"HSET", k.meta(path), "shape", redis::shape_json(shape), "dtype", torch_dtype_name(spec.dtype())});
     commands.push_back({"SADD", k.keys(), path});
   }
-  state->forget_layout();
-  state->transaction(std::move(commands));
-  return root_of(state);
+  return create(state, std::move(commands));
 }
 
 TensorDictStore TensorDictStore::from_store(const std::string& td_id, StoreOptions options) {
@@ -125,8 +162,9 @@ void TensorDictStore::clear_store() {
   const StoreLevel& level = level_of(*this);
   StoreState& state = *level.state();
   std::vector<Command> commands;
-  add_clear(commands, state);
-  add_header(commands, state.keys, state.layout(false).batch, state.layout(false).device);
+  const redis::Layout& layout = state.layout(true);
+  add_clear(commands, state, layout);
+  add_header(commands, state.keys, layout.batch, layout.device);
   state.forget_layout();
   state.transaction(std::move(commands));
 }

@@ -5,7 +5,6 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <cstring>
 
 #include <ATen/ATen.h>
 
@@ -18,7 +17,6 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
-#include "core/file_io.h"
 #include "core/non_tensor_write.h"
 
 namespace tensordict {
@@ -152,16 +150,18 @@ const Layout& StoreState::layout(bool refresh) {
   return *cached;
 }
 
-void StoreState::transaction(std::vector<Command> commands) {
+bool StoreState::transaction(std::vector<Command> commands, bool watched) {
   commands.insert(commands.begin(), Command{"MULTI"});
   commands.push_back({"EXEC"});
   Replies replies = client.pipeline(commands);
   for (size_t i = 0; i + 1 < commands.size(); ++i) client.check(replies[i], commands[i]);
   const ReplyRef exec = replies[replies.size() - 1];
   client.check(exec, commands.back());
+  if (watched && exec.is_nil()) return false;  // a key the caller WATCHed changed: nothing applied
   TD_CHECK(exec.is_array(), StorageError, client.options().endpoint(), ": the transaction was aborted");
   // Commands queued fine but failing when run (a wrong type) come back inside EXEC's reply.
   for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], commands[i + 1]);
+  return true;
 }
 
 std::string next_order_score() {
@@ -212,52 +212,6 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     out.push_back(std::move(meta));
   }
   out.push_back({"SADD", keys.keys(), full_path});
-}
-
-Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::string& key, c10::IntArrayRef batch,
-                  const std::optional<at::Device>& device) {
-  if (meta.is_non_tensor) {
-    TD_CHECK(meta.encoding != "pickle", StorageError, key,
-             ": a pickle-encoded value is refused (unpickling runs code from the server); write it as JSON");
-    json::Value value = json::parse(bytes, key);
-    if (meta.encoding == "json") return Entry(NonTensorData(std::move(value)));
-    TD_CHECK(meta.encoding == "json_array", StorageError, key, ": unknown non-tensor encoding '", meta.encoding, "'");
-    TD_CHECK(value.is_array(), StorageError, key, ": a json_array value that is not a JSON list");
-    if (meta.per_element) {
-      try {
-        return Entry(NonTensorData::from_list(value, batch));
-      } catch (const Error& e) {
-        TD_THROW(StorageError, key, ": per-element values that do not match the batch ", shape_json(batch), ": ", e.what());
-      }
-    }
-    const auto& rows = value.as_array();
-    if (batch.empty()) {
-      TD_CHECK(rows.size() == 1, StorageError, key, ": a json_array of an unbatched store holds ", rows.size(),
-               " values, expected 1");
-      return Entry(NonTensorData(rows[0]));
-    }
-    TD_CHECK(static_cast<int64_t>(rows.size()) == batch[0], StorageError, key, ": a json_array of ", rows.size(),
-             " rows for a batch of ", batch[0]);
-    // Python's json_array holds one value per row of the first batch dim.
-    std::vector<int64_t> view(batch.size(), 1);
-    view[0] = batch[0];
-    // Every element gets an int64 id: 8 bytes per element, whatever the value holds. Found by
-    // the fuzzer: a batch of 2 x 2e13 failed in LibTorch's allocator, and 2 x 4.8e8 took 7.7 GB
-    // for two values. Over 2^27 elements (1 GiB of ids) a broadcast value is refused.
-    constexpr int64_t kMaxIdBytes = int64_t{8} << 27;
-    TD_CHECK(detail::shape_nbytes(batch, at::kLong, key) <= kMaxIdBytes, StorageError, key, ": cannot hold one value id per element of the batch ",
-             shape_json(batch), " (a json_array of ", rows.size(), " rows broadcast over more than 2^27 elements)");
-    at::Tensor ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
-    return Entry(NonTensorData::from_ids(std::vector<json::Value>(rows.begin(), rows.end()), ids).compacted());
-  }
-  const int64_t expected = leaf_bytes(meta.shape, meta.dtype, key);
-  TD_CHECK(static_cast<int64_t>(bytes.size()) == expected, StorageError, key, ": holds ", bytes.size(),
-           " bytes, but its metadata say shape ", shape_json(meta.shape), " of ", torch_dtype_name(meta.dtype), " (",
-           expected, " bytes)");
-  at::Tensor out = at::empty(meta.shape, at::TensorOptions().dtype(meta.dtype));
-  if (expected > 0) std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
-  if (device && !device->is_cpu()) out = out.to(*device);
-  return Entry(std::move(out));
 }
 
 StoreLevel::StoreLevel(std::shared_ptr<StoreState> state, std::string path, c10::IntArrayRef batch_size,

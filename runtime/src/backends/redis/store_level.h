@@ -48,8 +48,9 @@ struct StoreState {
   /// The structure, re-read when `refresh` or when nothing is cached.
   const Layout& layout(bool refresh);
   void forget_layout() { cached.reset(); }
-  /// Sends `commands` as one MULTI/EXEC transaction and checks every reply.
-  void transaction(std::vector<Command> commands);
+  /// Sends `commands` as one MULTI/EXEC transaction and checks every reply. With `watched`
+  /// (the caller WATCHed keys first), false when the server aborted it: nothing was applied.
+  bool transaction(std::vector<Command> commands, bool watched = false);
 
   /// Held by every operation of a level of this store: the levels share one connection and
   /// one cached layout, which threads sharing a handle must take turns with. Recursive:
