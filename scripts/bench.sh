@@ -250,3 +250,29 @@ for op in order:
               f"floor_flat {flat * 1e6:.0f}us (ratio {t / flat:.3f})")
 PY
 fi
+
+# 8. tensordict::nn (bench/nn_bench.cpp): a TensorDictModule over a torch::nn MLP, the same MLP
+#    as TorchScript, and a TensorDictSequential of 3 modules, each against the network called by
+#    hand with the get and set (the floor), at batch 1, 64 and 4096: `nn op batch cpp_us floor_us
+#    ratio`. BENCH_NN=0 skips it.
+if [[ "${BENCH_NN:-1}" != 0 && -x "$build_dir/bench/nn_bench" ]]; then
+run_bench nn_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+
+# run_name is "BM_<Side>_<Op>/<batch>", Side Module | Script | Sequence | Floor (Floor_Script...).
+median = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    name, _, batch = b["run_name"].partition("/")
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b.get("time_unit", "ns")]
+    median[(name[len("BM_"):], int(batch))] = b["real_time"] * scale
+for side, floor in (("Module_Mlp", "Floor_Mlp"), ("Script_Mlp", "Floor_Script_Mlp"),
+                    ("Sequence_Mlp3", "Floor_Sequence_Mlp3")):
+    for batch in (1, 64, 4096):
+        c, f = median[(side, batch)], median[(floor, batch)]
+        print(f"nn {side} {batch} {c:.2f} {f:.2f} {c / f:.3f}")
+PY
+fi

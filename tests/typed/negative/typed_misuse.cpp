@@ -2,6 +2,12 @@
 // compile with the error named there; without any, this file compiles (the control).
 #include "rl_transition.td.h"
 
+#if defined(TDGEN_NEGATIVE_TYPED_MODULE_UNKNOWN_FIELD) || defined(TDGEN_NEGATIVE_TYPED_MODULE_WRONG_OUTPUT) || \
+    defined(TDGEN_NEGATIVE_TYPED_MODULE_NOT_GENERATED)
+#include <tensordict/nn/typed_module.h>
+using ObservationToStep = tensordict::nn::TypedModule<rl::Observation, rl::Step>;
+#endif
+
 int main() {
   rl::Transition t;
 #if defined(TDGEN_NEGATIVE_UNKNOWN_FIELD)
@@ -14,6 +20,13 @@ int main() {
   (void)transition;
 #elif defined(TDGEN_NEGATIVE_WRONG_NESTED_CLASS)
   t.set_obs(rl::Step());  // obs holds an Observation
+#elif defined(TDGEN_NEGATIVE_TYPED_MODULE_UNKNOWN_FIELD)
+  // A typed module reads its keys through the input class: a misspelled field does not compile.
+  ObservationToStep m([](const rl::Observation& obs) { return rl::Step({{"done", obs.pixles()}}); });
+#elif defined(TDGEN_NEGATIVE_TYPED_MODULE_WRONG_OUTPUT)
+  ObservationToStep m([](const rl::Observation& obs) { return obs; });  // an Observation is not a Step
+#elif defined(TDGEN_NEGATIVE_TYPED_MODULE_NOT_GENERATED)
+  tensordict::nn::TypedModule<at::Tensor, rl::Step> m([](const at::Tensor&) { return rl::Step(); });
 #else
   (void)t.has_reward();
   rl::Step& step = t;  // a Transition is a Step
