@@ -4,6 +4,7 @@
 // stored as a memory-mapped directory that Python reads back (check_rollout.py).
 //
 // Usage: deploy_policy POLICY.pt OUT_DIR   (writes OUT_DIR/rollout)
+#include <exception>
 #include <iostream>
 #include <string>
 
@@ -35,7 +36,7 @@ struct PointMasses {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc != 3) {
     std::cerr << "usage: deploy_policy POLICY.pt OUT_DIR\n";
     return 2;
@@ -61,4 +62,13 @@ int main(int argc, char** argv) {
             << rollout.reward()[0].mean().item<float>() << " -> " << rollout.reward()[steps - 1].mean().item<float>()
             << "\n";
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a missing policy file, an existing rollout: say which
+    std::cerr << "deploy_policy: " << e.what() << "\n";
+    return 1;
+  }
 }

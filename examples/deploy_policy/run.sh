@@ -12,6 +12,7 @@ if ! "$python" -c 'import torch' 2>/dev/null; then
   echo "deploy_policy: skipped, $python has no torch (python3-torch; scripts/install-deps.sh installs it)"
   exit 77
 fi
+rm -rf "$work/rollout"  # memmap_like refuses to replace an earlier run's rollout
 mkdir -p "$work"
 "$python" "$here/train_policy.py" "$work"
 "$binary" "$work/policy.pt" "$work"
