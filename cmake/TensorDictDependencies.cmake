@@ -77,3 +77,22 @@ if(TENSORDICT_WITH_DISTRIBUTED)
     endif()
   endif()
 endif()
+
+# The Python module (python/): pybind11, the Python headers of Debian's /usr/bin/python3 (the
+# interpreter python3-torch belongs to; another python3 may come first on PATH) and that torch's
+# libtorch_python, which holds the tensor caster.
+if(TENSORDICT_WITH_PYTHON)
+  if(NOT DEFINED PYTHON_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(PYTHON_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(pybind11 CONFIG QUIET)
+  find_library(TENSORDICT_TORCH_PYTHON torch_python HINTS ${TORCH_INSTALL_PREFIX}/lib)
+  execute_process(COMMAND ${PYTHON_EXECUTABLE} -c "import torch" RESULT_VARIABLE TENSORDICT_PYTHON_TORCH
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(NOT pybind11_FOUND OR NOT TENSORDICT_TORCH_PYTHON OR NOT TENSORDICT_PYTHON_TORCH EQUAL 0)
+    message(STATUS "tensordict-cpp: pybind11, libtorch_python or ${PYTHON_EXECUTABLE}'s torch not found: Python module disabled (apt-get install pybind11-dev python3-dev python3-torch)")
+    set(TENSORDICT_WITH_PYTHON OFF)
+  else()
+    set(TENSORDICT_PYTHON_SUFFIX "${PYTHON_MODULE_EXTENSION}")
+  endif()
+endif()

@@ -1,0 +1,195 @@
+// tensordict_cpp: the Python module over the C++ TensorDict (issue 32, first part). Tensors cross
+// the boundary as the same at::Tensor objects (torch's own pybind11 caster): no copies.
+#include <torch/python.h>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <tensordict/tensordict.h>
+
+namespace py = pybind11;
+namespace td = tensordict;
+
+namespace {
+
+// A key as Python spells it: "a" or ("a", "b").
+td::NestedKey key_of(const py::handle& key) {
+  if (py::isinstance<py::str>(key)) return td::NestedKey(key.cast<std::string>());
+  if (py::isinstance<py::tuple>(key)) {
+    std::vector<std::string> parts;
+    for (const py::handle& part : key) {
+      if (!py::isinstance<py::str>(part)) throw py::type_error("a nested key is a tuple of str");
+      parts.push_back(part.cast<std::string>());
+    }
+    return td::NestedKey(std::move(parts));
+  }
+  throw py::type_error("a key is a str or a tuple of str");
+}
+
+py::object key_to_py(const td::NestedKey& key) {
+  if (key.size() == 1) return py::str(key.parts()[0]);
+  py::tuple out(key.size());
+  for (size_t i = 0; i < key.size(); ++i) out[i] = py::str(key.parts()[i]);
+  return std::move(out);
+}
+
+py::object json_to_py(const td::json::Value& v) {
+  return py::module_::import("json").attr("loads")(v.dump());
+}
+
+py::object entry_to_py(const td::Entry& entry) {
+  if (entry.is_tensor()) return py::cast(entry.tensor());
+  if (entry.is_tensordict()) return py::cast(entry.tensordict());
+  const td::NonTensorData& data = entry.non_tensor();
+  return json_to_py(data.is_uniform() ? data.value() : data.tolist());
+}
+
+// A nested dict of tensors, dicts and JSON-able values as the entries of a TensorDict.
+void fill(td::TensorDict& out, const py::dict& items) {
+  for (const auto& [k, v] : items) {
+    const std::string key = py::str(k);
+    if (THPVariable_Check(v.ptr())) {
+      out.set(key, v.cast<at::Tensor>());
+    } else if (py::isinstance<td::TensorDict>(v)) {
+      out.set(key, td::EntryInit(v.cast<td::TensorDict>()));
+    } else if (py::isinstance<py::dict>(v)) {
+      td::TensorDict child = td::TensorDict::empty_with(out.batch_size());
+      fill(child, v.cast<py::dict>());
+      out.set(key, td::EntryInit(child));
+    } else {
+      const std::string text = py::module_::import("json").attr("dumps")(v).cast<std::string>();
+      out.set_non_tensor(key, td::json::parse(text));
+    }
+  }
+}
+
+td::TensorDict from_dict(const py::dict& items, const std::vector<int64_t>& batch_size) {
+  td::TensorDict out = td::TensorDict::empty_with(batch_size);
+  fill(out, items);
+  return out;
+}
+
+py::dict to_dict(const td::TensorDict& t) {
+  py::dict out;
+  for (const auto& [key, entry] : t.items()) {
+    out[py::str(key.parts()[0])] = entry.is_tensordict() ? py::object(to_dict(entry.tensordict())) : entry_to_py(entry);
+  }
+  return out;
+}
+
+// A batch index from Python: an int, a slice, None, Ellipsis, a tensor, or a tuple of them.
+at::indexing::TensorIndex index_of(const py::handle& item) {
+  using namespace at::indexing;
+  if (py::isinstance<py::bool_>(item)) return TensorIndex(item.cast<bool>());
+  if (py::isinstance<py::int_>(item)) return TensorIndex(item.cast<int64_t>());
+  if (item.is_none()) return TensorIndex(None);
+  if (item.ptr() == Py_Ellipsis) return TensorIndex(Ellipsis);
+  if (py::isinstance<py::slice>(item)) {
+    const py::slice s = item.cast<py::slice>();
+    auto part = [](const py::object& o) -> c10::optional<int64_t> {
+      if (o.is_none()) return c10::nullopt;
+      return o.cast<int64_t>();
+    };
+    return TensorIndex(Slice(part(s.attr("start")), part(s.attr("stop")), part(s.attr("step"))));
+  }
+  if (THPVariable_Check(item.ptr())) return TensorIndex(item.cast<at::Tensor>());
+  throw py::type_error("a batch index is an int, a slice, None, Ellipsis, a tensor or a tuple of them");
+}
+
+std::vector<at::indexing::TensorIndex> indices_of(const py::handle& index) {
+  std::vector<at::indexing::TensorIndex> out;
+  if (py::isinstance<py::tuple>(index)) {
+    for (const py::handle& item : index) out.push_back(index_of(item));
+  } else {
+    out.push_back(index_of(index));
+  }
+  return out;
+}
+
+bool is_key(const py::handle& index) {
+  if (py::isinstance<py::str>(index)) return true;
+  if (!py::isinstance<py::tuple>(index) || py::len(index) == 0) return false;
+  for (const py::handle& part : index)
+    if (!py::isinstance<py::str>(part)) return false;
+  return true;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(tensordict_cpp, m) {
+  py::module_::import("torch");  // the tensor caster needs torch's Python types
+  m.doc() = "tensordict-cpp from Python: the C++ TensorDict, its tensors shared, not copied";
+
+  // Errors arrive as the exception Python tensordict raises in the same case.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const td::KeyError& e) {
+      PyErr_SetString(PyExc_KeyError, e.what());
+    } catch (const td::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const td::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const td::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const td::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const td::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  py::class_<td::TensorDict>(m, "TensorDict")
+      .def(py::init([](const py::dict& source, const std::vector<int64_t>& batch_size) {
+             return from_dict(source, batch_size);
+           }),
+           py::arg("source") = py::dict(), py::arg("batch_size") = std::vector<int64_t>{})
+      .def_static("from_dict", &from_dict, py::arg("source"), py::arg("batch_size") = std::vector<int64_t>{},
+                  "A TensorDict holding the dict's tensors themselves (no copy).")
+      .def("to_dict", &to_dict, "A nested dict of the very same tensors (no copy).")
+      .def_property_readonly("batch_size",
+                             [](const td::TensorDict& t) {
+                               return py::module_::import("torch").attr("Size")(py::cast(t.batch_size().vec()));
+                             })
+      .def_property_readonly("batch_dims", [](const td::TensorDict& t) { return t.batch_dims(); })
+      .def(
+          "keys",
+          [](const td::TensorDict& t, bool include_nested, bool leaves_only) {
+            py::list out;
+            for (const td::NestedKey& k : t.keys(include_nested, leaves_only)) out.append(key_to_py(k));
+            return out;
+          },
+          py::arg("include_nested") = false, py::arg("leaves_only") = false)
+      .def("__contains__", [](const td::TensorDict& t, const py::handle& key) { return t.contains(key_of(key)); })
+      .def("__len__", [](const td::TensorDict& t) { return t.batch_dims() == 0 ? 0 : t.batch_size()[0]; })
+      .def("__getitem__",
+           [](const td::TensorDict& t, const py::handle& index) -> py::object {
+             if (is_key(index)) return entry_to_py(t.get_entry(key_of(index)));
+             return py::cast(t.index(indices_of(index)));
+           })
+      .def("__setitem__",
+           [](td::TensorDict& t, const py::handle& index, const py::object& value) {
+             if (is_key(index)) {
+               if (THPVariable_Check(value.ptr())) {
+                 t.set(key_of(index), value.cast<at::Tensor>());
+               } else if (py::isinstance<td::TensorDict>(value)) {
+                 t.set(key_of(index), td::EntryInit(value.cast<td::TensorDict>()));
+               } else {
+                 const std::string text = py::module_::import("json").attr("dumps")(value).cast<std::string>();
+                 t.set_non_tensor(key_of(index), td::json::parse(text));
+               }
+               return;
+             }
+             t.index_put_(indices_of(index), value.cast<td::TensorDict>());
+           })
+      .def("clone", [](const td::TensorDict& t, bool recurse) { return t.clone(recurse); }, py::arg("recurse") = true)
+      .def("__repr__", [](const td::TensorDict& t) {
+        std::ostringstream s;
+        s << t;
+        return s.str();
+      });
+}

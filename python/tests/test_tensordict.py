@@ -1,0 +1,76 @@
+"""tensordict_cpp from Python (issue 32, first part): construction from dicts, keys, indexing,
+zero-copy both ways, and errors as Python tensordict's exception kinds. Run by CTest
+(python_tests) with Debian's python3-pytest."""
+import pytest
+import torch
+
+import tensordict_cpp as tdc
+
+
+def sample():
+    return tdc.TensorDict({"obs": torch.arange(12.0).reshape(4, 3), "next": {"reward": torch.zeros(4)},
+                           "label": "episode"}, batch_size=[4])
+
+
+def test_keys_batch_size_and_repr():
+    td = sample()
+    assert td.batch_size == torch.Size([4])
+    assert td.keys() == ["obs", "next", "label"]
+    assert td.keys(include_nested=True, leaves_only=True) == ["obs", ("next", "reward")]  # tensor leaves
+    assert ("next", "reward") in td and "missing" not in td
+    assert td["label"] == "episode"
+    assert "TensorDict(" in repr(td) and "batch_size=torch.Size([4])" in repr(td)
+
+
+def test_zero_copy_both_ways():
+    obs = torch.randn(4, 3)
+    td = tdc.TensorDict.from_dict({"obs": obs, "n": {"x": torch.ones(4)}}, batch_size=[4])
+    assert td["obs"].data_ptr() == obs.data_ptr()
+    back = td.to_dict()
+    assert back["obs"].data_ptr() == obs.data_ptr()
+    assert back["n"]["x"].data_ptr() == td["n", "x"].data_ptr()
+    td["obs"].add_(1)  # a write through one side is seen by the other
+    assert torch.equal(obs, back["obs"])
+
+
+def test_indexing_and_writes():
+    td = sample()
+    assert torch.equal(td[1]["obs"], torch.tensor([3.0, 4.0, 5.0]))
+    assert td[1:3].batch_size == torch.Size([2])
+    assert td[torch.tensor([True, False, True, False])].batch_size == torch.Size([2])
+    assert td[torch.tensor([3, 0])]["obs"][0, 0].item() == 9.0
+    td["new"] = torch.ones(4, 2)
+    td[0] = tdc.TensorDict({"obs": torch.full((3,), 7.0), "new": torch.zeros(2)}, batch_size=[])
+    assert td["obs"][0].tolist() == [7.0, 7.0, 7.0]
+    assert td["new"].sum().item() == 6.0
+    view = td[2]
+    view["obs"].zero_()  # an int index gives views, as in Python tensordict
+    assert td["obs"][2].sum().item() == 0.0
+
+
+def test_errors_are_python_tensordicts_kinds():
+    td = sample()
+    with pytest.raises(KeyError, match="missing"):
+        td["missing"]
+    with pytest.raises(IndexError):
+        td[7]
+    with pytest.raises(RuntimeError):
+        td["bad"] = torch.zeros(5)
+    with pytest.raises(TypeError):
+        td[1.5]
+
+
+def rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4
+
+
+def test_conversions_do_not_leak():
+    # 10,000 round trips through C++ keep the process's memory flat (reference counts balance).
+    td = sample()
+    for _ in range(1000):  # warm-up: allocator pools, import caches
+        tdc.TensorDict.from_dict(td.to_dict(), batch_size=[4])
+    before = rss_kib()
+    for _ in range(10000):
+        tdc.TensorDict.from_dict(td.to_dict(), batch_size=[4])
+    assert rss_kib() - before < 2048
