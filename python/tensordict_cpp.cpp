@@ -1,5 +1,6 @@
 // tensordict_cpp: the Python module over the C++ TensorDict (issue 32, first part). Tensors cross
 // the boundary as the same at::Tensor objects (torch's own pybind11 caster): no copies.
+#include <torch/csrc/Dtype.h>
 #include <torch/python.h>
 
 #include <pybind11/pybind11.h>
@@ -118,6 +119,43 @@ bool is_key(const py::handle& index) {
   return true;
 }
 
+// Any object with Python tensordict's interface (batch_size, keys(include_nested=True,
+// leaves_only=True), get): its tensors shared, without importing tensordict.
+td::TensorDict from_tensordict(const py::object& source) {
+  if (py::isinstance<td::TensorDict>(source)) return source.cast<td::TensorDict>();
+  std::vector<int64_t> batch;
+  for (const py::handle& d : source.attr("batch_size")) batch.push_back(d.cast<int64_t>());
+  td::TensorDict out = td::TensorDict::empty_with(batch);
+  py::object keys = source.attr("keys")(py::arg("include_nested") = true, py::arg("leaves_only") = true);
+  for (const py::handle& key : keys) {
+    py::object value = source.attr("get")(key);
+    const td::NestedKey k = key_of(key);
+    if (THPVariable_Check(value.ptr())) {
+      out.set(k, value.cast<at::Tensor>());
+    } else {
+      const std::string text = py::module_::import("json").attr("dumps")(value).cast<std::string>();
+      out.set_non_tensor(k, td::json::parse(text));
+    }
+  }
+  return out;
+}
+
+// The same TensorDict in Python tensordict's class when it is importable, else a nested dict.
+py::object to_tensordict(const td::TensorDict& t) {
+  try {
+    py::object cls = py::module_::import("tensordict").attr("TensorDict");
+    return cls(to_dict(t), py::arg("batch_size") = py::cast(t.batch_size().vec()));
+  } catch (const py::error_already_set&) {
+    return to_dict(t);
+  }
+}
+
+std::vector<td::TensorDict> tensordicts_of(const py::sequence& items) {
+  std::vector<td::TensorDict> out;
+  for (const py::handle& item : items) out.push_back(from_tensordict(py::reinterpret_borrow<py::object>(item)));
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(tensordict_cpp, m) {
@@ -187,9 +225,72 @@ PYBIND11_MODULE(tensordict_cpp, m) {
              t.index_put_(indices_of(index), value.cast<td::TensorDict>());
            })
       .def("clone", [](const td::TensorDict& t, bool recurse) { return t.clone(recurse); }, py::arg("recurse") = true)
+      .def("contiguous", &td::TensorDict::contiguous)
+      .def(
+          "to",
+          [](const td::TensorDict& t, const py::object& target) -> td::TensorDict {
+            if (THPDtype_Check(target.ptr())) return t.to(reinterpret_cast<THPDtype*>(target.ptr())->scalar_type);
+            return t.to(at::Device(py::str(target).cast<std::string>()));
+          },
+          py::arg("target"))
+      .def("unbind", &td::TensorDict::unbind, py::arg("dim") = 0)
+      .def("lock_", [](td::TensorDict& t) -> td::TensorDict { return t.lock_(); })
+      .def("unlock_", [](td::TensorDict& t) -> td::TensorDict { return t.unlock_(); })
+      .def_property_readonly("is_locked", &td::TensorDict::is_locked)
+      .def("items",
+           [](const td::TensorDict& t) {
+             py::list out;
+             for (const auto& [key, entry] : t.items()) out.append(py::make_tuple(key_to_py(key), entry_to_py(entry)));
+             return out;
+           })
+      .def("values",
+           [](const td::TensorDict& t) {
+             py::list out;
+             for (const auto& [key, entry] : t.items()) out.append(entry_to_py(entry));
+             return out;
+           })
+      .def("__add__", [](const td::TensorDict& a, const td::TensorDict& b) { return a + b; })
+      .def("__add__", [](const td::TensorDict& a, const at::Tensor& b) { return a + b; })
+      .def("__add__", [](const td::TensorDict& a, double b) { return a + c10::Scalar(b); })
+      .def("__mul__", [](const td::TensorDict& a, const td::TensorDict& b) { return a * b; })
+      .def("__mul__", [](const td::TensorDict& a, const at::Tensor& b) { return a * b; })
+      .def("__mul__", [](const td::TensorDict& a, double b) { return a * c10::Scalar(b); })
+      .def("__rmul__", [](const td::TensorDict& a, double b) { return c10::Scalar(b) * a; })
+      .def(
+          "memmap",
+          [](const td::TensorDict& t, const std::string& prefix) {
+            py::gil_scoped_release released;  // file I/O: other Python threads run meanwhile
+            return td::memmap(t, prefix);
+          },
+          py::arg("prefix"))
+      .def("to_tensordict", &to_tensordict,
+           "The same tensors as a Python tensordict.TensorDict when tensordict is importable, else a nested dict.")
+      .def_static("from_tensordict", &from_tensordict, py::arg("source"),
+                  "Shares the tensors of any object with Python tensordict's interface (or a dict-like TensorDict).")
+      .def("__str__", [](const td::TensorDict& t) {
+        std::ostringstream s;
+        s << t;
+        return s.str();
+      })
       .def("__repr__", [](const td::TensorDict& t) {
         std::ostringstream s;
         s << t;
         return s.str();
       });
+
+  m.def("stack", [](const py::sequence& items, int64_t dim) { return td::stack(tensordicts_of(items), dim); },
+        py::arg("tensordicts"), py::arg("dim") = 0);
+  m.def("cat", [](const py::sequence& items, int64_t dim) { return td::cat(tensordicts_of(items), dim); },
+        py::arg("tensordicts"), py::arg("dim") = 0);
+  m.def(
+      "lazy_stack",
+      [](const py::sequence& items, int64_t dim) { return td::TensorDict(td::lazy_stack(tensordicts_of(items), dim)); },
+      py::arg("tensordicts"), py::arg("dim") = 0);
+  m.def(
+      "load_memmap",
+      [](const std::string& prefix) {
+        py::gil_scoped_release released;
+        return td::load_memmap(prefix);
+      },
+      py::arg("prefix"));
 }

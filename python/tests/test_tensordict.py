@@ -74,3 +74,56 @@ def test_conversions_do_not_leak():
     for _ in range(10000):
         tdc.TensorDict.from_dict(td.to_dict(), batch_size=[4])
     assert rss_kib() - before < 2048
+
+
+def test_shape_ops_arithmetic_and_locking():
+    td = sample()
+    stacked = tdc.stack([td, td], 0)
+    assert stacked.batch_size == torch.Size([2, 4])
+    assert tdc.cat([td, td], 0).batch_size == torch.Size([8])
+    lazy = tdc.lazy_stack([td, td[0:2]], 0)
+    assert lazy.batch_size == torch.Size([2, -1])
+    parts = td.unbind(0)
+    assert len(parts) == 4 and parts[3]["obs"].tolist() == [9.0, 10.0, 11.0]
+    doubled = td * 2.0
+    assert torch.equal(doubled["obs"], td["obs"] * 2)
+    assert torch.equal((td + td)["next", "reward"], torch.zeros(4))
+    assert td.to(torch.float64)["obs"].dtype == torch.float64
+    assert [k for k, _ in td.items()] == ["obs", "next", "label"]
+    td.lock_()
+    assert td.is_locked
+    with pytest.raises(RuntimeError, match="locked"):
+        td["x"] = torch.zeros(4)
+    td.unlock_()
+
+
+def test_memmap_round_trip(tmp_path):
+    td = tdc.TensorDict({"obs": torch.arange(8.0).reshape(4, 2), "n": {"r": torch.ones(4)}}, batch_size=[4])
+    mapped = td.memmap(str(tmp_path / "buf"))
+    assert mapped.is_locked
+    back = tdc.load_memmap(str(tmp_path / "buf"))
+    assert torch.equal(back["obs"], td["obs"]) and torch.equal(back["n", "r"], torch.ones(4))
+
+
+class DuckTensorDict:
+    """What tdc.TensorDict.from_tensordict needs of a Python tensordict, without importing it."""
+
+    def __init__(self, leaves, batch_size):
+        self.leaves, self.batch_size = leaves, torch.Size(batch_size)
+
+    def keys(self, include_nested=False, leaves_only=False):
+        return list(self.leaves)
+
+    def get(self, key):
+        return self.leaves[key]
+
+
+def test_from_tensordict_shares_any_tensordict_like_object():
+    obs, reward = torch.randn(3, 2), torch.zeros(3)
+    duck = DuckTensorDict({"obs": obs, ("next", "reward"): reward}, [3])
+    td = tdc.TensorDict.from_tensordict(duck)
+    assert td.batch_size == torch.Size([3])
+    assert td["obs"].data_ptr() == obs.data_ptr()
+    assert td["next", "reward"].data_ptr() == reward.data_ptr()
+    out = td.to_tensordict()  # tensordict is not installed here: a nested dict of the same tensors
+    assert out["next"]["reward"].data_ptr() == reward.data_ptr()
