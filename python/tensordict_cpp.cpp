@@ -11,6 +11,12 @@
 #include <vector>
 
 #include <tensordict/tensordict.h>
+#ifdef TENSORDICT_PY_HDF5
+#include <tensordict/backends/persistent.h>
+#endif
+#ifdef TENSORDICT_PY_REDIS
+#include <tensordict/backends/store.h>
+#endif
 
 namespace py = pybind11;
 namespace td = tensordict;
@@ -286,6 +292,62 @@ PYBIND11_MODULE(tensordict_cpp, m) {
       "lazy_stack",
       [](const py::sequence& items, int64_t dim) { return td::TensorDict(td::lazy_stack(tensordicts_of(items), dim)); },
       py::arg("tensordicts"), py::arg("dim") = 0);
+#ifdef TENSORDICT_PY_HDF5
+  // HDF5 files in h5py's layout (Python tensordict's PersistentTensorDict), read lazily.
+  m.def(
+      "from_h5",
+      [](const std::string& path, const std::string& mode) {
+        py::gil_scoped_release released;
+        return td::TensorDict(td::PersistentTensorDict::from_h5(path, mode));
+      },
+      py::arg("filename"), py::arg("mode") = "r");
+  m.def(
+      "to_h5",
+      [](const td::TensorDict& t, const std::string& path, bool overwrite) {
+        td::H5Options options;
+        options.overwrite = overwrite;
+        py::gil_scoped_release released;
+        return td::TensorDict(td::PersistentTensorDict::to_h5(t, path, options));
+      },
+      py::arg("tensordict"), py::arg("filename"), py::arg("overwrite") = false);
+  m.def("close_h5", [](const td::TensorDict& t) { td::PersistentTensorDict::from(t).close(); }, py::arg("tensordict"));
+#endif
+#ifdef TENSORDICT_PY_REDIS
+  // Redis stores in Python tensordict v0.14's layout (TensorDictStore): every write is live.
+  auto store_options = [](const std::string& host, int port, const std::string& unix_socket, const std::string& td_id,
+                          const std::string& prefix, bool overwrite) {
+    td::StoreOptions options;
+    options.host = host;
+    options.port = port;
+    options.unix_socket = unix_socket;
+    options.td_id = td_id;
+    options.prefix = prefix;
+    options.overwrite = overwrite;
+    return options;
+  };
+  m.def(
+      "store_from_tensordict",
+      [store_options](const td::TensorDict& t, const std::string& host, int port, const std::string& unix_socket,
+                      const std::string& td_id, const std::string& prefix, bool overwrite) {
+        const td::StoreOptions options = store_options(host, port, unix_socket, td_id, prefix, overwrite);
+        py::gil_scoped_release released;
+        return td::TensorDict(td::TensorDictStore::from_tensordict(t, options));
+      },
+      py::arg("tensordict"), py::kw_only(), py::arg("host") = "localhost", py::arg("port") = 6379,
+      py::arg("unix_socket") = "", py::arg("td_id") = "", py::arg("prefix") = "tensordict",
+      py::arg("overwrite") = false);
+  m.def(
+      "from_store",
+      [store_options](const std::string& td_id, const std::string& host, int port, const std::string& unix_socket,
+                      const std::string& prefix) {
+        const td::StoreOptions options = store_options(host, port, unix_socket, td_id, prefix, false);
+        py::gil_scoped_release released;
+        return td::TensorDict(td::TensorDictStore::from_store(td_id, options));
+      },
+      py::arg("td_id"), py::kw_only(), py::arg("host") = "localhost", py::arg("port") = 6379,
+      py::arg("unix_socket") = "", py::arg("prefix") = "tensordict");
+  m.def("store_id", [](const td::TensorDict& t) { return td::store_id(t); }, py::arg("tensordict"));
+#endif
   m.def(
       "load_memmap",
       [](const std::string& prefix) {

@@ -276,3 +276,10 @@ for side, floor in (("Module_Mlp", "Floor_Mlp"), ("Script_Mlp", "Floor_Script_Ml
         print(f"nn {side} {batch} {c:.2f} {f:.2f} {c / f:.3f}")
 PY
 fi
+
+# 9. tensordict_cpp from Python (bench/python_bench.py, fixture F): crossing the boundary both
+#    ways and the issue's ops, against Python tensordict where it is importable.
+#    BENCH_PYTHON=0 skips it; needs the Python module, which the Release tree builds when found.
+if [[ "${BENCH_PYTHON:-1}" != 0 ]] && compgen -G "$build_dir/python/tensordict_cpp*.so" >/dev/null; then
+  PYTHONPATH="$build_dir/python" /usr/bin/python3 bench/python_bench.py
+fi

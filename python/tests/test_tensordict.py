@@ -1,6 +1,8 @@
 """tensordict_cpp from Python (issue 32, first part): construction from dicts, keys, indexing,
 zero-copy both ways, and errors as Python tensordict's exception kinds. Run by CTest
 (python_tests) with Debian's python3-pytest."""
+import os
+
 import pytest
 import torch
 
@@ -127,3 +129,71 @@ def test_from_tensordict_shares_any_tensordict_like_object():
     assert td["next", "reward"].data_ptr() == reward.data_ptr()
     out = td.to_tensordict()  # tensordict is not installed here: a nested dict of the same tensors
     assert out["next"]["reward"].data_ptr() == reward.data_ptr()
+
+
+def test_memmap_releases_the_gil(tmp_path):
+    import threading
+
+    counter, stop = [0], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counter[0] += 1
+
+    td = tdc.TensorDict({"big": torch.ones(64, 1 << 20)}, batch_size=[64])  # 256 MiB
+    thread = threading.Thread(target=count)
+    thread.start()
+    before = counter[0]
+    td.memmap(str(tmp_path / "big"))
+    during = counter[0] - before
+    stop.set()
+    thread.join()
+    assert during > 1000  # the counting thread ran while C++ wrote the files
+
+
+@pytest.mark.skipif(not hasattr(tdc, "from_h5"), reason="built without HDF5")
+def test_h5_round_trip(tmp_path):
+    td = tdc.TensorDict({"obs": torch.arange(6.0).reshape(3, 2), "n": {"r": torch.ones(3)}}, batch_size=[3])
+    path = str(tmp_path / "td.h5")
+    tdc.close_h5(tdc.to_h5(td, path))
+    with pytest.raises(RuntimeError, match="already exists"):
+        tdc.to_h5(td, path)
+    back = tdc.from_h5(path)
+    assert torch.equal(back["obs"], td["obs"]) and torch.equal(back["n", "r"], torch.ones(3))
+    assert torch.equal(back[1]["obs"], torch.tensor([2.0, 3.0]))
+
+
+@pytest.fixture
+def redis_socket(tmp_path):
+    import shutil
+    import subprocess
+    import time
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    sock = str(tmp_path / "redis.sock")
+    proc = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+@pytest.mark.skipif(not hasattr(tdc, "from_store"), reason="built without hiredis")
+def test_store_writes_are_live(redis_socket):
+    td = tdc.TensorDict({"obs": torch.zeros(4, 2), "label": "run"}, batch_size=[4])
+    store = tdc.store_from_tensordict(td, unix_socket=redis_socket, td_id="buffer")
+    other = tdc.from_store("buffer", unix_socket=redis_socket)
+    store[1] = tdc.TensorDict({"obs": torch.ones(2)}, batch_size=[])
+    assert other["obs"].sum().item() == 2.0
+    assert tdc.store_id(other) == "buffer"
+    with pytest.raises(RuntimeError, match="already exists"):
+        tdc.store_from_tensordict(td, unix_socket=redis_socket, td_id="buffer")
+    with pytest.raises(KeyError):
+        tdc.from_store("nothing", unix_socket=redis_socket)
