@@ -57,6 +57,14 @@ if grep -rlF -e "$(cd "$build_dir" && pwd)" -e "$(cd "$source_dir" && pwd)" -e "
 fi
 echo "installed to $prefix (moved after install; no absolute build paths)"
 
+if compgen -G "$build_dir/python/tensordict_cpp*.so" >/dev/null; then
+  step "the installed Python module imports from the moved prefix"
+  PYTHONPATH=$(echo "$prefix"/lib*/python3/dist-packages) /usr/bin/python3 -c \
+    'import torch, tensordict_cpp as t; d = t.TensorDict({"a": torch.ones(2)}, batch_size=[2]); assert d["a"].sum() == 2' \
+    || fail "tensordict_cpp does not import from $prefix"
+  [[ -e "$prefix/include/tensordict/python/caster.h" ]] || fail "not installed: the pybind11 caster header"
+fi
+
 step "installed tdgen finds its templates without --templates"
 printf 'namespace: probe\nclasses:\n  Probe:\n    kind: typed_tensordict\n    fields:\n      x: {dtype: float32}\n' \
   >"$work_dir/probe.yaml"
