@@ -44,6 +44,17 @@ py::object key_to_py(const td::NestedKey& key) {
   return std::move(out);
 }
 
+// A JSON-able Python value as the JSON value a non-tensor entry holds.
+td::json::Value json_of(const py::handle& value) {
+  return td::json::parse(py::module_::import("json").attr("dumps")(value).cast<std::string>());
+}
+
+std::string repr_of(const td::TensorDict& t) {
+  std::ostringstream s;
+  s << t;
+  return s.str();
+}
+
 py::object json_to_py(const td::json::Value& v) {
   return py::module_::import("json").attr("loads")(v.dump());
 }
@@ -68,8 +79,7 @@ void fill(td::TensorDict& out, const py::dict& items) {
       fill(child, v.cast<py::dict>());
       out.set(key, td::EntryInit(child));
     } else {
-      const std::string text = py::module_::import("json").attr("dumps")(v).cast<std::string>();
-      out.set_non_tensor(key, td::json::parse(text));
+      out.set_non_tensor(key, json_of(v));
     }
   }
 }
@@ -139,8 +149,7 @@ td::TensorDict from_tensordict(const py::object& source) {
     if (THPVariable_Check(value.ptr())) {
       out.set(k, value.cast<at::Tensor>());
     } else {
-      const std::string text = py::module_::import("json").attr("dumps")(value).cast<std::string>();
-      out.set_non_tensor(k, td::json::parse(text));
+      out.set_non_tensor(k, json_of(value));
     }
   }
   return out;
@@ -223,8 +232,7 @@ PYBIND11_MODULE(tensordict_cpp, m) {
                } else if (py::isinstance<td::TensorDict>(value)) {
                  t.set(key_of(index), td::EntryInit(value.cast<td::TensorDict>()));
                } else {
-                 const std::string text = py::module_::import("json").attr("dumps")(value).cast<std::string>();
-                 t.set_non_tensor(key_of(index), td::json::parse(text));
+                 t.set_non_tensor(key_of(index), json_of(value));
                }
                return;
              }
@@ -273,16 +281,8 @@ PYBIND11_MODULE(tensordict_cpp, m) {
            "The same tensors as a Python tensordict.TensorDict when tensordict is importable, else a nested dict.")
       .def_static("from_tensordict", &from_tensordict, py::arg("source"),
                   "Shares the tensors of any object with Python tensordict's interface (or a dict-like TensorDict).")
-      .def("__str__", [](const td::TensorDict& t) {
-        std::ostringstream s;
-        s << t;
-        return s.str();
-      })
-      .def("__repr__", [](const td::TensorDict& t) {
-        std::ostringstream s;
-        s << t;
-        return s.str();
-      });
+      .def("__str__", &repr_of)
+      .def("__repr__", &repr_of);
 
   m.def("stack", [](const py::sequence& items, int64_t dim) { return td::stack(tensordicts_of(items), dim); },
         py::arg("tensordicts"), py::arg("dim") = 0);

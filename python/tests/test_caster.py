@@ -5,17 +5,7 @@ import torch
 
 import tensordict_caster_test as user
 import tensordict_cpp as tdc
-
-
-class DuckTensorDict:
-    def __init__(self, leaves, batch_size):
-        self.leaves, self.batch_size = leaves, torch.Size(batch_size)
-
-    def keys(self, include_nested=False, leaves_only=False):
-        return list(self.leaves)
-
-    def get(self, key):
-        return self.leaves[key]
+from duck import DuckTensorDict
 
 
 def test_caster_takes_every_kind_and_shares_tensors():

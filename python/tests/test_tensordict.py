@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import tensordict_cpp as tdc
+from duck import DuckTensorDict
 
 
 def sample():
@@ -105,19 +106,6 @@ def test_memmap_round_trip(tmp_path):
     assert mapped.is_locked
     back = tdc.load_memmap(str(tmp_path / "buf"))
     assert torch.equal(back["obs"], td["obs"]) and torch.equal(back["n", "r"], torch.ones(4))
-
-
-class DuckTensorDict:
-    """What tdc.TensorDict.from_tensordict needs of a Python tensordict, without importing it."""
-
-    def __init__(self, leaves, batch_size):
-        self.leaves, self.batch_size = leaves, torch.Size(batch_size)
-
-    def keys(self, include_nested=False, leaves_only=False):
-        return list(self.leaves)
-
-    def get(self, key):
-        return self.leaves[key]
 
 
 def test_from_tensordict_shares_any_tensordict_like_object():
