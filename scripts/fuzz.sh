@@ -9,8 +9,9 @@
 #   scripts/fuzz.sh --replay         runs every input of every corpus once (seeds, what earlier
 #                                    runs found, and fuzz/regressions/)
 #   scripts/fuzz.sh --ci [SECONDS]   what CI does: --replay, then every target for SECONDS
-#                                    (default 30); h5_fuzzer goes on past crashes inside libhdf5
-#                                    itself (docs/reliability.md) and fails on any other
+#                                    (default 30), one per core at a time; h5_fuzzer goes on past
+#                                    crashes inside libhdf5 itself (docs/reliability.md) and fails
+#                                    on any other
 #
 # Findings go to $build/fuzz-findings/<target>/; a crash's input becomes a file under
 # fuzz/regressions/<target>/ and a test of the reader it broke.
@@ -73,12 +74,28 @@ ci_h5() {  # ci_h5 SECONDS: fuzz h5 in fork mode, then fail on any crash not ins
   return $own
 }
 
+ci_all() {  # ci_all SECONDS: every target (h5 through ci_h5), as many at once as there are cores
+  local seconds=$1 slots=${JOBS:-$(nproc)} failed=0 t
+  for t in "${targets[@]}"; do
+    while (($(jobs -rp | wc -l) >= slots)); do wait -n || true; done
+    # Each target is one process; its report is printed whole once all are done.
+    ( status=0
+      if [[ $t == h5 ]]; then ci_h5 "$seconds" || status=$?; else run "$t" "$seconds" || status=$?; fi
+      echo "$status" >"$build/fuzz-$t.status" ) >"$build/fuzz-$t.report" 2>&1 &
+  done
+  wait
+  for t in "${targets[@]}"; do
+    cat "$build/fuzz-$t.report"
+    [[ $(cat "$build/fuzz-$t.status" 2>/dev/null) == 0 ]] || failed=1
+  done
+  return $failed
+}
+
 case "${1:-all}" in
   --replay) for t in "${targets[@]}"; do replay "$t"; done ;;
   --ci)
     for t in "${targets[@]}"; do replay "$t"; done
-    for t in "${targets[@]}"; do [[ $t == h5 ]] || run "$t" "${2:-30}"; done
-    ci_h5 "${2:-30}" ;;
+    ci_all "${2:-30}" ;;
   all) failed=0; for t in "${targets[@]}"; do run "$t" "${2:-60}" || failed=1; done; exit $failed ;;
   *) run "$1" "${2:-60}" ;;
 esac
