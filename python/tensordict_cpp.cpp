@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include <tensordict/python/convert.h>
 #include <tensordict/tensordict.h>
+#include <tensordict/typed/field.h>
 #ifdef TENSORDICT_PY_HDF5
 #include <tensordict/backends/persistent.h>
 #endif
@@ -23,47 +25,17 @@ namespace td = tensordict;
 
 namespace {
 
-// A key as Python spells it: "a" or ("a", "b").
-td::NestedKey key_of(const py::handle& key) {
-  if (py::isinstance<py::str>(key)) return td::NestedKey(key.cast<std::string>());
-  if (py::isinstance<py::tuple>(key)) {
-    std::vector<std::string> parts;
-    for (const py::handle& part : key) {
-      if (!py::isinstance<py::str>(part)) throw py::type_error("a nested key is a tuple of str");
-      parts.push_back(part.cast<std::string>());
-    }
-    return td::NestedKey(std::move(parts));
-  }
-  throw py::type_error("a key is a str or a tuple of str");
-}
-
-py::object key_to_py(const td::NestedKey& key) {
-  if (key.size() == 1) return py::str(key.parts()[0]);
-  py::tuple out(key.size());
-  for (size_t i = 0; i < key.size(); ++i) out[i] = py::str(key.parts()[i]);
-  return std::move(out);
-}
-
-// A JSON-able Python value as the JSON value a non-tensor entry holds.
-td::json::Value json_of(const py::handle& value) {
-  return td::json::parse(py::module_::import("json").attr("dumps")(value).cast<std::string>());
-}
+using td::python::entry_to_py;
+using td::python::indices_of;
+using td::python::is_key;
+using td::python::json_of;
+using td::python::key_of;
+using td::python::key_to_py;
 
 std::string repr_of(const td::TensorDict& t) {
   std::ostringstream s;
   s << t;
   return s.str();
-}
-
-py::object json_to_py(const td::json::Value& v) {
-  return py::module_::import("json").attr("loads")(v.dump());
-}
-
-py::object entry_to_py(const td::Entry& entry) {
-  if (entry.is_tensor()) return py::cast(entry.tensor());
-  if (entry.is_tensordict()) return py::cast(entry.tensordict());
-  const td::NonTensorData& data = entry.non_tensor();
-  return json_to_py(data.is_uniform() ? data.value() : data.tolist());
 }
 
 // A nested dict of tensors, dicts and JSON-able values as the entries of a TensorDict.
@@ -96,43 +68,6 @@ py::dict to_dict(const td::TensorDict& t) {
     out[py::str(key.parts()[0])] = entry.is_tensordict() ? py::object(to_dict(entry.tensordict())) : entry_to_py(entry);
   }
   return out;
-}
-
-// A batch index from Python: an int, a slice, None, Ellipsis, a tensor, or a tuple of them.
-at::indexing::TensorIndex index_of(const py::handle& item) {
-  using namespace at::indexing;
-  if (py::isinstance<py::bool_>(item)) return TensorIndex(item.cast<bool>());
-  if (py::isinstance<py::int_>(item)) return TensorIndex(item.cast<int64_t>());
-  if (item.is_none()) return TensorIndex(None);
-  if (item.ptr() == Py_Ellipsis) return TensorIndex(Ellipsis);
-  if (py::isinstance<py::slice>(item)) {
-    const py::slice s = item.cast<py::slice>();
-    auto part = [](const py::object& o) -> c10::optional<int64_t> {
-      if (o.is_none()) return c10::nullopt;
-      return o.cast<int64_t>();
-    };
-    return TensorIndex(Slice(part(s.attr("start")), part(s.attr("stop")), part(s.attr("step"))));
-  }
-  if (THPVariable_Check(item.ptr())) return TensorIndex(item.cast<at::Tensor>());
-  throw py::type_error("a batch index is an int, a slice, None, Ellipsis, a tensor or a tuple of them");
-}
-
-std::vector<at::indexing::TensorIndex> indices_of(const py::handle& index) {
-  std::vector<at::indexing::TensorIndex> out;
-  if (py::isinstance<py::tuple>(index)) {
-    for (const py::handle& item : index) out.push_back(index_of(item));
-  } else {
-    out.push_back(index_of(index));
-  }
-  return out;
-}
-
-bool is_key(const py::handle& index) {
-  if (py::isinstance<py::str>(index)) return true;
-  if (!py::isinstance<py::tuple>(index) || py::len(index) == 0) return false;
-  for (const py::handle& part : index)
-    if (!py::isinstance<py::str>(part)) return false;
-  return true;
 }
 
 // Any object with Python tensordict's interface (batch_size, keys(include_nested=True,
@@ -171,6 +106,33 @@ std::vector<td::TensorDict> tensordicts_of(const py::sequence& items) {
   return out;
 }
 
+// __<name>__ with a TensorDict, a tensor, an int or a float on the right; with Reflected, also
+// __r<name>__ for a number on the left (Python tries it when the number's own operator fails).
+template <bool Reflected = true, class Op>
+void bind_binary(py::class_<td::TensorDict>& cls, const std::string& name, Op op) {
+  const std::string dunder = "__" + name + "__";
+  cls.def(dunder.c_str(), [op](const td::TensorDict& a, const td::TensorDict& b) { return op(a, b); });
+  cls.def(dunder.c_str(), [op](const td::TensorDict& a, const at::Tensor& b) { return op(a, b); });
+  cls.def(dunder.c_str(), [op](const td::TensorDict& a, int64_t b) { return op(a, c10::Scalar(b)); });
+  cls.def(dunder.c_str(), [op](const td::TensorDict& a, double b) { return op(a, c10::Scalar(b)); });
+  if constexpr (Reflected) {
+    const std::string reflected_name = "__r" + name + "__";
+    cls.def(reflected_name.c_str(), [op](const td::TensorDict& a, int64_t b) { return op(c10::Scalar(b), a); });
+    cls.def(reflected_name.c_str(), [op](const td::TensorDict& a, double b) { return op(c10::Scalar(b), a); });
+  }
+}
+
+// __i<name>__: writes into the leaves and returns the same object (`td += 1`).
+template <class Op>
+void bind_inplace(py::class_<td::TensorDict>& cls, const std::string& name, Op op) {
+  const std::string dunder = "__" + name + "__";
+  auto self = [](td::TensorDict& a) { return py::cast(a, py::return_value_policy::reference); };
+  cls.def(dunder.c_str(), [op, self](td::TensorDict& a, const td::TensorDict& b) { op(a, b); return self(a); });
+  cls.def(dunder.c_str(), [op, self](td::TensorDict& a, const at::Tensor& b) { op(a, b); return self(a); });
+  cls.def(dunder.c_str(), [op, self](td::TensorDict& a, int64_t b) { op(a, c10::Scalar(b)); return self(a); });
+  cls.def(dunder.c_str(), [op, self](td::TensorDict& a, double b) { op(a, c10::Scalar(b)); return self(a); });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(tensordict_cpp, m) {
@@ -181,6 +143,8 @@ PYBIND11_MODULE(tensordict_cpp, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const td::AttributeError& e) {  // generated classes' undeclared or unset fields
+      PyErr_SetString(PyExc_AttributeError, e.what());
     } catch (const td::KeyError& e) {
       PyErr_SetString(PyExc_KeyError, e.what());
     } catch (const td::IndexError& e) {
@@ -196,7 +160,8 @@ PYBIND11_MODULE(tensordict_cpp, m) {
     }
   });
 
-  py::class_<td::TensorDict>(m, "TensorDict")
+  py::class_<td::TensorDict> cls(m, "TensorDict");
+  cls
       .def(py::init([](const py::dict& source, const std::vector<int64_t>& batch_size) {
              return from_dict(source, batch_size);
            }),
@@ -263,13 +228,6 @@ PYBIND11_MODULE(tensordict_cpp, m) {
              for (const auto& [key, entry] : t.items()) out.append(entry_to_py(entry));
              return out;
            })
-      .def("__add__", [](const td::TensorDict& a, const td::TensorDict& b) { return a + b; })
-      .def("__add__", [](const td::TensorDict& a, const at::Tensor& b) { return a + b; })
-      .def("__add__", [](const td::TensorDict& a, double b) { return a + c10::Scalar(b); })
-      .def("__mul__", [](const td::TensorDict& a, const td::TensorDict& b) { return a * b; })
-      .def("__mul__", [](const td::TensorDict& a, const at::Tensor& b) { return a * b; })
-      .def("__mul__", [](const td::TensorDict& a, double b) { return a * c10::Scalar(b); })
-      .def("__rmul__", [](const td::TensorDict& a, double b) { return c10::Scalar(b) * a; })
       .def(
           "memmap",
           [](const td::TensorDict& t, const std::string& prefix) {
@@ -283,6 +241,25 @@ PYBIND11_MODULE(tensordict_cpp, m) {
                   "Shares the tensors of any object with Python tensordict's interface (or a dict-like TensorDict).")
       .def("__str__", &repr_of)
       .def("__repr__", &repr_of);
+
+  // Arithmetic as in Python tensordict: a TensorDict, a tensor or a number on either side (an int
+  // stays an int, so integer leaves keep their dtype), in place with +=; comparisons give a
+  // TensorDict of bools.
+  bind_binary(cls, "add", [](const auto& a, const auto& b) { return td::TensorDict(a + b); });
+  bind_binary(cls, "sub", [](const auto& a, const auto& b) { return td::TensorDict(a - b); });
+  bind_binary(cls, "mul", [](const auto& a, const auto& b) { return td::TensorDict(a * b); });
+  bind_binary(cls, "truediv", [](const auto& a, const auto& b) { return td::TensorDict(a / b); });
+  bind_binary<false>(cls, "eq", [](const auto& a, const auto& b) { return td::TensorDict(a == b); });
+  bind_binary<false>(cls, "ne", [](const auto& a, const auto& b) { return td::TensorDict(a != b); });
+  bind_binary<false>(cls, "lt", [](const auto& a, const auto& b) { return td::TensorDict(a < b); });
+  bind_binary<false>(cls, "le", [](const auto& a, const auto& b) { return td::TensorDict(a <= b); });
+  bind_binary<false>(cls, "gt", [](const auto& a, const auto& b) { return td::TensorDict(a > b); });
+  bind_binary<false>(cls, "ge", [](const auto& a, const auto& b) { return td::TensorDict(a >= b); });
+  bind_inplace(cls, "iadd", [](td::TensorDict& a, const auto& b) { a += b; });
+  bind_inplace(cls, "isub", [](td::TensorDict& a, const auto& b) { a -= b; });
+  bind_inplace(cls, "imul", [](td::TensorDict& a, const auto& b) { a *= b; });
+  bind_inplace(cls, "itruediv", [](td::TensorDict& a, const auto& b) { a /= b; });
+  cls.def("__neg__", [](const td::TensorDict& a) { return -a; });
 
   m.def("stack", [](const py::sequence& items, int64_t dim) { return td::stack(tensordicts_of(items), dim); },
         py::arg("tensordicts"), py::arg("dim") = 0);

@@ -100,6 +100,29 @@ def test_shape_ops_arithmetic_and_locking():
     td.unlock_()
 
 
+def test_every_arithmetic_operator_and_comparison():
+    a = tdc.TensorDict({"x": torch.tensor([1.0, 2.0, 3.0]), "n": {"i": torch.tensor([1, 2, 3])}}, batch_size=[3])
+    x, i = a["x"], a["n", "i"]
+    assert torch.equal((a - 1)["x"], x - 1) and torch.equal((1 - a)["x"], 1 - x)
+    assert torch.equal((a / 2)["x"], x / 2) and torch.equal((6 / a)["x"], 6 / x)
+    assert torch.equal((a + a)["x"], x + x) and torch.equal((a - a)["x"], torch.zeros(3))
+    assert torch.equal((2 * a)["x"], 2 * x) and torch.equal((a * torch.tensor(3.0))["x"], x * 3)
+    assert torch.equal((-a)["x"], -x)
+    assert (a * 2)["n", "i"].dtype == torch.int64          # an int keeps integer leaves integer
+    assert torch.equal((a == a)["x"], torch.ones(3, dtype=torch.bool))
+    assert torch.equal((a > 2)["x"], x > 2) and torch.equal((a <= 2)["n", "i"], i <= 2)
+    assert torch.equal((a != a * 2)["x"], torch.ones(3, dtype=torch.bool))
+    assert torch.equal((a < a + 1)["x"], torch.ones(3, dtype=torch.bool)) and not (a >= a + 1)["x"].any()
+    b = tdc.TensorDict({"x": x}, batch_size=[3])
+    before = b
+    b += 1
+    b *= 2
+    b -= 2
+    b /= 2
+    assert b is before and b["x"].data_ptr() == x.data_ptr()   # in place, the same object and storage
+    assert torch.equal(x, torch.tensor([1.0, 2.0, 3.0]))
+
+
 def test_memmap_round_trip(tmp_path):
     td = tdc.TensorDict({"obs": torch.arange(8.0).reshape(4, 2), "n": {"r": torch.ones(4)}}, batch_size=[4])
     mapped = td.memmap(str(tmp_path / "buf"))
