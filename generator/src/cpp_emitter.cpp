@@ -55,13 +55,6 @@ std::string doc_comment(const std::string& text, const std::string& indent) {
   return out;
 }
 
-// A file name as it may appear in a comment or a string literal.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (char c : text) out += (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\' || c == 0x7f) ? '_' : c;
-  return out;
-}
-
 // The contents of a C++ string literal holding `text`.
 std::string literal(const std::string& text) {
   std::string out;
@@ -305,6 +298,12 @@ class HeaderWriter {
 };
 
 }  // namespace
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\' || c == 0x7f) ? '_' : c;
+  return out;
+}
 
 CppHeaderEmitter::CppHeaderEmitter(std::string templates_dir) : templates_dir_(std::move(templates_dir)) {}
 

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
+#include <memory>
 #include <iostream>
 #include <map>
 #include <set>
@@ -34,6 +35,7 @@ const char* const kUsageText =
     "options:\n"
     "  --out DIR           directory for the generated headers (required unless --check)\n"
     "  --check             only check the schemas, write nothing\n"
+    "  --python            also write <stem>.td.py.h: the classes' Python bindings (pybind11)\n"
     "  -I DIR, --import-dir DIR\n"
     "                      YAML: also look for imported schemas in DIR (after the importing\n"
     "                      file's dir); C++: an include directory\n"
@@ -141,6 +143,8 @@ bool parse_args(const std::vector<std::string>& args, DriverOptions& opt, std::o
       break;
     } else if (a == "--check") {
       opt.check_only = true;
+    } else if (a == "--python") {
+      opt.python = true;
     } else if (a.size() > 1 && a[0] == '-') {
       err << "tdgen: unknown option '" << a << "'\n" << usage();
       return false;
@@ -246,10 +250,20 @@ int run_tdgen(const std::vector<std::string>& args, std::ostream& out, std::ostr
     LoadedSchemas loaded = cpp ? load_cpp(opt, err) : load_yaml(opt);
     if (!loaded.module) return 1;
     const Module& module = *loaded.module;
-    CppHeaderEmitter emitter(opt.templates_dir);
+    std::vector<std::unique_ptr<Emitter>> emitters;
+    emitters.push_back(std::make_unique<CppHeaderEmitter>(opt.templates_dir));
+    if (opt.python) emitters.push_back(std::make_unique<PythonBindingEmitter>(opt.templates_dir));
+    std::vector<std::string> templates;
+    for (const auto& emitter : emitters)
+      for (const std::string& t : emitter->inputs()) templates.push_back(t);
     // Render everything before writing anything, so a failure leaves no partial output.
     std::vector<std::pair<int, std::vector<OutputFile>>> outputs;
-    for (int root : module.roots) outputs.emplace_back(root, emitter.generate(module, root));
+    for (int root : module.roots) {
+      std::vector<OutputFile> files;
+      for (const auto& emitter : emitters)
+        for (OutputFile& file : emitter->generate(module, root)) files.push_back(std::move(file));
+      outputs.emplace_back(root, std::move(files));
+    }
     if (opt.check_only) return 0;
     fs::create_directories(opt.out_dir);
     std::string depfile;
@@ -260,7 +274,7 @@ int run_tdgen(const std::vector<std::string>& args, std::ostream& out, std::ostr
         depfile += make_escape(fs::absolute(path).lexically_normal().string()) + ":";
         for (const std::string& input : loaded.inputs[root])
           depfile += " \\\n  " + make_escape(fs::absolute(input).lexically_normal().string());
-        for (const std::string& t : emitter.inputs())
+        for (const std::string& t : templates)
           depfile += " \\\n  " + make_escape(fs::absolute(t).lexically_normal().string());
         depfile += "\n";
       }

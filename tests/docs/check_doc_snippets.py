@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Checks that every ```cpp block of the docs appears verbatim in a compiled snippet file.
 
+With --python-doc NAME, the ```python blocks of docs/NAME must appear verbatim in a *.py file of
+the snippets directory too (those files are run by CTest; the other docs' Python blocks show
+Python tensordict, which is not installable here). A .py snippet names its section with
+"# docs/<file>.md#<section>".
+
 The docs' C++ snippets are mirrored in examples/docs_snippets/*.cpp, which the main build
 compiles and CTest runs; this check keeps the two from drifting apart. A block matches when its
 lines appear consecutively in one snippet file, all shifted right by the same indentation (so a
@@ -21,11 +26,11 @@ import sys
 
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
-DOC_REFERENCE = re.compile(r"//\s*(?:docs/)?([\w.-]+\.md)(#[\w-]+)?")
+DOC_REFERENCE = re.compile(r"(?://|#)\s*(?:docs/)?([\w.-]+\.md)(#[\w-]+)?")
 
 
-def cpp_blocks(path):
-    """Yields (line number of the first code line, [lines]) for each ```cpp block."""
+def cpp_blocks(path, languages=("cpp", "c++")):
+    """Yields (line number of the first code line, [lines]) for each block in `languages`."""
     lines = path.read_text(encoding="utf-8").splitlines()
     block, start, lang = None, 0, None
     for number, line in enumerate(lines, 1):
@@ -36,7 +41,7 @@ def cpp_blocks(path):
             elif match:
                 block, start, lang = [], number + 1, ""
         elif match and not match.group(2):
-            if lang in ("cpp", "c++"):
+            if lang in languages:
                 yield start, block
             block = None
         else:
@@ -74,14 +79,17 @@ def main():
     parser.add_argument("--also", action="append", default=[], type=pathlib.Path)
     parser.add_argument("--doc", action="append", default=[], type=pathlib.Path,
                         help="one more markdown file to check (the README)")
+    parser.add_argument("--python-doc", action="append", default=[],
+                        help="a doc (file name) whose python blocks are mirrored in snippets/*.py")
     args = parser.parse_args()
 
     docs = sorted(args.docs.glob("*.md")) + args.doc
     snippet_files = sorted(args.snippets.glob("*.cpp"))
+    python_files = sorted(args.snippets.glob("*.py")) if args.python_doc else []
     if not docs or not snippet_files:
         print(f"no docs in {args.docs} or no snippets in {args.snippets}")
         return 1
-    snippets = {path: path.read_text(encoding="utf-8").splitlines() for path in snippet_files}
+    snippets = {path: path.read_text(encoding="utf-8").splitlines() for path in snippet_files + python_files}
     also = {path: path.read_text(encoding="utf-8").splitlines()
             for directory in args.also for path in sorted(directory.glob("*.cpp"))}
     # C++ schema headers of the snippets (compiled by tdgen's Clang frontend and by the snippet
@@ -121,12 +129,22 @@ def main():
                 errors.append(f"{doc}:{line}: cpp block not found verbatim in any snippet file "
                               f"of {args.snippets} (first line: {block[0].strip() if block else ''!r})")
 
+    python_sources = [snippets[path] for path in python_files]
+    for doc in docs:
+        if doc.name not in args.python_doc:
+            continue
+        for line, block in cpp_blocks(doc, ("python",)):
+            checked += 1
+            if not any(contains_shifted(lines, block) for lines in python_sources):
+                errors.append(f"{doc}:{line}: python block not found verbatim in any .py snippet file "
+                              f"of {args.snippets} (first line: {block[0].strip() if block else ''!r})")
+
     for error in errors:
         print(error)
     if errors:
-        print(f"FAILED: {len(errors)} problem(s) in {checked} cpp block(s)")
+        print(f"FAILED: {len(errors)} problem(s) in {checked} block(s)")
         return 1
-    print(f"OK: {checked} cpp block(s) of {len(docs)} doc file(s) found in "
+    print(f"OK: {checked} block(s) of {len(docs)} doc file(s) found in "
           f"{len(snippets) + len(also)} compiled file(s)")
     return 0
 

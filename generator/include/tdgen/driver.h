@@ -16,6 +16,8 @@ struct DriverOptions {
   std::vector<std::string> import_dirs;
   std::string depfile;
   bool check_only = false;
+  /// Also write `<stem>.td.py.h`, the Python bindings of the classes (PythonBindingEmitter).
+  bool python = false;
   // C++ schemas only.
   std::vector<std::string> defines;
   std::string compile_commands_dir;

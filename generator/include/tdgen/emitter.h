@@ -1,6 +1,7 @@
 #pragma once
 // Emitters turn the resolved IR into output files. Each output language is one class behind
-// the Emitter interface; today there is one, CppHeaderEmitter, writing `<stem>.td.h`.
+// the Emitter interface: CppHeaderEmitter writes `<stem>.td.h`, PythonBindingEmitter (tdgen
+// --python) `<stem>.td.py.h`, the pybind11 bindings of the same classes.
 
 #include <string>
 #include <vector>
@@ -41,5 +42,26 @@ class CppHeaderEmitter : public Emitter {
  private:
   std::string templates_dir_;
 };
+
+/// Writes, per schema file, `<stem>.td.py.h`: an inline function that binds the file's classes
+/// (and those of the files it imports, first) into a pybind11 module with
+/// tensordict::python::bind_class (runtime/include/tensordict/python/typed.h).
+class PythonBindingEmitter : public Emitter {
+ public:
+  explicit PythonBindingEmitter(std::string templates_dir);
+  std::vector<OutputFile> generate(const Module& module, int file_index) const override;
+  std::vector<std::string> inputs() const override;
+
+  static std::string header_name(const std::string& stem) { return stem + ".td.py.h"; }
+  /// The binding function of a schema stem: "rl_transition" -> "tdgen_bind_rl_transition".
+  static std::string function_name(const std::string& stem);
+
+ private:
+  std::string templates_dir_;
+};
+
+/// A file name as it may appear in a comment or a string literal (control characters, quotes
+/// and backslashes replaced).
+std::string printable(const std::string& text);
 
 }  // namespace tdgen
