@@ -19,8 +19,12 @@ if [[ "${1:-}" == --sanitize ]]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests|reliability_tests|dist_tests):' "$@"
 fi
+# Each step's end, in seconds since the start (docs/reliability.md keeps the figures).
+step_done() { echo "test.sh: $1 done at ${SECONDS} s"; }
 scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON
+step_done build
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@")
-if [[ "${TEST_SANITIZE:-1}" != 0 ]]; then scripts/test.sh --sanitize; fi
+step_done tests
+if [[ "${TEST_SANITIZE:-1}" != 0 ]]; then scripts/test.sh --sanitize; step_done "sanitizer build and tests"; fi
 # Every corpus replayed, then every fuzz target for 30 s (docs/reliability.md).
-if [[ "${TEST_FUZZ:-1}" != 0 ]]; then scripts/fuzz.sh --ci 30; fi
+if [[ "${TEST_FUZZ:-1}" != 0 ]]; then scripts/fuzz.sh --ci 30; step_done fuzzing; fi
