@@ -32,7 +32,7 @@ cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-release}
 if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
   # Only what the benchmarks need: no tests or examples in the Release tree.
-  BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON \
+  BUILD_DIR=$build_dir BUILD_TYPE=Release scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON -DTENSORDICT_BENCH_COMPILE_ONLY=OFF \
     -DTENSORDICT_BUILD_TESTS=OFF -DTENSORDICT_BUILD_EXAMPLES=OFF >/dev/null
 fi
 if [[ ! -x "$build_dir/bench/ops_bench" || ! -x "$build_dir/bench/scaling_bench" ]]; then

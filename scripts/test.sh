@@ -21,7 +21,7 @@ if [[ "${1:-}" == --sanitize ]]; then
 fi
 # Each step's end, in seconds since the start (docs/reliability.md keeps the figures).
 step_done() { echo "test.sh: $1 done at ${SECONDS} s"; }
-scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON
+scripts/build.sh -DTENSORDICT_BUILD_BENCHMARKS=ON -DTENSORDICT_BENCH_COMPILE_ONLY=ON
 step_done build
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@")
 step_done tests

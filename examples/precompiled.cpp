@@ -1,0 +1,4 @@
+// Builds the precompiled <ATen/ATen.h> the example programs reuse (examples/CMakeLists.txt).
+#include <ATen/ATen.h>
+
+int main() { return 0; }
