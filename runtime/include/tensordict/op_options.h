@@ -59,6 +59,16 @@ struct ApplyOptions {
   TensorDict* out = nullptr;
 };
 
+/// Options of new_zeros / new_ones / new_empty / new_full / new_tensor (Python's keywords).
+struct NewOptions {
+  /// The leaves' dtype; default: each leaf keeps its own.
+  std::optional<at::ScalarType> dtype;
+  /// The result's device (leaves are made there); default: this tensordict's (new_tensor:
+  /// the data's).
+  std::optional<at::Device> device;
+  bool requires_grad = false;
+};
+
 /// Tag selecting apply's Python `call_on_nested=True` form: the callable receives every
 /// first-level entry as it is, a nested tensordict included, instead of the tensor leaves.
 struct CallOnNested {};

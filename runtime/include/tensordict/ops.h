@@ -7,10 +7,22 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/core/ScalarType.h>
 
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
+
+// ---- Queries over the leaves (Python's properties dtype, depth and grad) ----------------------
+// Free functions: as members they would take the names from schemas' fields (a depth image).
+
+/// The dtype every tensor leaf shares; nullopt when they differ or there is none.
+std::optional<at::ScalarType> dtype(const TensorDict& td);
+/// The deepest level holding a leaf: 0 when no nested tensordict holds one.
+int64_t depth(const TensorDict& td);
+/// The leaves' gradients (leaves without one left out, non-tensor data kept; locked when `td`
+/// is); nullopt when nothing is left (Python's None).
+std::optional<TensorDict> grad(const TensorDict& td);
 
 // ---- Arithmetic operators ------------------------------------------------------------------
 

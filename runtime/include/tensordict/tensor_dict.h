@@ -262,6 +262,16 @@ class TensorDict {
   TensorDict& clamp_min_(const c10::Scalar& min);
   TensorDict clamp_max(const c10::Scalar& max) const;
   TensorDict& clamp_max_(const c10::Scalar& max);
+  /// Bounds per leaf: a tensordict (keys matched, `default_` as for add), or a tensor aligned to
+  /// the batch dims.
+  TensorDict clamp_min(const TensorDict& min, const BinaryDefault& default_ = {}) const;
+  TensorDict clamp_min(const at::Tensor& min) const;
+  TensorDict& clamp_min_(const TensorDict& min);
+  TensorDict& clamp_min_(const at::Tensor& min);
+  TensorDict clamp_max(const TensorDict& max, const BinaryDefault& default_ = {}) const;
+  TensorDict clamp_max(const at::Tensor& max) const;
+  TensorDict& clamp_max_(const TensorDict& max);
+  TensorDict& clamp_max_(const at::Tensor& max);
   /// pow / maximum / minimum / lerp / addcmul / addcdiv leaf by leaf; tensordict operands are matched by key.
   TensorDict pow(const c10::Scalar& exponent) const;
   TensorDict pow(const TensorDict& exponent) const;
@@ -454,6 +464,62 @@ class TensorDict {
   TensorDict pin_memory() const;
   int64_t ndimension() const { return batch_dims(); }
   bool is_empty() const;
+
+  /// Same structure, new batch size `size` (Python's new_zeros ... new_full): every leaf keeps
+  /// its dims past the batch, nested levels their extra batch dims, non-tensor values their value.
+  TensorDict new_zeros(c10::IntArrayRef size, const NewOptions& options = {}) const;
+  TensorDict new_ones(c10::IntArrayRef size, const NewOptions& options = {}) const;
+  TensorDict new_empty(c10::IntArrayRef size, const NewOptions& options = {}) const;
+  TensorDict new_full(c10::IntArrayRef size, const c10::Scalar& fill_value, const NewOptions& options = {}) const;
+  /// Every leaf becomes a copy of `data` (of a tensordict: its leaf at the same key) in the
+  /// leaf's dtype; the batch size is data's, and so is the device unless options give one.
+  TensorDict new_tensor(const at::Tensor& data, const NewOptions& options = {}) const;
+  TensorDict new_tensor(const TensorDict& data, const NewOptions& options = {}) const;
+
+  /// Whether every tensor leaf is contiguous; the top-level keys sorted. (dtype, depth and grad
+  /// are free functions in tensordict/ops.h, so schemas may name fields after them.)
+  bool is_contiguous() const;
+  std::vector<std::string> sorted_keys() const;
+  /// Detaches every leaf in place: the same tensors, without autograd history.
+  TensorDict& detach_();
+  /// Broadcast to `other`: a tensor's shape becomes the batch size (this batch right-aligned);
+  /// a tensordict gives each leaf its leaf's shape and each level its batch size.
+  TensorDict expand_as(const at::Tensor& other) const;
+  TensorDict expand_as(const TensorDict& other) const;
+
+  /// Removes and returns the last top-level entry (KeyError when empty, LockedError when locked).
+  std::pair<std::string, Entry> popitem();
+  /// An empty tensordict at `key` (this batch size and device); missing levels are created,
+  /// existing ones kept (Python also empties those). Returns *this.
+  TensorDict& create_nested(KeyRef key);
+  /// A tensordict of batch size [] holding `value` at every key (Python's classmethod): a number
+  /// gives each key its own 0-dim tensor (int64, the default float dtype or bool), a tensor is
+  /// shared by every key, a string is non-tensor data.
+  static TensorDict fromkeys(const std::vector<NestedKey>& keys, const c10::Scalar& value = 0);
+  static TensorDict fromkeys(const std::vector<NestedKey>& keys, const at::Tensor& value);
+  static TensorDict fromkeys(const std::vector<NestedKey>& keys, const std::string& value);
+  static TensorDict fromkeys(const std::vector<NestedKey>& keys, const char* value) {
+    return fromkeys(keys, std::string(value));
+  }
+  /// A new tree without the non-tensor entries (tensors shared, emptied levels kept).
+  TensorDict filter_non_tensor_data() const;
+  /// The non-tensor entries, of nested levels too with `include_nested`.
+  std::vector<std::pair<NestedKey, NonTensorData>> non_tensor_items(bool include_nested = false) const;
+  /// Removes nested tensordicts without any leaf, deepest first. Returns *this.
+  TensorDict& filter_empty_();
+  /// Removes every entry (LockedError when locked); batch size and device stay.
+  TensorDict& clear();
+  /// Forgets the device of this level and the nested ones (the tensors do not move).
+  TensorDict& clear_device_();
+  /// A new tree (leaves shared, unlocked) with `entries` set over it; *this when there are none.
+  TensorDict replace(const TensorDict& entries) const;
+  /// Sets the batch size to the longest leading shape every entry shares (nested levels first),
+  /// at most `batch_dims` dims. Returns *this.
+  TensorDict& auto_batch_size_(std::optional<int64_t> batch_dims = std::nullopt);
+  /// Moves every CPU leaf's storage into shared memory in place, so processes forked afterwards
+  /// see each other's writes, then locks (Python's share_memory_). StorageError for a
+  /// memory-mapped tensordict, NotImplementedError where the backend's leaves are copies.
+  TensorDict& share_memory_();
 
   /// Flat state dict (keys joined with `separator`) and loading it back in place (or by assignment).
   StateDict state_dict(std::string_view separator = ".", bool keep_vars = false) const;

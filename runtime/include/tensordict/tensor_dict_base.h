@@ -89,7 +89,8 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   const std::optional<at::Device>& device() const { return device_; }
   /// True when this level is locked (a lazy stack: also when every member is).
   virtual bool is_locked() const { return locked_; }
-  virtual bool is_shared() const { return false; }
+  /// True after share_memory_ (until unlocked), and on CUDA devices (Python's is_shared).
+  virtual bool is_shared() const { return shared_ || (device_ && device_->is_cuda()); }
   virtual bool is_memmap() const { return false; }
   const StoragePolicy& policy() const { return policy_; }
   bool leaves_alias_storage() const { return policy_.leaves_alias_storage; }
@@ -180,7 +181,13 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// Changes the batch size; the caller has validated it against every entry.
   virtual void set_batch_size(c10::IntArrayRef batch_size);
   /// Locks or unlocks this level only (the handle recurses).
-  virtual void set_locked(bool locked) { locked_ = locked; }
+  virtual void set_locked(bool locked) {
+    locked_ = locked;
+    if (!locked) shared_ = false;  // Python's unlock_ clears is_shared too
+  }
+  void set_shared(bool shared) { shared_ = shared; }
+  /// Forgets the device (clear_device_); the tensors stay where they are.
+  void clear_device() { device_.reset(); }
 
   /// `td[index]`. The default indexes every leaf (of the snapshot, when reads are copies) and
   /// builds an in-memory TensorDict.
@@ -228,6 +235,7 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   BatchSize batch_size_;
   std::optional<at::Device> device_;
   bool locked_ = false;
+  bool shared_ = false;
   StoragePolicy policy_;
   uint64_t layout_version_ = 0;
   std::vector<c10::weak_intrusive_ptr<TensorDictBase>> lock_parents_;

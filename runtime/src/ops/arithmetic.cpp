@@ -1,5 +1,6 @@
 // Binary arithmetic of TensorDict (semantics 1.12): add / sub / mul / div with a tensordict, a
-// tensor or a scalar, and pow / maximum / minimum / lerp / addcmul / addcdiv with tensordicts.
+// tensor or a scalar, clamp_min / clamp_max with tensordict or tensor bounds, and pow / maximum /
+// minimum / lerp / addcmul / addcdiv with tensordicts.
 // Out-of-place results keep the lock and drop nested levels left empty (Python's math ops; v0.14
 // keeps them with a tensor of one or more dims); the in-place forms are allowed on locked
 // tensordicts and write copies back through the backend.
@@ -65,7 +66,8 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
   target.commit();
 }
 
-enum class Arith : uint8_t { Add, Sub, Mul, Div };
+// clamp_min / clamp_max with tensordict or tensor bounds share the operand handling (no foreach).
+enum class Arith : uint8_t { Add, Sub, Mul, Div, ClampMin, ClampMax };
 
 template <typename Other>
 at::Tensor arith(Arith op, const at::Tensor& a, const Other& b, const c10::Scalar& alpha) {
@@ -74,6 +76,8 @@ at::Tensor arith(Arith op, const at::Tensor& a, const Other& b, const c10::Scala
     case Arith::Sub: return at::sub(a, b, alpha);
     case Arith::Mul: return at::mul(a, b);
     case Arith::Div: return at::div(a, b);
+    case Arith::ClampMin: return at::clamp_min(a, b);
+    case Arith::ClampMax: return at::clamp_max(a, b);
   }
   return at::Tensor();
 }
@@ -85,6 +89,8 @@ void arith_(Arith op, const at::Tensor& a, const Other& b, const c10::Scalar& al
     case Arith::Sub: a.sub_(b, alpha); break;
     case Arith::Mul: a.mul_(b); break;
     case Arith::Div: a.div_(b); break;
+    case Arith::ClampMin: a.clamp_min_(b); break;
+    case Arith::ClampMax: a.clamp_max_(b); break;
   }
 }
 
@@ -94,8 +100,8 @@ LeafList foreach_arith(Arith op, const LeafList& a, const LeafList& b, const c10
     case Arith::Sub: return at::_foreach_sub(a, b, alpha);
     case Arith::Mul: return at::_foreach_mul(a, b);
     case Arith::Div: return at::_foreach_div(a, b);
+    default: return LeafList();  // the loop
   }
-  return LeafList();
 }
 
 LeafList foreach_arith(Arith op, const LeafList& a, const c10::Scalar& b) {
@@ -104,8 +110,8 @@ LeafList foreach_arith(Arith op, const LeafList& a, const c10::Scalar& b) {
     case Arith::Sub: return at::_foreach_sub(a, b);
     case Arith::Mul: return at::_foreach_mul(a, b);
     case Arith::Div: return at::_foreach_div(a, b);
+    default: return LeafList();
   }
-  return LeafList();
 }
 
 bool foreach_arith_(Arith op, const LeafList& a, const LeafList& b, const c10::Scalar& alpha) {
@@ -114,8 +120,8 @@ bool foreach_arith_(Arith op, const LeafList& a, const LeafList& b, const c10::S
     case Arith::Sub: at::_foreach_sub_(a, b, alpha); return true;
     case Arith::Mul: at::_foreach_mul_(a, b); return true;
     case Arith::Div: at::_foreach_div_(a, b); return true;
+    default: return false;
   }
-  return false;
 }
 
 const char* arith_name(Arith op, bool inplace) {
@@ -124,6 +130,8 @@ const char* arith_name(Arith op, bool inplace) {
     case Arith::Sub: return inplace ? "sub_" : "sub";
     case Arith::Mul: return inplace ? "mul_" : "mul";
     case Arith::Div: return inplace ? "div_" : "div";
+    case Arith::ClampMin: return inplace ? "clamp_min_" : "clamp_min";
+    case Arith::ClampMax: return inplace ? "clamp_max_" : "clamp_max";
   }
   return "?";
 }
@@ -263,6 +271,23 @@ TENSORDICT_DEFINE_ARITH(div, Div, TENSORDICT_NO_ALPHA, 1)
 #undef TENSORDICT_DEFINE_ARITH
 #undef TENSORDICT_WITH_ALPHA
 #undef TENSORDICT_NO_ALPHA
+
+#define TENSORDICT_DEFINE_CLAMP(name, Op)                                                            \
+  TensorDict TensorDict::name(const TensorDict& bound, const BinaryDefault& default_) const {       \
+    return arith_td(*this, bound, Arith::Op, 1, default_);                                           \
+  }                                                                                                  \
+  TensorDict TensorDict::name(const at::Tensor& bound) const { return arith_tensor(*this, bound, Arith::Op, 1); } \
+  TensorDict& TensorDict::name##_(const TensorDict& bound) {                                         \
+    arith_td_(*this, bound, Arith::Op, 1);                                                           \
+    return *this;                                                                                    \
+  }                                                                                                  \
+  TensorDict& TensorDict::name##_(const at::Tensor& bound) {                                         \
+    arith_tensor_(*this, bound, Arith::Op, 1);                                                       \
+    return *this;                                                                                    \
+  }
+TENSORDICT_DEFINE_CLAMP(clamp_min, ClampMin)
+TENSORDICT_DEFINE_CLAMP(clamp_max, ClampMax)
+#undef TENSORDICT_DEFINE_CLAMP
 
 // ---- pow / maximum / minimum / lerp / addcmul / addcdiv with tensordicts -----------------------
 

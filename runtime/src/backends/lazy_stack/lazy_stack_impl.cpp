@@ -409,6 +409,7 @@ void LazyStackImpl::set_batch_size(c10::IntArrayRef) {
 
 void LazyStackImpl::set_locked(bool locked) {
   locked_ = locked;
+  if (!locked) shared_ = false;
   auto self = c10::intrusive_ptr<TensorDictBase>::reclaim_copy(this);
   for (TensorDict& m : members_) {
     if (locked) {
