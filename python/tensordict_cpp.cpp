@@ -56,9 +56,11 @@ void fill(td::TensorDict& out, const py::dict& items) {
   }
 }
 
-td::TensorDict from_dict(const py::dict& items, const std::vector<int64_t>& batch_size) {
+// As Python tensordict's TensorDict(source, batch_size, device): with a device, leaves move there.
+td::TensorDict from_dict(const py::dict& items, const std::vector<int64_t>& batch_size, const py::object& device) {
   td::TensorDict out = td::TensorDict::empty_with(batch_size);
   fill(out, items);
+  if (!device.is_none()) out = out.to(td::python::device_of(device));
   return out;
 }
 
@@ -74,9 +76,7 @@ py::dict to_dict(const td::TensorDict& t) {
 // leaves_only=True), get): its tensors shared, without importing tensordict.
 td::TensorDict from_tensordict(const py::object& source) {
   if (py::isinstance<td::TensorDict>(source)) return source.cast<td::TensorDict>();
-  std::vector<int64_t> batch;
-  for (const py::handle& d : source.attr("batch_size")) batch.push_back(d.cast<int64_t>());
-  td::TensorDict out = td::TensorDict::empty_with(batch);
+  td::TensorDict out = td::TensorDict::empty_with(td::python::batch_of(source.attr("batch_size")));
   py::object keys = source.attr("keys")(py::arg("include_nested") = true, py::arg("leaves_only") = true);
   for (const py::handle& key : keys) {
     py::object value = source.attr("get")(key);
@@ -162,18 +162,15 @@ PYBIND11_MODULE(tensordict_cpp, m) {
 
   py::class_<td::TensorDict> cls(m, "TensorDict");
   cls
-      .def(py::init([](const py::dict& source, const std::vector<int64_t>& batch_size) {
-             return from_dict(source, batch_size);
-           }),
-           py::arg("source") = py::dict(), py::arg("batch_size") = std::vector<int64_t>{})
+      .def(py::init(&from_dict), py::arg("source") = py::dict(), py::arg("batch_size") = std::vector<int64_t>{},
+           py::arg("device") = py::none())
       .def_static("from_dict", &from_dict, py::arg("source"), py::arg("batch_size") = std::vector<int64_t>{},
-                  "A TensorDict holding the dict's tensors themselves (no copy).")
+                  py::arg("device") = py::none(),
+                  "A TensorDict holding the dict's tensors themselves (no copy unless a device moves them).")
       .def("to_dict", &to_dict, "A nested dict of the very same tensors (no copy).")
-      .def_property_readonly("batch_size",
-                             [](const td::TensorDict& t) {
-                               return py::module_::import("torch").attr("Size")(py::cast(t.batch_size().vec()));
-                             })
+      .def_property_readonly("batch_size", [](const td::TensorDict& t) { return td::python::size_to_py(t.batch_size()); })
       .def_property_readonly("batch_dims", [](const td::TensorDict& t) { return t.batch_dims(); })
+      .def_property_readonly("device", [](const td::TensorDict& t) { return td::python::device_to_py(t.device()); })
       .def(
           "keys",
           [](const td::TensorDict& t, bool include_nested, bool leaves_only) {

@@ -8,6 +8,7 @@ import torch
 
 import tensordict_cpp as tdc
 from duck import DuckTensorDict
+from memory import rss_kib
 
 
 def sample():
@@ -63,11 +64,6 @@ def test_errors_are_python_tensordicts_kinds():
         td[1.5]
 
 
-def rss_kib():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4
-
-
 def test_conversions_do_not_leak():
     # 10,000 round trips through C++ keep the process's memory flat (reference counts balance).
     td = sample()
@@ -121,6 +117,19 @@ def test_every_arithmetic_operator_and_comparison():
     b /= 2
     assert b is before and b["x"].data_ptr() == x.data_ptr()   # in place, the same object and storage
     assert torch.equal(x, torch.tensor([1.0, 2.0, 3.0]))
+
+
+def test_device_clone_contiguous_values():
+    td = sample()
+    assert td.device is None and td.batch_dims == 1
+    on_cpu = tdc.TensorDict({"x": torch.zeros(2)}, batch_size=[2], device="cpu")
+    assert on_cpu.device == torch.device("cpu") and td.to("cpu").device == torch.device("cpu")
+    copy = td.clone()
+    assert copy["obs"].data_ptr() != td["obs"].data_ptr() and torch.equal(copy["obs"], td["obs"])
+    transposed = tdc.TensorDict({"x": torch.zeros(3, 2).t()}, batch_size=[2])
+    assert not transposed["x"].is_contiguous() and transposed.contiguous()["x"].is_contiguous()
+    values = td.values()
+    assert len(values) == 3 and values[0].data_ptr() == td["obs"].data_ptr() and values[2] == "episode"
 
 
 def test_memmap_round_trip(tmp_path):

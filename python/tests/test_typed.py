@@ -7,6 +7,7 @@ import torch
 import tensordict_cpp as tdc
 import tensordict_typed_test as rl
 from duck import DuckTensorDict
+from memory import rss_kib
 
 
 def observation(n=4, **extra):
@@ -118,3 +119,20 @@ def test_memmap_round_trip(tmp_path):
     assert isinstance(loaded.obs, rl.Observation) and torch.equal(loaded.reward, t.reward)
     with pytest.raises(Exception, match="Transition"):
         rl.Transition.load_memmap(str(tmp_path / "t" / "obs"))    # an Observation is no Transition
+
+
+def test_typed_conversions_do_not_leak():
+    # 10,000 wraps, field reads and nested reads keep the process's memory flat.
+    t = transition()
+    source = t.tensordict
+
+    def round_trip():
+        wrapped = rl.Transition.from_tensordict(source)
+        return wrapped.obs.state, wrapped.reward, wrapped[1]
+
+    for _ in range(1000):   # warm-up: allocator pools, import caches
+        round_trip()
+    before = rss_kib()
+    for _ in range(10000):
+        round_trip()
+    assert rss_kib() - before < 2048

@@ -7,6 +7,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,17 @@ inline std::vector<at::indexing::TensorIndex> indices_of(const pybind11::handle&
     out.push_back(index_of(index));
   }
   return out;
+}
+
+/// A batch size as Python tensordict gives it: a torch.Size.
+inline pybind11::object size_to_py(c10::IntArrayRef sizes) {
+  return pybind11::module_::import("torch").attr("Size")(pybind11::cast(sizes.vec()));
+}
+
+/// A tensordict's device: a torch.device, or None for a tensordict without one.
+inline pybind11::object device_to_py(const std::optional<at::Device>& device) {
+  if (!device) return pybind11::none();
+  return pybind11::module_::import("torch").attr("device")(device->str());
 }
 
 /// A device from Python: a torch.device or its string.

@@ -165,15 +165,9 @@ void bind_class(pybind11::module_& m) {
       "tensordict", [](const T& self) { return TensorDict(self.typed_storage()); },
       "The TensorDict holding the fields (shared, not copied).");
   cls.def("to_tensordict", [](const T& self) { return self.to_tensordict(); }, "A copy as a plain TensorDict.");
-  cls.def_property_readonly("batch_size", [](const T& self) {
-    return py::module_::import("torch").attr("Size")(py::cast(self.typed_storage().batch_size().vec()));
-  });
+  cls.def_property_readonly("batch_size", [](const T& self) { return size_to_py(self.typed_storage().batch_size()); });
   cls.def_property_readonly("batch_dims", [](const T& self) { return self.typed_storage().batch_dims(); });
-  cls.def_property_readonly("device", [](const T& self) -> py::object {
-    const std::optional<at::Device>& device = self.typed_storage().device();
-    if (!device) return py::none();
-    return py::module_::import("torch").attr("device")(device->str());
-  });
+  cls.def_property_readonly("device", [](const T& self) { return device_to_py(self.typed_storage().device()); });
   cls.def_property_readonly("is_locked", [](const T& self) { return self.typed_storage().is_locked(); });
   cls.def("__len__", [](const T& self) {
     const TensorDict& td = self.typed_storage();
