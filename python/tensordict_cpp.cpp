@@ -1,6 +1,7 @@
 // tensordict_cpp: the Python module over the C++ TensorDict (issue 32, first part). Tensors cross
 // the boundary as the same at::Tensor objects (torch's own pybind11 caster): no copies.
 #include <torch/csrc/Dtype.h>
+#include <torch/csrc/DynamicTypes.h>
 #include <torch/python.h>
 
 #include <pybind11/pybind11.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <tensordict/ops.h>
 #include <tensordict/python/convert.h>
 #include <tensordict/tensordict.h>
 #include <tensordict/typed/field.h>
@@ -104,6 +106,12 @@ std::vector<td::TensorDict> tensordicts_of(const py::sequence& items) {
   std::vector<td::TensorDict> out;
   for (const py::handle& item : items) out.push_back(from_tensordict(py::reinterpret_borrow<py::object>(item)));
   return out;
+}
+
+// new_zeros(2, 3) or new_zeros([2, 3]): Python's *size.
+std::vector<int64_t> sizes_of(const py::args& size) {
+  if (size.size() == 1 && !py::isinstance<py::int_>(size[0])) return td::python::batch_of(size[0]);
+  return td::python::batch_of(size);
 }
 
 // __<name>__ with a TensorDict, a tensor, an int or a float on the right; with Reflected, also
@@ -210,6 +218,33 @@ PYBIND11_MODULE(tensordict_cpp, m) {
           },
           py::arg("target"))
       .def("unbind", &td::TensorDict::unbind, py::arg("dim") = 0)
+      // Structure (issue 33), Python's names: new_* take the new batch size as ints or one sequence.
+      .def("new_zeros", [](const td::TensorDict& t, const py::args& size) { return t.new_zeros(sizes_of(size)); })
+      .def("new_ones", [](const td::TensorDict& t, const py::args& size) { return t.new_ones(sizes_of(size)); })
+      .def("new_full",
+           [](const td::TensorDict& t, const py::object& size, double fill) {
+             return t.new_full(td::python::batch_of(size), fill);
+           },
+           py::arg("size"), py::arg("fill_value"))
+      .def_property_readonly("dtype",
+                             [](const td::TensorDict& t) -> py::object {
+                               const std::optional<at::ScalarType> dtype = td::dtype(t);
+                               if (!dtype) return py::none();
+                               return py::reinterpret_borrow<py::object>(
+                                   reinterpret_cast<PyObject*>(torch::getTHPDtype(*dtype)));
+                             })
+      .def_property_readonly("depth", [](const td::TensorDict& t) { return td::depth(t); })
+      .def_property_readonly("sorted_keys", &td::TensorDict::sorted_keys)
+      .def("is_contiguous", &td::TensorDict::is_contiguous)
+      .def("is_shared", &td::TensorDict::is_shared)
+      .def("share_memory_", [](td::TensorDict& t) -> td::TensorDict { return t.share_memory_(); })
+      .def("clear", [](td::TensorDict& t) -> td::TensorDict { return t.clear(); })
+      .def("popitem",
+           [](td::TensorDict& t) {
+             auto [key, entry] = t.popitem();
+             return py::make_tuple(key, entry_to_py(entry));
+           })
+      .def("filter_non_tensor_data", &td::TensorDict::filter_non_tensor_data)
       .def("lock_", [](td::TensorDict& t) -> td::TensorDict { return t.lock_(); })
       .def("unlock_", [](td::TensorDict& t) -> td::TensorDict { return t.unlock_(); })
       .def_property_readonly("is_locked", &td::TensorDict::is_locked)

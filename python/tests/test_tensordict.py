@@ -132,6 +132,23 @@ def test_device_clone_contiguous_values():
     assert len(values) == 3 and values[0].data_ptr() == td["obs"].data_ptr() and values[2] == "episode"
 
 
+def test_structure_methods():
+    td = sample()
+    z = td.new_zeros(2, 5)
+    assert z.batch_size == torch.Size([2, 5]) and z["obs"].shape == (2, 5, 3) and not z["obs"].any()
+    assert td.new_ones([2])["next", "reward"].shape == (2,) and td.new_full([1], 7.0)["obs"].eq(7).all()
+    assert td.dtype == torch.float32 and td.depth == 1 and td.sorted_keys == ["label", "next", "obs"]
+    assert td.is_contiguous() and not td.is_shared()
+    assert td.filter_non_tensor_data().keys() == ["obs", "next"]
+    key, value = td.popitem()
+    assert key == "label" and value == "episode" and "label" not in td
+    td.share_memory_()
+    assert td.is_shared() and td.is_locked
+    td.unlock_()
+    td.clear()
+    assert td.keys() == [] and td.batch_size == torch.Size([4])
+
+
 def test_memmap_round_trip(tmp_path):
     td = tdc.TensorDict({"obs": torch.arange(8.0).reshape(4, 2), "n": {"r": torch.ones(4)}}, batch_size=[4])
     mapped = td.memmap(str(tmp_path / "buf"))
