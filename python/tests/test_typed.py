@@ -47,6 +47,8 @@ def test_setters_check_like_cpp():
         obs.state = "not a tensor"
     with pytest.raises(AttributeError):
         obs.undeclared = torch.zeros(4)
+    with pytest.raises(AttributeError, match="no nested field 'state'"):
+        obs["state", "x"] = torch.zeros(4)   # a TensorClass holds only its fields
     assert obs.state.dtype == torch.float32  # nothing written by the refused sets
 
 
@@ -79,6 +81,8 @@ def test_typed_tensordict_is_a_tensordict_and_nests_the_class():
     t.obs = observation()   # the right class passes
     t["extra"] = torch.zeros(4)   # a TypedTensorDict takes undeclared keys as Python's does
     assert "extra" in t
+    t["obs", "state"] = torch.ones(4, 7)   # a nested key writes the nested level, not "obs"
+    assert isinstance(t.obs, rl.Observation) and torch.equal(t.obs.state, torch.ones(4, 7))
 
 
 def test_indexing_clone_and_stack_keep_the_class():

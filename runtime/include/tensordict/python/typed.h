@@ -125,15 +125,21 @@ T construct(const pybind11::kwargs& kwargs) {
   return T::from_tensordict(std::move(td), /*check=*/false);
 }
 
-/// `obj[key] = value` on a declared field: the field's checks; other keys (a TypedTensorDict
-/// accepts them) are set as given.
+/// `obj[key] = value`: a top-level key goes through the field's checks (a TensorClass refuses
+/// an undeclared one with AttributeError); a nested key or an undeclared key of a TypedTensorDict
+/// (which accepts them) is set as given.
 template <class T>
 void set_key(T& self, const pybind11::handle& key, const pybind11::handle& value) {
   const NestedKey k = key_of(key);
-  const typed::FieldDescriptor* field = k.size() == 1 ? T::Traits::schema.find(k.parts()[0]) : nullptr;
-  if (field != nullptr || !is_typed_dict<T>) {
-    typed::set_tensor_class_field(T::Traits::schema, self.typed_storage(), k.parts()[0], field_value(field, value));
+  if (k.size() == 1 && (!is_typed_dict<T> || T::Traits::schema.find(k.parts()[0]) != nullptr)) {
+    typed::set_tensor_class_field(T::Traits::schema, self.typed_storage(), k.parts()[0],
+                                  field_value(T::Traits::schema.find(k.parts()[0]), value));
     return;
+  }
+  if (!is_typed_dict<T>) {  // a TensorClass holds only its fields: the path must start at a nested one
+    const typed::FieldDescriptor* first = T::Traits::schema.find(k.parts()[0]);
+    TD_CHECK(first != nullptr && first->kind == typed::FieldKind::Nested, AttributeError, T::Traits::name,
+             " has no nested field '", k.parts()[0], "' to hold ", k.repr());
   }
   self.typed_storage().set(k, field_value(nullptr, value));
 }
