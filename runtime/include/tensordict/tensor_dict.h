@@ -86,11 +86,12 @@ class TensorDict {
   TensorDict();
   /// An in-memory tensordict from key -> value pairs; values may be tensors, tensordicts,
   /// nested braced lists of pairs, strings (non-tensor data) or numbers (0-dim tensors).
-  /// Every tensor's leading dims must equal `batch_size`; with a `device`, leaves move there.
+  /// Every tensor's leading dims must equal `batch_size`; with a `device`, leaves move there;
+  /// `names` names the batch dims (set_names).
   TensorDict(std::initializer_list<Item> items, c10::IntArrayRef batch_size = {},
-             std::optional<at::Device> device = std::nullopt);
+             std::optional<at::Device> device = std::nullopt, const DimNames& names = {});
   TensorDict(const std::vector<Item>& items, c10::IntArrayRef batch_size = {},
-             std::optional<at::Device> device = std::nullopt);
+             std::optional<at::Device> device = std::nullopt, const DimNames& names = {});
   /// Wraps a backend.
   explicit TensorDict(c10::intrusive_ptr<TensorDictBase> impl);
 
@@ -199,6 +200,40 @@ class TensorDict {
   TensorDict expand(c10::IntArrayRef shape) const;
   TensorDict flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   TensorDict unflatten(int64_t dim, c10::IntArrayRef sizes) const;
+  /// Tiles the batch: dim d grows `repeats[d]` times (one count per batch dim).
+  TensorDict repeat(c10::IntArrayRef repeats) const;
+  /// Repeats each row of batch dim `dim` (no dim: of the flattened batch) `repeats` times, or
+  /// repeats[i] times for row i.
+  TensorDict repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  TensorDict repeat_interleave(const at::Tensor& repeats, std::optional<int64_t> dim = std::nullopt) const;
+  /// Rolls rows along batch dims `dims` (none: the flattened batch) by `shifts`.
+  TensorDict roll(c10::IntArrayRef shifts, c10::IntArrayRef dims = {}) const;
+  /// Python's `inplace=True`: this handle and its nested tensordicts are rebound to the result.
+  /// An in-memory tensordict only (NotImplementedError otherwise; roll_ writes through any backend).
+  TensorDict& reshape_(c10::IntArrayRef shape);
+  TensorDict& flatten_(int64_t start_dim = 0, int64_t end_dim = -1);
+  TensorDict& unflatten_(int64_t dim, c10::IntArrayRef sizes);
+  TensorDict& contiguous_();
+  TensorDict& gather_(int64_t dim, const at::Tensor& index);
+  TensorDict& repeat_(c10::IntArrayRef repeats);
+  TensorDict& repeat_interleave_(int64_t repeats, int64_t dim);
+  TensorDict& repeat_interleave_(const at::Tensor& repeats, int64_t dim);
+  TensorDict& roll_(c10::IntArrayRef shifts, c10::IntArrayRef dims = {});
+
+  // ---- Batch-dim names (Python's names; kept by indexing, shape ops, stack, cat, memmap) ----
+  /// One name per batch dim, nullopt where a dim is unnamed.
+  DimNames names() const;
+  /// Names the batch dims (none named erases them): ValueError for duplicates or a count other
+  /// than batch_dims(). Nested tensordicts take them as their leading names.
+  TensorDict& set_names(const DimNames& names);
+  /// Names unnamed dims in place; a named dim must keep its name (RuntimeError); "..." stands
+  /// for the current names of the dims it covers.
+  TensorDict& refine_names(const DimNames& names);
+  /// A shallow copy with new names (a list, or a map old -> new); rename_ renames in place.
+  TensorDict rename(const DimNames& names) const;
+  TensorDict rename(const NameMap& mapping) const;
+  TensorDict& rename_(const DimNames& names);
+  TensorDict& rename_(const NameMap& mapping);
 
   // ---- Several tensordicts ---------------------------------------------------------------
   std::vector<TensorDict> split(int64_t split_size, int64_t dim = 0) const;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -50,6 +51,12 @@ class BatchIndex;
 class NonTensorData;
 
 using BatchSize = c10::SmallVector<int64_t, 6>;
+/// Names of the batch dims (Python's `names`), one per dim; nullopt where a dim is unnamed.
+using DimNames = std::vector<std::optional<std::string>>;
+/// rename's map form: old name -> new name, in order (Python's `**rename_map`).
+struct NameMap : std::vector<std::pair<std::string, std::string>> {
+  using std::vector<std::pair<std::string, std::string>>::vector;
+};
 
 /// What a key holds (Entry::Kind is this type).
 enum class EntryKind : uint8_t { Undefined, Tensor, TensorDict, NonTensor };
@@ -186,6 +193,10 @@ class TensorDictBase : public c10::intrusive_ptr_target {
     if (!locked) shared_ = false;  // Python's unlock_ clears is_shared too
   }
   void set_shared(bool shared) { shared_ = shared; }
+  /// This level's batch-dim names; empty when none is set. The handle validates them and keeps
+  /// a nested level's leading names equal to its parent's (TensorDict::set_names).
+  const DimNames& dim_names() const { return names_; }
+  void set_dim_names(DimNames names) { names_ = std::move(names); }
   /// Forgets the device (clear_device_); the tensors stay where they are.
   void clear_device() { device_.reset(); }
 
@@ -236,6 +247,7 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   std::optional<at::Device> device_;
   bool locked_ = false;
   bool shared_ = false;
+  DimNames names_;
   StoragePolicy policy_;
   uint64_t layout_version_ = 0;
   std::vector<c10::weak_intrusive_ptr<TensorDictBase>> lock_parents_;

@@ -15,6 +15,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "backends/in_memory/in_memory.h"
+#include "core/dim_names.h"
 #include "core/format.h"
 #include "core/structure_walk.h"
 
@@ -124,7 +125,7 @@ void TensorDictBase::put_ragged_(c10::ArrayRef<at::indexing::TensorIndex>, const
 }
 
 TensorDict TensorDictBase::index(const BatchIndex& index) const {
-  if (!leaves_alias_storage()) return snapshot().impl()->index(index);
+  if (!leaves_alias_storage()) return detail::named_snapshot(*this).impl()->index(index);
   // A nested level may have more batch dims than the indexed root: those follow unchanged.
   const BatchSize out_batch =
       detail::nested_batch(index.result_batch_size(), batch_size_, static_cast<size_t>(index.source_batch_dims()));
@@ -139,7 +140,7 @@ TensorDict TensorDictBase::index(const BatchIndex& index) const {
 TensorDict TensorDictBase::map_batch(c10::IntArrayRef new_batch_size,
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn) const {
   if (!leaves_alias_storage()) {
-    TensorDict out = snapshot().impl()->map_batch(new_batch_size, fn);
+    TensorDict out = detail::named_snapshot(*this).impl()->map_batch(new_batch_size, fn);
     if (locked_) out.lock_();
     return out;
   }
@@ -196,7 +197,7 @@ TensorDict TensorDictBase::rearrange_batch(c10::IntArrayRef source) const {
 
 TensorDict TensorDictBase::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                       std::optional<at::Device> device) const {
-  if (!leaves_alias_storage()) return snapshot().impl()->map_leaves(fn, device);
+  if (!leaves_alias_storage()) return detail::named_snapshot(*this).impl()->map_leaves(fn, device);
   return detail::map_level(
       *this, batch_size_, device, [&](const std::string&, const at::Tensor& t) { return fn(t); },
       [&](const std::string&, const TensorDict& child) {

@@ -43,7 +43,11 @@ TensorDict map_level(const TensorDictBase& level, c10::IntArrayRef batch_size, s
         break;
     }
   });
-  return out.finish();
+  TensorDict result = out.finish();
+  // Same batch dims, same names (Python's empty(batch_size) keeps them unless the batch changes).
+  if (C10_UNLIKELY(!level.dim_names().empty()) && batch_size == level.batch_size())
+    result.impl()->set_dim_names(level.dim_names());
+  return result;
 }
 
 /// The batch size of a nested level once its root's `old_root_dims` leading dims become

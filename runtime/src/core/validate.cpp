@@ -7,6 +7,7 @@
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict.h>
 
+#include "core/dim_names.h"
 #include "core/format.h"
 
 namespace tensordict {
@@ -41,6 +42,20 @@ TensorDict prepare_tensordict(const TensorDictBase& dest, KeyRef key, TensorDict
                ", which cannot be re-batched to it.");
     }
     value = rebatched;
+  }
+  if (C10_UNLIKELY(any_named(dest.dim_names()))) {
+    // Python refines a named parent's names into the value (a copy, so the caller's keeps its own).
+    const DimNames want = names_of(dest);
+    DimNames have = names_of(*value.impl());
+    if (!std::equal(want.begin(), want.end(), have.begin())) {
+      for (size_t i = 0; i < want.size(); ++i) {
+        TD_CHECK(!have[i] || have[i] == want[i], RuntimeError, "the TensorDict at key ", key.repr(),
+                 " names its batch dim ", i, " '", *have[i], "', which its parent names differently");
+        have[i] = want[i];
+      }
+      value = value.clone(/*recurse=*/false);
+      assign_names(*value.impl(), have);
+    }
   }
   const auto& device = dest.device();
   if (device.has_value() && value.device() != device) value = value.to(*device);

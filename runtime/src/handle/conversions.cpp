@@ -7,6 +7,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "backends/in_memory/level_builder.h"
+#include "core/dim_names.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 #include "ops/kernel.h"
@@ -16,13 +17,23 @@ namespace tensordict {
 
 using ops::keep_lock;
 
+namespace {
+// A copy of the same batch keeps the names (a lazy stack's copy is built from its members').
+TensorDict keep_names(TensorDict out, const TensorDictBase& src) {
+  if (C10_UNLIKELY(!src.dim_names().empty()) && out.impl()->dim_names().empty() && out.batch_size() == src.batch_size())
+    detail::assign_names(*out.impl(), detail::names_of(src));
+  return out;
+}
+}  // namespace
+
 TensorDict TensorDict::to(at::Device device, bool non_blocking) const {
   if (this->device() == device) return *this;
-  return keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(device, non_blocking); }, device), *this);
+  return keep_names(
+      keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(device, non_blocking); }, device), *this), *impl_);
 }
 
 TensorDict TensorDict::to(at::ScalarType dtype) const {
-  return keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this);
+  return keep_names(keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this), *impl_);
 }
 
 TensorDict TensorDict::to(at::Device device, at::ScalarType dtype, bool non_blocking) const {
@@ -33,12 +44,12 @@ TensorDict TensorDict::to(at::Device device, at::ScalarType dtype, bool non_bloc
 TensorDict TensorDict::cpu() const { return to(at::Device(at::kCPU)); }
 
 TensorDict TensorDict::clone(bool recurse) const {
-  if (recurse) return impl_->map_leaves([](const at::Tensor& t) { return t.clone(); }, device());
-  return impl_->map_leaves([](const at::Tensor& t) { return t; }, device());
+  if (recurse) return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t.clone(); }, device()), *impl_);
+  return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t; }, device()), *impl_);
 }
 
 TensorDict TensorDict::detach() const {
-  return keep_lock(impl_->map_leaves([](const at::Tensor& t) { return t.detach(); }, device()), *this);
+  return keep_names(keep_lock(impl_->map_leaves([](const at::Tensor& t) { return t.detach(); }, device()), *this), *impl_);
 }
 
 TensorDict TensorDict::contiguous() const {

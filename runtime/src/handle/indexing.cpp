@@ -10,6 +10,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "core/dim_names.h"
 #include "core/format.h"
 #include "core/non_tensor_write.h"
 #include "core/validate.h"
@@ -31,7 +32,10 @@ TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) c
   if (has_ragged_dim(batch_size())) return impl_->index_ragged(indices);
   BatchIndex index(indices, batch_size());
   if (index.is_identity()) return *this;
-  return impl_->index(index);
+  TensorDict out = impl_->index(index);
+  if (C10_UNLIKELY(!impl_->dim_names().empty()))
+    detail::assign_names(*out.impl(), detail::names_after_index(detail::names_of(*impl_), index));
+  return out;
 }
 
 TensorDict TensorDict::index(std::initializer_list<at::indexing::TensorIndex> indices) const {

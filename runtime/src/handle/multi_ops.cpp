@@ -10,6 +10,7 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "core/batch_dim.h"
+#include "core/dim_names.h"
 #include "core/format.h"
 #include "core/validate.h"
 #include "ops/leafwise.h"
@@ -88,6 +89,16 @@ std::vector<TensorDict> keep_locks(std::vector<TensorDict> pieces, const TensorD
 
 }  // namespace
 
+// The pieces of a named tensordict keep its names (less the unbound dim's).
+static std::vector<TensorDict> with_names(std::vector<TensorDict> pieces, const TensorDictBase& from,
+                                   std::optional<int64_t> removed_dim) {
+  if (C10_LIKELY(from.dim_names().empty())) return pieces;
+  DimNames names = detail::names_of(from);
+  if (removed_dim) names.erase(names.begin() + *removed_dim);
+  for (TensorDict& piece : pieces) detail::assign_names(*piece.impl(), names);
+  return pieces;
+}
+
 std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const {
   TD_CHECK(split_size > 0, ValueError, "TensorDict.split: split_size must be positive, got ",
            split_size, ".");
@@ -116,8 +127,10 @@ std::vector<TensorDict> TensorDict::split(c10::IntArrayRef split_sizes, int64_t 
   }
   std::vector<int64_t> sizes(split_sizes.begin(), split_sizes.end());
   const TensorDict src = ops::readable(*this);
-  return keep_locks(split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.split_with_sizes(sizes, dim); }),
-                    *this, src);
+  return with_names(keep_locks(split_with(*src.impl(), batches,
+                                          [&](const at::Tensor& t) { return t.split_with_sizes(sizes, dim); }),
+                               *this, src),
+                    *impl_, std::nullopt);
 }
 
 std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
@@ -155,13 +168,15 @@ std::vector<TensorDict> unbind_lazy(const LazyStackedTensorDict& ls, int64_t dim
 
 std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
   dim = wrap_batch_dim(dim, *this, "unbind");
-  if (LazyStackedTensorDict::is_lazy_stack(*this)) return unbind_lazy(LazyStackedTensorDict::from(*this), dim);
+  if (LazyStackedTensorDict::is_lazy_stack(*this))
+    return with_names(unbind_lazy(LazyStackedTensorDict::from(*this), dim), *impl_, dim);
   BatchSize b(batch_size().begin(), batch_size().end());
   b.erase(b.begin() + dim);
   std::vector<BatchSize> batches(batch_size()[dim], b);
   // The pieces are unlocked, as v0.14's _unbind builds them.
   const TensorDict src = ops::readable(*this);
-  return split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.unbind(dim); }, /*keep_lock=*/false);
+  return with_names(split_with(*src.impl(), batches, [&](const at::Tensor& t) { return t.unbind(dim); }, /*keep_lock=*/false),
+                    *impl_, dim);
 }
 
 // ---- stack / cat -------------------------------------------------------------------------------
@@ -342,8 +357,16 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
     return LazyStackedTensorDict::is_lazy_stack(td) && td.batch_size() == tds.front().batch_size() &&
            td.keys(/*include_nested=*/true) == tds.front().keys(/*include_nested=*/true);
   });
-  if (all_lazy) return stack_lazy(tds, dim);
-  return join(readable_all(tds), dim, Join::Stack, NestedKey());
+  TensorDict out = all_lazy ? stack_lazy(tds, dim) : join(readable_all(tds), dim, Join::Stack, NestedKey());
+  // Python: the inputs' names, with an unnamed stack dim, when every input has the same names.
+  const DimNames& first = tds.front().impl()->dim_names();
+  if (C10_UNLIKELY(!first.empty()) &&
+      std::all_of(tds.begin(), tds.end(), [&](const TensorDict& td) { return td.impl()->dim_names() == first; })) {
+    DimNames names = detail::names_of(*tds.front().impl());
+    names.insert(names.begin() + dim, std::nullopt);
+    detail::assign_names(*out.impl(), names);
+  }
+  return out;
 }
 
 TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
@@ -352,7 +375,11 @@ TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   TD_CHECK(dim >= -n && dim < n, RuntimeError, "dim must be in the range 0 <= dim < len(batch_size), got dim=",
            dim, " and batch_size=", size_str(tds.front().batch_size()));
   if (dim < 0) dim += n;
-  return join(readable_all(tds), dim, Join::Cat, NestedKey());
+  TensorDict out = join(readable_all(tds), dim, Join::Cat, NestedKey());
+  // Python: the first input's names.
+  if (C10_UNLIKELY(!tds.front().impl()->dim_names().empty()))
+    detail::assign_names(*out.impl(), detail::names_of(*tds.front().impl()));
+  return out;
 }
 
 }  // namespace tensordict

@@ -9,6 +9,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "core/batch_dim.h"
+#include "core/dim_names.h"
 #include "core/format.h"
 
 namespace tensordict {
@@ -34,6 +35,19 @@ std::vector<int64_t> infer_batch(c10::IntArrayRef shape, int64_t numel, c10::Int
     TD_THROW(ShapeError, "shape ", shape, " is invalid for a tensordict with batch size ",
              size_str(batch), " (", numel, " elements)");
   }
+}
+
+// Gives `result` the names `rule(names)` when this tensordict has any (Python's rule per op).
+template <class Rule>
+TensorDict named_like(const TensorDictBase& self, TensorDict result, Rule&& rule) {
+  if (C10_LIKELY(self.dim_names().empty())) return result;
+  detail::assign_names(*result.impl(), rule(detail::names_of(self)));
+  return result;
+}
+
+TensorDict rearranged(const TensorDictBase& self, c10::IntArrayRef source) {
+  return named_like(self, self.rearrange_batch(source),
+                    [&](const DimNames& names) { return detail::names_after_rearrange(names, source); });
 }
 
 }  // namespace
@@ -85,7 +99,7 @@ TensorDict TensorDict::permute(c10::IntArrayRef dims) const {
              " but expected a permutation of ", expected, "].");
   }
   for (int64_t d = k; d < n; ++d) perm.push_back(d);
-  return impl_->rearrange_batch(perm);
+  return rearranged(*impl_, perm);
 }
 
 TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
@@ -97,7 +111,7 @@ TensorDict TensorDict::transpose(int64_t dim0, int64_t dim1) const {
   std::vector<int64_t> source(static_cast<size_t>(n));
   for (int64_t d = 0; d < n; ++d) source[static_cast<size_t>(d)] = d;
   std::swap(source[static_cast<size_t>(dim0)], source[static_cast<size_t>(dim1)]);
-  return impl_->rearrange_batch(source);
+  return rearranged(*impl_, source);
 }
 
 TensorDict TensorDict::squeeze() const {
@@ -106,7 +120,7 @@ TensorDict TensorDict::squeeze() const {
     if (batch_size()[d] != 1) source.push_back(d);
   }
   if (static_cast<int64_t>(source.size()) == batch_dims()) return *this;
-  return impl_->rearrange_batch(source);
+  return rearranged(*impl_, source);
 }
 
 TensorDict TensorDict::squeeze(int64_t dim) const {
@@ -116,7 +130,7 @@ TensorDict TensorDict::squeeze(int64_t dim) const {
   for (int64_t d = 0; d < batch_dims(); ++d) {
     if (d != dim) source.push_back(d);
   }
-  return impl_->rearrange_batch(source);
+  return rearranged(*impl_, source);
 }
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
@@ -128,7 +142,7 @@ TensorDict TensorDict::unsqueeze(int64_t dim) const {
   std::vector<int64_t> source;
   for (int64_t d = 0; d < n; ++d) source.push_back(d);
   source.insert(source.begin() + dim, -1);
-  return impl_->rearrange_batch(source);
+  return rearranged(*impl_, source);
 }
 
 TensorDict TensorDict::expand(c10::IntArrayRef shape) const {
@@ -153,8 +167,11 @@ TensorDict TensorDict::expand(c10::IntArrayRef shape) const {
              " (new leading dims cannot be -1)");
   }
   if (c10::IntArrayRef(new_batch) == batch_size()) return *this;
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+  return named_like(*impl_, impl_->map_batch(new_batch, [&](const at::Tensor& t) {
     return t.expand(with_event_dims(new_batch, t, n));
+  }), [&](DimNames names) {  // new leading dims are unnamed
+    names.insert(names.begin(), static_cast<size_t>(lead), std::nullopt);
+    return names;
   });
 }
 
@@ -171,7 +188,13 @@ TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
   for (int64_t d = start_dim; d <= end_dim; ++d) merged *= batch_size()[d];
   new_batch.push_back(merged);
   new_batch.append(batch_size().begin() + end_dim + 1, batch_size().end());
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.flatten(start_dim, end_dim); });
+  return named_like(
+      *impl_, impl_->map_batch(new_batch, [&](const at::Tensor& t) { return t.flatten(start_dim, end_dim); }),
+      [&](DimNames names) {  // the merged dims become one unnamed dim
+        names.erase(names.begin() + start_dim + 1, names.begin() + end_dim + 1);
+        names[start_dim] = std::nullopt;
+        return names;
+      });
 }
 
 TensorDict TensorDict::unflatten(int64_t dim, c10::IntArrayRef sizes) const {
@@ -181,11 +204,15 @@ TensorDict TensorDict::unflatten(int64_t dim, c10::IntArrayRef sizes) const {
   BatchSize new_batch(batch_size().begin(), batch_size().begin() + dim);
   new_batch.append(inferred.begin(), inferred.end());
   new_batch.append(batch_size().begin() + dim + 1, batch_size().end());
-  return impl_->map_batch(new_batch, [&](const at::Tensor& t) {
+  return named_like(*impl_, impl_->map_batch(new_batch, [&](const at::Tensor& t) {
     std::vector<int64_t> shape(t.sizes().begin(), t.sizes().begin() + dim);
     shape.insert(shape.end(), inferred.begin(), inferred.end());
     shape.insert(shape.end(), t.sizes().begin() + dim + 1, t.sizes().end());
     return t.view(shape);
+  }), [&](DimNames names) {  // the split dim becomes unnamed dims
+    names.erase(names.begin() + dim);
+    names.insert(names.begin() + dim, inferred.size(), std::nullopt);
+    return names;
   });
 }
 

@@ -9,6 +9,7 @@
 #include "backends/in_memory/in_memory.h"
 #include "core/batch_dim.h"
 #include "core/format.h"
+#include "core/dim_names.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 
@@ -21,11 +22,16 @@ using namespace detail;
 TensorDict::TensorDict() : impl_(in_memory::make_level({}, std::nullopt)) {}
 
 TensorDict::TensorDict(std::initializer_list<Item> items, c10::IntArrayRef batch_size,
-                       std::optional<at::Device> device)
-    : impl_(in_memory::make_from_items(c10::ArrayRef<Item>(items.begin(), items.size()), batch_size, device)) {}
+                       std::optional<at::Device> device, const DimNames& names)
+    : impl_(in_memory::make_from_items(c10::ArrayRef<Item>(items.begin(), items.size()), batch_size, device)) {
+  if (!names.empty()) set_names(names);
+}
 
-TensorDict::TensorDict(const std::vector<Item>& items, c10::IntArrayRef batch_size, std::optional<at::Device> device)
-    : impl_(in_memory::make_from_items(items, batch_size, device)) {}
+TensorDict::TensorDict(const std::vector<Item>& items, c10::IntArrayRef batch_size, std::optional<at::Device> device,
+                       const DimNames& names)
+    : impl_(in_memory::make_from_items(items, batch_size, device)) {
+  if (!names.empty()) set_names(names);
+}
 
 TensorDict::TensorDict(c10::intrusive_ptr<TensorDictBase> impl) : impl_(std::move(impl)) {
   TD_CHECK(impl_, ValueError, "TensorDict needs a backend, got a null pointer");
@@ -80,6 +86,12 @@ TensorDict& TensorDict::set_batch_size(c10::IntArrayRef batch_size) {
     }
   });
   impl_->set_batch_size(batch_size);
+  // Python pads the names with None or drops the last ones.
+  if (any_named(impl_->dim_names())) {
+    DimNames names = impl_->dim_names();
+    names.resize(batch_size.size());
+    assign_names(*impl_, names);
+  }
   return *this;
 }
 

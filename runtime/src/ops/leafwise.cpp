@@ -8,6 +8,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "backends/in_memory/level_builder.h"
+#include "core/dim_names.h"
 #include "core/format.h"
 #include "core/structure_walk.h"
 
@@ -32,7 +33,7 @@ using WriteBacks = std::vector<std::pair<TensorDict, TensorDict>>;
 TensorDict substitute(const TensorDict& td, WriteBacks* write_backs) {
   const TensorDictBase& level = *td.impl();
   if (!level.leaves_alias_storage()) {
-    TensorDict snapshot = level.snapshot();
+    TensorDict snapshot = detail::named_snapshot(level);
     if (write_backs) write_backs->emplace_back(td, snapshot);
     return snapshot;
   }

@@ -5,6 +5,7 @@
 
 #include <tensordict/ops.h>
 
+#include "core/dim_names.h"
 #include "core/format.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
@@ -127,7 +128,7 @@ TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
   TD_CHECK(index.dim() == n, ShapeError, "gather: the index must have as many dims as the batch (", n,
            "), got shape ", size_str(index.sizes()));
   TD_CHECK(index.scalar_type() == at::kLong, TypeError, "gather: expected an int64 index, got ", index.scalar_type());
-  return per_leaf(
+  TensorDict out = per_leaf(
       *this, "gather",
       [&](const at::Tensor& x) {
         std::vector<int64_t> shape(index.sizes().begin(), index.sizes().end());
@@ -135,6 +136,8 @@ TensorDict TensorDict::gather(int64_t dim, const at::Tensor& index) const {
         return at::gather(x, dim, right_expand(index, x).expand(shape));
       },
       index.sizes());
+  if (C10_UNLIKELY(!impl_->dim_names().empty())) detail::assign_names(*out.impl(), detail::names_of(*impl_));
+  return out;
 }
 
 }  // namespace tensordict

@@ -73,6 +73,12 @@ def load_td(path, seen):
     meta = read_meta(os.path.join(path, "meta.json"), "stdlib")
     seen.add(os.path.join(path, "meta.json"))
     keys = list(meta)
+    if keys and keys[-1] == "names" and isinstance(meta["names"], list):
+        # Batch-dim names, which v0.14's loader skips (not a dict): one string or null per dim.
+        names = meta.pop("names")
+        keys.pop()
+        check(len(names) == len(meta["shape"]) and all(n is None or isinstance(n, str) for n in names),
+              "%s/meta.json: bad names %r for batch %r" % (path, names, meta["shape"]))
     check(keys[-3:] == RESERVED, "%s/meta.json: reserved fields must come last in order %s, got %s"
           % (path, RESERVED, keys[-3:]))
     check(meta["_type"] == TD_TYPE and meta["device"] == "cpu", "%s/meta.json: bad _type/device" % path)

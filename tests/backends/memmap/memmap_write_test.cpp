@@ -8,6 +8,7 @@
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
 #include "backends/memmap/support.h"
+#include "support/dim_names_string.h"
 
 using namespace tensordict;
 using namespace memmap_test;
@@ -342,4 +343,30 @@ TEST_CASE("dropping a memmapped tensordict unmaps its files, nested levels inclu
     CHECK(at::equal(back.get({"a", "b", "x"}), at::ones({2, 1024})));
   }
   CHECK_FALSE(mapped(dir / "td/a/b/x.memmap"));
+}
+
+TEST_CASE("batch-dim names are stored in meta.json where Python v0.14's loader skips them", "[memmap][write][names]") {
+  TempDir dir;
+  TensorDict td({{"a", at::zeros({2, 3})}, {"n", {{"x", at::ones({2, 3, 4})}}}}, {2, 3}, std::nullopt,
+                {"env", std::nullopt});
+  td.get_tensordict("n").set_batch_size({2, 3, 4});
+  td.get_tensordict("n").set_names({"env", std::nullopt, "feature"});
+  TensorDict mm = memmap(td, dir / "td");
+  CHECK(mm.names() == td.names());
+  // A list, not an object: v0.14 skips every meta.json value that is not a dict.
+  CHECK(read_file(dir / "td/meta.json").find(R"("_type": "<class 'tensordict._td.TensorDict'>", "names": ["env", null]})") !=
+        std::string::npos);
+  auto [code, tree] = independent_read(dir / "td");
+  REQUIRE(code == 0);
+  CHECK(tree == canonical(td));
+  TensorDict back = load_memmap(dir / "td");
+  CHECK(back.names() == DimNames{"env", std::nullopt});
+  CHECK(back.get_tensordict("n").names() == DimNames{"env", std::nullopt, "feature"});
+  // A leaf named "names" wins: the names are then not stored.
+  TensorDict clash({{"names", at::zeros({2})}}, {2}, std::nullopt, {"env"});
+  CHECK(load_memmap(memmap_path(memmap(clash, dir / "clash"))).names() == DimNames{std::nullopt});
+  // A malformed list is a StorageError naming the file.
+  std::ofstream(dir / "td/meta.json") << R"({"shape": [2, 3], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>", "names": ["a"]})";
+  CHECK_THROWS_AS(load_memmap(dir / "td"), StorageError);
+  CHECK_THROWS_WITH(load_memmap(dir / "td"), Catch::Contains("meta.json") && Catch::Contains("\"names\" has 1 names for 2 batch dims"));
 }

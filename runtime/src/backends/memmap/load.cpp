@@ -92,8 +92,9 @@ class Loader {
     auto out = c10::make_intrusive<MemmapLevel>(batch, device, dir, meta.as_object().size(), options_.writable);
     const auto& fields = meta.as_object();
     // Python's order: every leaf first, then the sub-collections.
+    if (const json::Value* names = meta.find("names"); names && names->is_array()) read_names(*names, batch, meta_path, *out);
     for (const auto& [key, value] : fields) {
-      if (is_reserved_meta_key(key)) continue;
+      if (is_reserved_meta_key(key) || (key == "names" && value.is_array())) continue;
       TD_CHECK(value.is_object(), StorageError, meta_path, ": malformed meta.json: entry ",
                NestedKey(key).repr(), " is ", json::kind_name(value.kind()), ", not an object");
       if (value.find("type")) continue;
@@ -113,6 +114,20 @@ class Loader {
       out->insert_or_assign(key, std::move(child));
     }
     return Entry(TensorDict(out));
+  }
+
+  // The batch-dim names this port writes (write.cpp); a malformed list is an error, not ignored.
+  static void read_names(const json::Value& list, c10::IntArrayRef batch, const std::string& meta_path,
+                         TensorDictBase& out) {
+    TD_CHECK(list.as_array().size() == batch.size(), StorageError, meta_path, ": malformed meta.json: \"names\" has ",
+             list.as_array().size(), " names for ", batch.size(), " batch dims");
+    DimNames names;
+    for (const json::Value& n : list.as_array()) {
+      TD_CHECK(n.is_null() || n.is_string(), StorageError, meta_path,
+               ": malformed meta.json: \"names\" holds ", json::kind_name(n.kind()), ", not a string or null");
+      names.push_back(n.is_null() ? std::nullopt : std::optional<std::string>(n.as_string()));
+    }
+    out.set_dim_names(std::move(names));
   }
 
   at::Tensor load_leaf(const std::string& dir, const std::string& meta_path, const std::string& key,

@@ -20,6 +20,7 @@
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/memmap/format.h"
 #include "backends/memmap/memmap_level.h"
+#include "core/dim_names.h"
 #include "core/file_io.h"
 #include "core/format.h"
 #include "core/staged_directory.h"
@@ -134,6 +135,7 @@ class Writer {
                                                       const std::string& dir, const NestedKey& where) {
     ensure_directory(staging_->write_path(dir));
     auto out = c10::make_intrusive<MemmapLevel>(src->batch_size(), at::Device(at::kCPU), dir, src->num_entries());
+    out->set_dim_names(src->dim_names());
     json::Object meta;
     src->for_each([&](const std::string& key, const Entry& entry) {
       // Keys and file names were checked by validate() before anything was written.
@@ -184,6 +186,13 @@ class Writer {
     meta.emplace_back("shape", shape_json(src->batch_size()));
     meta.emplace_back("device", "cpu");
     meta.emplace_back("_type", kTensorDictType);
+    // Batch-dim names: v0.14 writes none and skips this list when it loads ("there can be other
+    // metadata"), so Python still reads the directory. A leaf called "names" takes precedence.
+    if (detail::any_named(src->dim_names()) && !src->has("names")) {
+      json::Array names;
+      for (const auto& n : src->dim_names()) names.push_back(n ? json::Value(*n) : json::Value(nullptr));
+      meta.emplace_back("names", json::Value(std::move(names)));
+    }
     texts_.push_back({join_path(dir, "meta.json"), json::Value(std::move(meta)).dump_stdlib()});
     return out;
   }
