@@ -46,6 +46,20 @@ if(TENSORDICT_WITH_REDIS)
   endif()
 endif()
 
+# CSV parsing (from_csv) on libcsv; to_csv and the JSON functions need nothing.
+if(TENSORDICT_WITH_CSV)
+  find_path(TENSORDICT_CSV_INCLUDE_DIR csv.h)
+  find_library(TENSORDICT_CSV_LIBRARY csv)
+  if(TENSORDICT_CSV_INCLUDE_DIR AND TENSORDICT_CSV_LIBRARY)
+    add_library(LibCSV::csv UNKNOWN IMPORTED)
+    set_target_properties(LibCSV::csv PROPERTIES IMPORTED_LOCATION "${TENSORDICT_CSV_LIBRARY}"
+                                                 INTERFACE_INCLUDE_DIRECTORIES "${TENSORDICT_CSV_INCLUDE_DIR}")
+  else()
+    message(STATUS "tensordict-cpp: libcsv not found: from_csv raises NotImplementedError (apt-get install libcsv-dev)")
+    set(TENSORDICT_WITH_CSV OFF)
+  endif()
+endif()
+
 if(TENSORDICT_WITH_CLANG)
   find_package(Clang CONFIG QUIET HINTS /usr/lib/llvm-14/lib/cmake/clang)
   if(NOT Clang_FOUND)

@@ -11,6 +11,7 @@ packages=(
   libbenchmark-dev
   libhdf5-dev hdf5-tools
   libhiredis-dev redis-server
+  libcsv-dev
   libclang-cpp14-dev libclang-14-dev llvm-14-dev
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
   python3 python3-numpy python3-h5py python3-redis python3-torch python3-dev python3-pytest pybind11-dev
