@@ -232,6 +232,19 @@ void collectives(c10d::ProcessGroup& pg) {
   for (int r = 0; r < world; ++r)
     expect(at::equal(gathered.get("x")[r], at::full({3, 2}, r + 1.0)) && at::equal(gathered.get({"y", "z"})[r], at::full({3}, r, at::kLong)),
            "all_gather rank " + std::to_string(r));
+  // gather_and_stack: the last rank receives the others' rows, in rank order, in place.
+  const int dst = world - 1;
+  if (rank == dst) {
+    TensorDict stacked = stack(std::vector<TensorDict>(static_cast<size_t>(world - 1), mine()), 0).apply(
+        [](const at::Tensor& t) { return at::full_like(t, -1); });
+    dist::gather_and_stack(stacked, pg, dst);
+    for (int r = 0; r < world - 1; ++r)
+      expect(at::equal(stacked.get("x")[r], at::full({3, 2}, r + 1.0)) && at::equal(stacked.get({"y", "z"})[r], at::full({3}, r, at::kLong)),
+             "gather_and_stack row " + std::to_string(r));
+  } else {
+    TensorDict own = mine();
+    dist::gather_and_stack(own, pg, dst);
+  }
   rl::Observation obs({{"pixels", at::full({2, 84, 84, 3}, rank, at::kByte)}, {"state", at::ones({2, 5})}}, {2});
   dist::all_reduce_(obs, pg);
   expect(at::equal(obs.state(), at::full({2, 5}, static_cast<float>(world))), "typed all_reduce_");

@@ -82,6 +82,9 @@ void reduce_(TensorDict& td, c10d::ProcessGroup& pg, int dst, ReduceOp op = Redu
 /// Every rank's `td` stacked along a new first batch dim, in rank order (non-tensor values are
 /// this rank's).
 TensorDict all_gather(const TensorDict& td, c10d::ProcessGroup& pg, const Options& options = {});
+/// Python's gather_and_stack: every rank but `dst` sends its `td`; on `dst`, `td` (batch
+/// [world - 1, ...]) receives them in rank order, row i from the i-th other rank, in place.
+void gather_and_stack(TensorDict& td, c10d::ProcessGroup& pg, int dst, const Options& options = {});
 
 // ---- Typed classes (TensorClass, TypedTensorDict): the same calls, the class back ------------
 template <class T>

@@ -152,6 +152,8 @@ class TensorDict {
   /// like the batch) through the backend: allowed on locked and memory-mapped tensordicts, where
   /// the directory is rewritten.
   TensorDict& set_non_tensor_(KeyRef key, NonTensorData value);
+  /// The shape of the entry at `key` (a tensordict's batch size), from the backend's metadata.
+  std::vector<int64_t> get_item_shape(KeyRef key) const;
   /// Removes the entry at `key`; KeyError when missing.
   TensorDict& erase(KeyRef key);
   /// Removes and returns the entry at `key`; KeyError when missing.
@@ -497,6 +499,9 @@ class TensorDict {
   TensorDict& requires_grad_(bool requires_grad = true);
   TensorDict& zero_grad(bool set_to_none = true);
   TensorDict pin_memory() const;
+  /// pin_memory in place (in-memory leaves rebound; without CUDA there is no pinned memory and
+  /// nothing changes).
+  TensorDict& pin_memory_();
   int64_t ndimension() const { return batch_dims(); }
   bool is_empty() const;
 
@@ -555,6 +560,11 @@ class TensorDict {
   /// see each other's writes, then locks (Python's share_memory_). StorageError for a
   /// memory-mapped tensordict, NotImplementedError where the backend's leaves are copies.
   TensorDict& share_memory_();
+
+  /// Ragged data padded with `padding` into dense leaves (Python's to_padded_tensor): a lazy
+  /// stack's differing leaves (the batch then takes the padded sizes) and nested-tensor leaves.
+  /// `mask_key` receives where the first ragged leaf has data (a ragged batch only).
+  TensorDict to_padded_tensor(double padding = 0.0, const std::optional<NestedKey>& mask_key = std::nullopt) const;
 
   /// Flat state dict (keys joined with `separator`) and loading it back in place (or by assignment).
   StateDict state_dict(std::string_view separator = ".", bool keep_vars = false) const;

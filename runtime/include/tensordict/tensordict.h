@@ -6,11 +6,13 @@
 #include <tensordict/backends/memmap.h>
 #include <tensordict/backends/memory_mapped_tensor.h>
 #include <tensordict/batch_index.h>
+#include <tensordict/dict.h>
 #include <tensordict/dtype.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 #include <tensordict/json.h>
 #include <tensordict/key.h>
+#include <tensordict/map.h>
 #include <tensordict/non_tensor.h>
 #include <tensordict/op_options.h>
 #include <tensordict/ops.h>

@@ -211,5 +211,26 @@ TensorDict all_gather(const TensorDict& td, c10d::ProcessGroup& pg, const Option
   return stack(parts, 0);
 }
 
+void gather_and_stack(TensorDict& td, c10d::ProcessGroup& pg, int dst, const Options& options) {
+  const int world = pg.getSize();
+  TD_CHECK(dst >= 0 && dst < world, ValueError, "gather_and_stack: dst ", dst, " is not a rank of a group of ", world);
+  if (pg.getRank() != dst) {
+    send(td, pg, dst, options);
+    return;
+  }
+  TD_CHECK(td.batch_dims() > 0 && td.batch_size()[0] == world - 1, ValueError,
+           "gather_and_stack: on the destination the tensordict must have batch size [world - 1, ...] = [", world - 1,
+           ", ...], got ", td.batch_size());
+  // Point to point, so each row's structure is checked against its sender's (the destination's
+  // own tensordict is the stack, not a row of it).
+  for (int r = 0, row = 0; r < world; ++r) {
+    if (r == dst) continue;
+    TensorDict received = td.index({row}).clone();
+    recv(received, pg, r, options);
+    td.update_at_(received, {row});
+    ++row;
+  }
+}
+
 }  // namespace distributed
 }  // namespace tensordict

@@ -58,6 +58,11 @@ TensorDict TensorDict::contiguous() const {
   return impl_->map_leaves([](const at::Tensor& t) { return t.contiguous(); }, device());
 }
 
+TensorDict& TensorDict::pin_memory_() {
+  if (!at::hasCUDA()) return *this;  // no pinned allocator: pin_memory() would copy nothing
+  return ops::rebind_leaves(*this, pin_memory(), "pin_memory");
+}
+
 TensorDict TensorDict::to_tensordict() const { return ops::readable(*this).clone(); }
 
 TensorDict TensorDict::pin_memory() const {

@@ -126,6 +126,29 @@ Entry TensorDict::get_entry(KeyRef key) const {
   return e;
 }
 
+std::vector<int64_t> TensorDict::get_item_shape(KeyRef key) const {
+  check_key(key);
+  Entry holder;
+  TensorDictBase* level = level_of(impl_.get(), key, holder);
+  switch (level->kind(key.back())) {
+    case EntryKind::Tensor: {
+      // From the backend's metadata: no data is read (-1 where a lazy stack's members differ).
+      BatchSize shape = level->leaf_meta(key.back()).shape;
+      return std::vector<int64_t>(shape.begin(), shape.end());
+    }
+    case EntryKind::TensorDict: {
+      Entry e = level->get(key.back());
+      c10::IntArrayRef b = e.tensordict_unchecked().batch_size();
+      return std::vector<int64_t>(b.begin(), b.end());
+    }
+    case EntryKind::NonTensor:
+      return std::vector<int64_t>(level->batch_size().begin(), level->batch_size().end());
+    case EntryKind::Undefined:
+      break;
+  }
+  throw_missing(*level, key, key.size() - 1);
+}
+
 namespace {
 [[noreturn]] void throw_not_tensor(KeyRef key, EntryKind kind) {
   TD_THROW(TypeError, "the entry at ", key.repr(), " holds ", kind_name(kind), ", not a tensor; use ",

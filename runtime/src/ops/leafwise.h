@@ -139,5 +139,10 @@ void for_each_index(const TensorDictBase& td, size_t n, const char* op, Fn&& fn)
 /// Keeps the lock of `src` on `out` (pointwise results inherit it, semantics 1.7).
 TensorDict keep_lock(TensorDict out, const TensorDict& src);
 
+/// Python's `inplace=True` for an operation that makes a new tree: `td` (an in-memory tensordict;
+/// NotImplementedError otherwise, LockedError when locked) and its nested levels keep their
+/// identity and take `result`'s entries, batch size and names.
+TensorDict& rebind_leaves(TensorDict& td, const TensorDict& result, const char* op);
+
 }  // namespace ops
 }  // namespace tensordict

@@ -48,12 +48,18 @@ void check_not_lazy(const TensorDict& td, const char* op) {
            " in place (Python raises too); use the out-of-place form");
 }
 
-TensorDict& rebound(TensorDict& td, const TensorDict& result, const char* op) {
+}  // namespace
+
+TensorDict& ops::rebind_leaves(TensorDict& td, const TensorDict& result, const char* op) {
   check_not_lazy(td, op);
   if (result.impl() != td.impl()) rebind(*td.impl(), result, op);
   return td;
 }
 
+namespace {
+TensorDict& rebound(TensorDict& td, const TensorDict& result, const char* op) {
+  return ops::rebind_leaves(td, result, op);
+}
 }  // namespace
 
 TensorDict TensorDict::repeat(c10::IntArrayRef repeats) const {

@@ -161,3 +161,27 @@ TEST_CASE("what cannot index a ragged batch says so and what to write instead", 
   ls.index({1}).set_at_("r", at::ones({}), {2});
   CHECK(ls.member(1).get("r")[2].item<float>() == 1.0f);
 }
+
+TEST_CASE("to_padded_tensor pads a ragged stack into dense leaves, with a mask, as Python", "[lazy_stack][ragged][padded]") {
+  TensorDict a({{"obs", at::ones({2, 3})}, {"id", at::zeros({2}, at::kLong)}}, {2});
+  TensorDict b({{"obs", at::full({4, 3}, 2.f)}, {"id", at::ones({4}, at::kLong)}}, {4});
+  LazyStackedTensorDict ls = lazy_stack({a, b});
+  REQUIRE(sizes(ls.batch_size()) == Sizes{2, -1});
+  TensorDict padded = ls.to_padded_tensor(-1.0, NestedKey("mask"));
+  CHECK(sizes(padded.batch_size()) == Sizes{2, 4});
+  CHECK(at::equal(padded.get("obs")[0].slice(0, 0, 2), at::ones({2, 3})));
+  CHECK(at::equal(padded.get("obs")[0].slice(0, 2, 4), at::full({2, 3}, -1.f)));
+  CHECK(at::equal(padded.get("id")[0], at::tensor({0, 0, -1, -1}, at::kLong)));
+  CHECK(at::equal(padded.get("mask"), at::tensor({1, 1, 0, 0, 1, 1, 1, 1}).to(at::kBool).view({2, 4})));
+  // A stack that is not ragged: no mask allowed, leaves stacked, batch kept.
+  LazyStackedTensorDict even = lazy_stack({a, a.clone()});
+  CHECK_THROWS_WITH(even.to_padded_tensor(0.0, NestedKey("mask")),
+                    Catch::Contains("mask_key should only be provided if the heterogenous dimension is part of the batch-size."));
+  CHECK(sizes(even.to_padded_tensor().batch_size()) == Sizes{2, 2});
+  // Nested-tensor leaves (densify's ragged layout) become padded tensors.
+  TensorDict nested = ls.densify(DensifyLayout::Nested);
+  REQUIRE(nested.get("obs").is_nested());
+  TensorDict dense = nested.to_padded_tensor(5.0);
+  CHECK(sizes(dense.get("obs").sizes()) == Sizes{2, 4, 3});
+  CHECK(dense.get("obs")[0][3][0].item<float>() == 5.f);
+}

@@ -69,6 +69,19 @@ TensorDict load_memmap(const std::string& prefix, const LoadMemmapOptions& optio
 /// Aliases of memmap and load_memmap.
 TensorDict save(const TensorDict& td, const std::string& prefix, const MemmapOptions& options = {});
 TensorDict load(const std::string& prefix, const LoadMemmapOptions& options = {});
+/// Loads the directory `prefix` into `td` (Python's load_memmap_; load_ is an alias): `td`
+/// keeps its batch size and device, every entry on disk replaces the one in `td` (nested
+/// tensordicts are loaded into), the others stay. A memory-mapped `td` gets the values copied
+/// into its own files (its keys must include the directory's). LockedError when `td` is locked.
+TensorDict& load_memmap_(TensorDict& td, const std::string& prefix, const LoadMemmapOptions& options = {});
+TensorDict& load_(TensorDict& td, const std::string& prefix, const LoadMemmapOptions& options = {});
+/// A new zero-filled leaf `key` of `shape` (dtype: the default float type) in the memory-mapped
+/// `td`, written to its directory and meta.json (missing levels too) and returned. RuntimeError
+/// when `td` is not memory-mapped or `key` exists; ShapeError when `shape` lacks the batch size.
+at::Tensor make_memmap(TensorDict& td, KeyRef key, c10::IntArrayRef shape,
+                       std::optional<at::ScalarType> dtype = std::nullopt);
+/// The same with `tensor`'s data (or zeros of its shape and dtype without `copy_data`).
+at::Tensor make_memmap_from_tensor(TensorDict& td, KeyRef key, const at::Tensor& tensor, bool copy_data = true);
 /// Reloads a memmapped tensordict from its directory, picking up entries other writers added.
 /// The tensordict is only changed when the whole directory loads.
 TensorDict& memmap_refresh_(TensorDict& td);

@@ -3,6 +3,8 @@
 
 #include "backends/memmap/memmap_level.h"
 
+#include <algorithm>
+
 #include <tensordict/backends/memmap.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
@@ -39,6 +41,10 @@ void MemmapLevel::write_non_tensor_(std::string_view key, const NonTensorData& v
 }
 
 void MemmapLevel::rewrite_marker(const std::string& key, const char* marker_class) {
+  rewrite_meta_entry(key, json::Value(json::Object{{"type", marker_class}}));
+}
+
+void MemmapLevel::rewrite_meta_entry(const std::string& key, json::Value value) {
   // Every other field of this level's meta.json is kept as it was written.
   const std::string meta_path = join_path(path_, "meta.json");
   json::Value meta;
@@ -48,18 +54,23 @@ void MemmapLevel::rewrite_marker(const std::string& key, const char* marker_clas
     TD_THROW(StorageError, "malformed meta.json: ", e.message());
   }
   TD_CHECK(meta.is_object(), StorageError, meta_path, ": malformed meta.json: expected an object");
-  json::Value marker(json::Object{{"type", marker_class}});
   const json::Value* current = meta.find(key);
-  if (current != nullptr && *current == marker) return;
+  if (current != nullptr && *current == value) return;
   json::Object& fields = meta.mutable_object();
   bool replaced = false;
   for (auto& [name, field] : fields) {
     if (name == key) {
-      field = marker;
+      field = value;
       replaced = true;
     }
   }
-  if (!replaced) fields.emplace_back(key, std::move(marker));
+  if (!replaced) {
+    // Entries come before the reserved fields, as Python's writer orders them.
+    auto at = std::find_if(fields.begin(), fields.end(), [](const auto& f) {
+      return is_reserved_meta_key(f.first) || (f.first == "names" && f.second.is_array());
+    });
+    fields.insert(at, {key, std::move(value)});
+  }
   write_text_file(meta_path, meta.dump_stdlib());
 }
 

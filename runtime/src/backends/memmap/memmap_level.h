@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include <tensordict/json.h>
+
 #include "backends/table_backend.h"
 
 namespace tensordict {
@@ -26,10 +28,17 @@ class MemmapLevel final : public TableBackend {
   void write_non_tensor_(std::string_view key, const NonTensorData& value) override;
   /// The directory of this level.
   const std::string& path() const { return path_; }
+  /// make_memmap: records the mapped leaf `key` (its file already written) in meta.json, then in
+  /// the table; the lock does not apply (Python sets it with ignore_lock).
+  void add_leaf(const std::string& key, const at::Tensor& mapped);
+  /// make_memmap's missing levels: a new directory with its meta.json, marked in this one.
+  MemmapLevel& add_child(const std::string& key);
 
  private:
   /// Sets the "type" marker of `key` in this level's meta.json.
   void rewrite_marker(const std::string& key, const char* marker_class);
+  /// Sets `key` to `value` in this level's meta.json (new keys before the reserved fields).
+  void rewrite_meta_entry(const std::string& key, json::Value value);
 
   std::string path_;
   bool writable_;
