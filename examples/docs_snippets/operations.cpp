@@ -48,5 +48,15 @@ int main() {
   td.exclude_({{"b", "c"}});
   expect(td.keys(true) == std::vector<NestedKey>({"a", "b"}), "select_ / exclude_");
   expect(td.get_tensordict("b").num_keys() == 0, "exclude_ of b.c");
+
+  {
+    // docs/operations.md#struct-arrays
+    struct Pose { double t; float pos[3]; int64_t id; };
+    std::vector<Pose> rows(100);
+    auto layout = StructLayout<Pose>().field("t", &Pose::t).field({"state", "pos"}, &Pose::pos).field("id", &Pose::id);
+    TensorDict td = from_struct_array(rows, layout);  // td.get({"state", "pos"}): [100, 3], a view
+    td.get({"state", "pos"}).fill_(1.5);
+    expect(td.get({"state", "pos"}).sizes() == c10::IntArrayRef({100, 3}) && rows[42].pos[2] == 1.5f, "struct array view");
+  }
   return 0;
 }

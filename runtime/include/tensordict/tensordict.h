@@ -16,5 +16,6 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/op_options.h>
 #include <tensordict/ops.h>
+#include <tensordict/struct_array.h>
 #include <tensordict/tensor_dict.h>
 #include <tensordict/tensor_dict_base.h>
