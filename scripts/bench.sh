@@ -2,7 +2,8 @@
 # Builds the benchmarks in Release mode and runs:
 # 1. the fixed op set of bench/ops.md on fixtures F and B: every op through tensordict-cpp and as
 #    hand-written LibTorch (the floor), in the same binary. Prints one line per op,
-#    `op_id cpp_us floor_us ratio` (`n/a` for the raw dd reference writes), then
+#    `op_id cpp_us floor_us ratio (cpp min-max, floor min-max)`: medians, then the spread of the
+#    repetitions (`n/a` for the raw dd reference writes), then
 #    `median ratio X, worst ratio Y (op_id)`;
 # 2. the scaling table (bench/scaling_bench.cpp): the cost per key of the key-table ops on a level
 #    of 1k, 10k and 100k keys (median of the repetitions), its growth from 1k to 100k (of the
@@ -22,6 +23,10 @@
 #    100,000 rows, and redis-benchmark's SET throughput as a reference. BENCH_STORE=0 skips it;
 # 7. the distributed table (bench/dist_bench.cpp, 2 processes on loopback, Gloo):
 #    `dist op cpp floor_leaf floor_flat` with the ratios to each floor. BENCH_DIST=0 skips it.
+#
+# 9. the packed table (bench/packed_bench.cpp): ops on a consolidated fixture F, one kernel over its
+#    storage, against the per-leaf floor and one at:: call over the storage by hand.
+#    BENCH_PACKED=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -52,7 +57,7 @@ run_bench() {
 }
 if [[ "${BENCH_OPS:-1}" != 0 ]]; then
 run_bench ops_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_enable_random_interleaving=true \
-  --benchmark_report_aggregates_only=true --benchmark_filter="${BENCH_FILTER:-.}" "$@"
+  --benchmark_display_aggregates_only=true --benchmark_filter="${BENCH_FILTER:-.}" "$@"
 /usr/bin/python3 - "$json" <<'PY'
 import json, statistics, sys
 
@@ -60,13 +65,23 @@ runs = json.load(open(sys.argv[1]))["benchmarks"]
 # run_name is "<side>/<op>" plus Google Benchmark's suffixes ("/manual_time", "/iterations:1"...).
 median_us = {}
 order = {}
+spread = {}  # (side, op) -> [min, max] of the repetitions, to tell noise from a regression
 for b in runs:
-    if b.get("aggregate_name") != "median":
-        continue
     side, op = b["run_name"].split("/")[:2]
     scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
-    median_us[(side, op)] = b["real_time"] * scale
+    us = b["real_time"] * scale
+    if b.get("run_type") != "aggregate":
+        lo, hi = spread.get((side, op), [us, us])
+        spread[(side, op)] = [min(lo, us), max(hi, us)]
+        continue
+    if b.get("aggregate_name") != "median":
+        continue
+    median_us[(side, op)] = us
     order[(side, op)] = b.get("family_index", 0)
+
+def span(side, op):
+    lo, hi = spread.get((side, op), [float("nan")] * 2)
+    return f"{lo:.2f}-{hi:.2f}"
 
 ratios = {}
 # Registration order (ops.md's order), not the randomly interleaved run order.
@@ -74,13 +89,30 @@ for (side, op), us in sorted(median_us.items(), key=lambda kv: order[kv[0]]):
     if side == "cpp" and ("floor", op) in median_us:
         floor = median_us[("floor", op)]
         ratios[op] = us / floor
-        print(f"{op} {us:.2f} {floor:.2f} {ratios[op]:.3f}")
+        print(f"{op} {us:.2f} {floor:.2f} {ratios[op]:.3f}  (cpp {span('cpp', op)}, floor {span('floor', op)})")
     elif side == "raw":
         # Reference points with no tensordict-cpp equivalent (ops.md's dd writes).
         print(f"{op} n/a {us:.2f} n/a")
 if ratios:
     worst = max(ratios, key=ratios.get)
     print(f"median ratio {statistics.median(ratios.values()):.3f}, worst ratio {ratios[worst]:.3f} ({worst})")
+PY
+fi
+
+if [[ "${BENCH_PACKED:-1}" != 0 && -x "$build_dir/bench/packed_bench" ]]; then
+run_bench packed_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_display_aggregates_only=true
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+
+median = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") == "median":
+        side, op = b["run_name"].split("/")[:2]
+        median[(side, op)] = b["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b.get("time_unit", "ns")]
+print(f"{'packed op':<14} {'cpp_us':>8} {'floor_us':>9} {'storage_us':>11} {'floor/cpp':>10} {'cpp/storage':>12}")
+for op in dict.fromkeys(op for _, op in median):
+    c, f, s = median[("cpp", op)], median[("floor", op)], median[("storage", op)]
+    print(f"{op:<14} {c:8.2f} {f:9.2f} {s:11.2f} {f / c:10.2f} {c / s:12.2f}")
 PY
 fi
 

@@ -178,8 +178,13 @@ at::Tensor rearranged(const at::Tensor& t, c10::IntArrayRef source, int64_t old_
   for (int64_t s : source) {
     if (s >= 0) perm.push_back(compact[static_cast<size_t>(s)]);
   }
-  for (int64_t d = kept; d < x.dim(); ++d) perm.push_back(d);
-  x = x.permute(perm);
+  // The identity (unsqueeze, squeeze) is skipped: one view op where the hand-written code does one.
+  bool identity = true;
+  for (size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == static_cast<int64_t>(j);
+  if (!identity) {
+    for (int64_t d = kept; d < x.dim(); ++d) perm.push_back(d);
+    x = x.permute(perm);
+  }
   for (size_t j = 0; j < source.size(); ++j) {
     if (source[j] < 0) x = x.unsqueeze(static_cast<int64_t>(j));
   }

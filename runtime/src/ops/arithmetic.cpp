@@ -11,6 +11,7 @@
 
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
+#include "ops/packed.h"
 
 namespace tensordict {
 
@@ -199,6 +200,17 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
     operands[i] = scalar.for_leaf(leaves[i]);
     all_tensor_operands = all_tensor_operands && operands[i].defined();
   }
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+    // A packed storage (a consolidated tensordict): one kernel over all of it; on an error the
+    // per-leaf path below names the failing key.
+    try {
+      const at::Tensor out = operands[0].defined() ? arith(op, flat, operands[0], alpha) : arith(op, flat, other, alpha);
+      RebuildOptions packed;
+      packed.filter_empty = true;
+      return keep_lock(rebuild(*src.impl(), unpack_like(out, leaves), packed), td);
+    } catch (const c10::Error&) {
+    }
+  }
   LeafList results = compute(
       n, !needs_autograd(leaves) && (all_tensor_operands || alpha.equal(1)),
       [&] {
@@ -223,6 +235,17 @@ void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, con
   for (size_t i = 0; i < leaves.size(); ++i) {
     operands[i] = scalar.for_leaf(leaves[i]);
     all_tensor_operands = all_tensor_operands && operands[i].defined();
+  }
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+    // A packed storage (a consolidated tensordict): one kernel over all of it (a dtype error
+    // fails before writing; the per-leaf path below then names the key).
+    try {
+      if (operands[0].defined()) arith_(op, flat, operands[0], alpha);
+      else arith_(op, flat, other, alpha);
+      target.commit();
+      return;
+    } catch (const c10::Error&) {
+    }
   }
   // Float/double leaves with a real scalar cannot fail: one foreach call.
   compute_(

@@ -7,6 +7,7 @@
 
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
+#include "ops/packed.h"
 #include "ops/pointwise.h"
 
 namespace tensordict {
@@ -19,9 +20,19 @@ TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tenso
                      FunctionRef<LeafList(const LeafList&)> foreach) {
   TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
-  LeafList results = compute(
-      leaves.size(), !needs_autograd(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
-      LeafKeys{*src.impl()}, op);
+  // A packed storage (a consolidated tensordict): one kernel over all of it.
+  LeafList results;
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+    try {
+      results = unpack_like(loop(flat), leaves);
+    } catch (const c10::Error&) {
+      results.clear();  // the per-leaf path below names the failing key
+    }
+  }
+  if (results.empty())
+    results = compute(
+        leaves.size(), !needs_autograd(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
+        LeafKeys{*src.impl()}, op);
   RebuildOptions options;
   options.filter_empty = true;
   return keep_lock(rebuild(*src.impl(), results, options), td);
@@ -40,6 +51,15 @@ void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at:
                 FunctionRef<bool(const LeafList&)> foreach) {
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+    try {
+      loop(flat);  // one kernel over the packed storage; a dtype error fails before writing
+      target.commit();
+      return;
+    } catch (const c10::Error&) {
+      // the per-leaf path below names the failing key
+    }
+  }
   // The foreach kernel for floating leaves (which in-place unary math cannot fail on), a loop
   // naming the failing key otherwise.
   compute_(

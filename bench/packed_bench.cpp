@@ -1,0 +1,88 @@
+// One kernel over a consolidated tensordict (issue 34 item 1): fixture F (3 groups x 10 leaves
+// of [64, 16] floats) consolidated, each op three ways in the same binary:
+//   cpp/<op>      the tensordict op on the consolidated tensordict (one kernel over its storage);
+//   floor/<op>    the naive hand-written floor of bench/ops.md: one at:: call per leaf;
+//   storage/<op>  what a careful user writes by hand: one at:: call over the storage.
+// scripts/bench.sh prints `packed op cpp floor storage cpp/floor cpp/storage`.
+// One intra-op thread; every result is created and destroyed inside the timed region.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+
+#include <tensordict/tensordict.h>
+
+namespace {
+
+using tensordict::TensorDict;
+
+struct Packed {
+  TensorDict td;                  // consolidated
+  std::vector<at::Tensor> leaves;  // its leaves (views of the storage)
+  at::Tensor storage;             // the storage as one float tensor
+
+  Packed() {
+    at::manual_seed(0);
+    TensorDict plain({}, {64});
+    for (int g = 0; g < 3; ++g)
+      for (int x = 0; x < 10; ++x) plain.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({64, 16}));
+    td = tensordict::consolidate(plain);
+    for (const auto& e : td.values(true, true)) leaves.push_back(e.tensor());
+    storage = tensordict::consolidated_storage(td).view(at::kFloat);
+  }
+};
+
+Packed& fixture() {
+  static Packed p;
+  return p;
+}
+
+void reg(const std::string& name, std::function<void(Packed&)> fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& state) {
+    Packed& p = fixture();
+    for (auto _ : state) fn(p);
+  })->Unit(benchmark::kMicrosecond);
+}
+
+// op: the tensordict body, the per-leaf body (on one leaf), the storage body.
+void op3(const std::string& op, std::function<void(Packed&)> cpp, std::function<at::Tensor(const at::Tensor&)> leaf,
+         std::function<void(Packed&)> storage) {
+  reg("cpp/" + op, cpp);
+  reg("floor/" + op, [leaf](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (const at::Tensor& t : p.leaves) out.push_back(leaf(t));
+    benchmark::DoNotOptimize(out);
+  });
+  reg("storage/" + op, storage);
+}
+
+void register_all() {
+  using benchmark::DoNotOptimize;
+  op3("exp", [](Packed& p) { DoNotOptimize(p.td.exp()); }, [](const at::Tensor& t) { return t.exp(); },
+      [](Packed& p) { DoNotOptimize(p.storage.exp()); });
+  op3("mul_scalar", [](Packed& p) { DoNotOptimize(p.td * 0.5); }, [](const at::Tensor& t) { return t * 0.5; },
+      [](Packed& p) { DoNotOptimize(p.storage * 0.5); });
+  op3("add_scalar_", [](Packed& p) { p.td.add_(1e-6); }, [](const at::Tensor& t) { return t.add_(1e-6); },
+      [](Packed& p) { p.storage.add_(1e-6); });
+  op3("abs_", [](Packed& p) { p.td.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
+      [](Packed& p) { p.storage.abs_(); });
+  op3("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
+      [](const at::Tensor& t) { return (t * 2).exp().sub(1); },
+      [](Packed& p) { DoNotOptimize((p.storage * 2).exp().sub(1)); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  at::set_num_threads(1);
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,53 @@
+// One kernel over a packed storage (issue 34): when every tensor leaf is a view of one storage
+// and together they tile it exactly (a consolidated tensordict of one dtype whose leaves need no
+// padding, or the result of an op on one), an elementwise op runs once over the whole storage
+// instead of once per leaf, and its result is cut back into leaves laid out the same way, so the
+// next op finds a packed storage again. Anything else (mixed dtypes, padding between leaves,
+// overlapping or foreign bytes, autograd) takes the per-leaf path: no byte outside the leaves is
+// ever read or written.
+
+#include "ops/packed.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <c10/util/SmallVector.h>
+
+namespace tensordict {
+namespace ops {
+
+at::Tensor packed_storage(const LeafList& leaves) {
+  if (leaves.size() < 2) return at::Tensor();  // one leaf: the per-leaf path is one kernel already
+  const at::Tensor& first = leaves.front();
+  const c10::StorageImpl* storage = first.storage().unsafeGetStorageImpl();
+  const auto dtype = first.scalar_type();
+  // (offset, numel) of each leaf, in elements; the leaves may list in another order than the
+  // storage holds them (consolidate lays nested levels out where Python lists them last).
+  c10::SmallVector<std::pair<int64_t, int64_t>, 32> spans;
+  for (const at::Tensor& t : leaves) {
+    if (t.scalar_type() != dtype || t.storage().unsafeGetStorageImpl() != storage || t.requires_grad() ||
+        !t.is_contiguous() || t.is_nested())
+      return at::Tensor();
+    spans.emplace_back(t.storage_offset(), t.numel());
+  }
+  std::sort(spans.begin(), spans.end());
+  int64_t end = 0;  // elements covered so far: the spans must tile [0, end) with no gap or overlap
+  for (const auto& [offset, numel] : spans) {
+    if (offset != end) return at::Tensor();
+    end += numel;
+  }
+  const int64_t itemsize = static_cast<int64_t>(first.element_size());
+  if (static_cast<int64_t>(first.storage().nbytes()) != end * itemsize) return at::Tensor();
+  return at::empty({0}, first.options()).set_(first.storage(), 0, {end}, {1});
+}
+
+LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
+  LeafList out;
+  out.reserve(leaves.size());
+  for (const at::Tensor& t : leaves) out.push_back(flat.as_strided(t.sizes(), t.strides(), t.storage_offset()));
+  return out;
+}
+
+}  // namespace ops
+}  // namespace tensordict

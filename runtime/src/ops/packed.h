@@ -1,0 +1,19 @@
+#pragma once
+// One kernel over a packed storage (ops/packed.cpp): the fast path of elementwise ops over a
+// consolidated tensordict.
+
+#include <ATen/core/Tensor.h>
+
+#include "ops/leafwise.h"
+
+namespace tensordict {
+namespace ops {
+
+/// The flat view of the one storage `leaves` tile exactly (same dtype, contiguous, in storage
+/// order, no gap, overlap or foreign byte, no autograd); undefined otherwise.
+at::Tensor packed_storage(const LeafList& leaves);
+/// An elementwise result over packed_storage(leaves), cut into leaves laid out as `leaves`.
+LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
+
+}  // namespace ops
+}  // namespace tensordict

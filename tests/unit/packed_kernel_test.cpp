@@ -1,0 +1,88 @@
+// One kernel over a consolidated tensordict (issue 34 item 1): elementwise ops on a packed
+// storage give exactly the per-leaf results, keep the result packed (so chains stay on the fast
+// path), and fall back to the per-leaf path where the leaves do not tile one storage.
+#include "support/catch_torch.h"
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/ops.h>
+
+using namespace tensordict;
+
+namespace {
+// 30 leaves of 1k floats in nested levels: consolidate packs them with no padding.
+TensorDict fixture_f() {
+  TensorDict td({}, {10});
+  for (int i = 0; i < 30; ++i) {
+    const NestedKey key = i % 3 == 0 ? NestedKey({"n", "l" + std::to_string(i)}) : NestedKey("l" + std::to_string(i));
+    td.set(key, at::randn({10, 100}));
+  }
+  return td;
+}
+
+bool one_storage(const TensorDict& td) {
+  const std::vector<Entry> leaves = td.values(/*include_nested=*/true, /*leaves_only=*/true);
+  for (const Entry& e : leaves)
+    if (!e.tensor().storage().is_alias_of(leaves.front().tensor().storage())) return false;
+  return true;
+}
+
+bool same(const TensorDict& a, const TensorDict& b) {
+  // consolidate lists a level's leaves before its nested levels (Python's order): compare by key.
+  if (a.keys(true, true).size() != b.keys(true, true).size()) return false;
+  for (const NestedKey& k : a.keys(true, true))
+    if (!at::allclose(a.get(k), b.get(k), 1e-6, 1e-6, /*equal_nan=*/true)) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("unary ops and scalar arithmetic on a consolidated tensordict run over its storage, exactly",
+          "[unit][packed]") {
+  TensorDict plain = fixture_f();
+  TensorDict packed = consolidate(plain);
+  REQUIRE(one_storage(packed));
+  CHECK(same(packed.exp(), plain.exp()));
+  CHECK(same(packed.abs(), plain.abs()));
+  CHECK(same(packed.clamp(-0.5, 0.5), plain.clamp(-0.5, 0.5)));
+  CHECK(same(packed * 2.5, plain * 2.5));
+  CHECK(same(packed + 1, plain + 1));
+  CHECK(same(packed.sub(3, 2), plain.sub(3, 2)));
+  // The result is packed too: a chain stays on the fast path, and is still exact.
+  CHECK(one_storage(packed.exp()));
+  CHECK(one_storage(packed * 2));
+  CHECK(one_storage(packed.mul(2.0)));
+  TensorDict chained = (packed * 2).exp().sub(1);
+  CHECK(one_storage(chained));
+  CHECK(same(chained, (plain * 2).exp().sub(1)));
+  CHECK(chained.is_locked() == packed.is_locked());
+}
+
+TEST_CASE("in-place ops on a consolidated tensordict write its storage once, exactly", "[unit][packed]") {
+  TensorDict plain = fixture_f();
+  TensorDict packed = consolidate(plain);
+  const at::Tensor storage = consolidated_storage(packed);
+  packed.mul_(3).abs_().add_(1);
+  plain.mul_(3).abs_().add_(1);
+  CHECK(same(packed, plain));
+  CHECK(consolidated_storage(packed).data_ptr() == storage.data_ptr());
+  CHECK(is_consolidated(packed));
+}
+
+TEST_CASE("leaves that do not tile one storage take the per-leaf path, with the same results", "[unit][packed]") {
+  // Mixed dtypes; padding after a 3-float leaf; a tensordict whose leaves are views of part of
+  // a larger tensor (bytes outside the leaves must stay untouched).
+  TensorDict mixed({{"f", at::randn({4, 3})}, {"d", at::randn({4}, at::kDouble)}}, {4});
+  CHECK(same(consolidate(mixed).exp(), mixed.exp()));
+  TensorDict padded({{"a", at::randn({3})}, {"b", at::randn({3})}}, {3});
+  TensorDict cp = consolidate(padded);
+  CHECK(same(cp * 2, padded * 2));
+  CHECK_FALSE(one_storage(cp * 2));  // padding between leaves: per leaf
+  at::Tensor big = at::arange(10, at::kFloat);
+  TensorDict views({{"a", big.slice(0, 0, 4)}, {"b", big.slice(0, 4, 8)}}, {4});
+  views.mul_(10);
+  CHECK(at::equal(big.slice(0, 8, 10), at::tensor({8.f, 9.f})));  // not part of any leaf
+  CHECK(at::equal(big.slice(0, 0, 8), at::arange(8, at::kFloat) * 10));
+  // A dtype error names the key, as on the per-leaf path.
+  TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}}, {4}));
+  CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));
+}
