@@ -21,9 +21,9 @@ namespace {
 using tensordict::TensorDict;
 
 struct Packed {
-  TensorDict td;                  // consolidated
-  std::vector<at::Tensor> leaves;  // its leaves (views of the storage)
-  at::Tensor storage;             // the storage as one float tensor
+  TensorDict td, td2;                      // consolidated, one layout
+  std::vector<at::Tensor> leaves, leaves2;  // their leaves (views of the storages)
+  at::Tensor storage, storage2;            // the storages as one float tensor each
 
   Packed() {
     at::manual_seed(0);
@@ -31,8 +31,11 @@ struct Packed {
     for (int g = 0; g < 3; ++g)
       for (int x = 0; x < 10; ++x) plain.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({64, 16}));
     td = tensordict::consolidate(plain);
+    td2 = tensordict::consolidate(plain.clone());
     for (const auto& e : td.values(true, true)) leaves.push_back(e.tensor());
+    for (const auto& e : td2.values(true, true)) leaves2.push_back(e.tensor());
     storage = tensordict::consolidated_storage(td).view(at::kFloat);
+    storage2 = tensordict::consolidated_storage(td2).view(at::kFloat);
   }
 };
 
@@ -71,6 +74,14 @@ void register_all() {
       [](Packed& p) { p.storage.add_(1e-6); });
   op3("abs_", [](Packed& p) { p.td.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
       [](Packed& p) { p.storage.abs_(); });
+  reg("cpp/add_td", [](Packed& p) { DoNotOptimize(p.td + p.td2); });
+  reg("floor/add_td", [](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
+    DoNotOptimize(out);
+  });
+  reg("storage/add_td", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
   op3("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
       [](const at::Tensor& t) { return (t * 2).exp().sub(1); },
       [](Packed& p) { DoNotOptimize((p.storage * 2).exp().sub(1)); });

@@ -86,3 +86,26 @@ TEST_CASE("leaves that do not tile one storage take the per-leaf path, with the 
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));
 }
+
+TEST_CASE("ops between two consolidated tensordicts of one layout run over both storages, exactly", "[unit][packed]") {
+  TensorDict x = fixture_f(), y = fixture_f();
+  TensorDict a = consolidate(x), b = consolidate(y);
+  CHECK(same(a + b, x + y));
+  CHECK(one_storage(a + b));
+  CHECK(same(a.mul(b), x.mul(y)));
+  CHECK(same(a.sub(b, 0.5), x.sub(y, 0.5)));
+  CHECK(same(a.maximum(b), x.maximum(y)));
+  CHECK(same(a.lerp(b, 0.25), x.lerp(y, 0.25)));
+  a.add_(b);
+  x.add_(y);
+  CHECK(same(a, x));
+  a.mul_(a);  // the same storage on both sides
+  x.mul_(x);
+  CHECK(same(a, x));
+  // Another layout (the same keys, inserted in another order): per leaf, the same values.
+  TensorDict reordered({}, {10});
+  const auto keys = y.keys(true, true);
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it) reordered.set(*it, y.get(*it));
+  TensorDict c = consolidate(reordered);
+  CHECK(same(consolidate(x) + c, x + y));
+}

@@ -29,9 +29,22 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
   m.lhs.reserve(32);
   m.rhs.reserve(32);
   match_leaves(a, b, def, m);
-  LeafList results = compute(
-      m.lhs.size(), !needs_autograd(m.lhs) && !needs_autograd(m.rhs), [&] { return foreach(m.lhs, m.rhs); },
-      [&](size_t i) { return loop(m.lhs[i], m.rhs[i]); }, PairKeys{a, b, def, false}, op);
+  LeafList results;
+  if (a.batch_size() == b.batch_size()) {
+    // Two packed storages of one layout (consolidated tensordicts): one kernel over both.
+    const at::Tensor fa = packed_storage(m.lhs), fb = packed_storage(m.rhs);
+    if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
+      try {
+        results = unpack_like(loop(fa, fb), m.lhs);
+      } catch (const c10::Error&) {
+        results.clear();  // the per-leaf path below names the failing key
+      }
+    }
+  }
+  if (results.empty())
+    results = compute(
+        m.lhs.size(), !needs_autograd(m.lhs) && !needs_autograd(m.rhs), [&] { return foreach(m.lhs, m.rhs); },
+        [&](size_t i) { return loop(m.lhs[i], m.rhs[i]); }, PairKeys{a, b, def, false}, op);
   return keep_lock(rebuild_pair(a, b, def, results, batch, /*filter_empty=*/true), a_in);
 }
 
@@ -61,6 +74,15 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
   m.ignore_extra_rhs = true;
   const BinaryDefault def;
   match_leaves(target.tree(), b, def, m);
+  const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
+  if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
+    try {
+      loop(fa, fb);  // one kernel over both packed storages; a dtype error fails before writing
+      target.commit();
+      return;
+    } catch (const c10::Error&) {
+    }
+  }
   compute_(
       m.lhs.size(), foreach_inplace_safe(m.lhs, m.rhs), [&] { return foreach(m.lhs, m.rhs); },
       [&](size_t i) { loop(m.lhs[i], m.rhs[i]); }, PairKeys{target.tree(), b, def, true}, op);

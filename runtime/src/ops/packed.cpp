@@ -42,6 +42,14 @@ at::Tensor packed_storage(const LeafList& leaves) {
   return at::empty({0}, first.options()).set_(first.storage(), 0, {end}, {1});
 }
 
+bool same_layout(const LeafList& a, const LeafList& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].storage_offset() != b[i].storage_offset() || a[i].sizes() != b[i].sizes()) return false;
+  }
+  return true;
+}
+
 LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
   LeafList out;
   out.reserve(leaves.size());

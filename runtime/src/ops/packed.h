@@ -12,6 +12,9 @@ namespace ops {
 /// The flat view of the one storage `leaves` tile exactly (same dtype, contiguous, in storage
 /// order, no gap, overlap or foreign byte, no autograd); undefined otherwise.
 at::Tensor packed_storage(const LeafList& leaves);
+/// True when `a[i]` and `b[i]` sit at the same element offset with the same shape, for every i:
+/// an elementwise op between their packed storages pairs the right elements.
+bool same_layout(const LeafList& a, const LeafList& b);
 /// An elementwise result over packed_storage(leaves), cut into leaves laid out as `leaves`.
 LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
 
