@@ -82,6 +82,17 @@ void register_all() {
     DoNotOptimize(out);
   });
   reg("storage/add_td", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
+  op3("clone", [](Packed& p) { DoNotOptimize(p.td.clone()); }, [](const at::Tensor& t) { return t.clone(); },
+      [](Packed& p) { DoNotOptimize(p.storage.clone()); });
+  op3("to_double", [](Packed& p) { DoNotOptimize(p.td.to(at::kDouble)); },
+      [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { DoNotOptimize(p.storage.to(at::kDouble)); });
+  reg("cpp/sum_reduce", [](Packed& p) { DoNotOptimize(p.td.sum(tensordict::reduce)); });
+  reg("floor/sum_reduce", [](Packed& p) {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
+    DoNotOptimize(at::cat(flat).sum());
+  });
+  reg("storage/sum_reduce", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
   op3("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
       [](const at::Tensor& t) { return (t * 2).exp().sub(1); },
       [](Packed& p) { DoNotOptimize((p.storage * 2).exp().sub(1)); });

@@ -109,3 +109,21 @@ TEST_CASE("ops between two consolidated tensordicts of one layout run over both 
   TensorDict c = consolidate(reordered);
   CHECK(same(consolidate(x) + c, x + y));
 }
+
+TEST_CASE("clone, to(dtype) and full reductions of a consolidated tensordict work on its storage", "[unit][packed]") {
+  TensorDict plain = fixture_f();
+  TensorDict packed = consolidate(plain);
+  TensorDict copy = packed.clone();
+  CHECK(same(copy, plain));
+  CHECK(one_storage(copy));
+  CHECK_FALSE(copy.get("l1").storage().is_alias_of(packed.get("l1").storage()));  // a copy
+  CHECK_FALSE(copy.is_locked());
+  TensorDict doubles = packed.to(at::kDouble);
+  CHECK(one_storage(doubles));
+  CHECK(doubles.get({"n", "l0"}).scalar_type() == at::kDouble);
+  CHECK(same(doubles, plain.to(at::kDouble)));
+  CHECK(at::allclose(packed.sum(reduce), plain.sum(reduce), 1e-4, 1e-4));
+  CHECK(at::allclose(packed.mean(reduce), plain.mean(reduce), 1e-5, 1e-5));
+  CHECK(at::equal(packed.amax(reduce), plain.amax(reduce)));
+  CHECK(at::allclose(packed.std(reduce), plain.std(reduce), 1e-5, 1e-5));
+}

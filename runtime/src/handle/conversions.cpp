@@ -12,6 +12,7 @@
 #include "handle/key_path.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
+#include "ops/packed.h"
 
 namespace tensordict {
 
@@ -32,7 +33,20 @@ TensorDict TensorDict::to(at::Device device, bool non_blocking) const {
       keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(device, non_blocking); }, device), *this), *impl_);
 }
 
+namespace {
+// A packed storage (a consolidated tensordict): `fn` once over all of it, the result cut into
+// leaves laid out the same way (so it is packed too); undefined when the leaves are not packed.
+std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
+  if (!td.impl()->leaves_alias_storage()) return std::nullopt;
+  const ops::LeafList leaves = ops::leaves_of(td);
+  const at::Tensor flat = ops::packed_storage(leaves);
+  if (!flat.defined()) return std::nullopt;
+  return ops::rebuild(*td.impl(), ops::unpack_like(fn(flat), leaves));
+}
+}  // namespace
+
 TensorDict TensorDict::to(at::ScalarType dtype) const {
+  if (auto packed = packed_map(*this, [&](const at::Tensor& t) { return t.to(dtype); })) return keep_lock(*packed, *this);
   return keep_names(keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this), *impl_);
 }
 
@@ -44,7 +58,10 @@ TensorDict TensorDict::to(at::Device device, at::ScalarType dtype, bool non_bloc
 TensorDict TensorDict::cpu() const { return to(at::Device(at::kCPU)); }
 
 TensorDict TensorDict::clone(bool recurse) const {
-  if (recurse) return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t.clone(); }, device()), *impl_);
+  if (recurse) {
+    if (auto packed = packed_map(*this, [](const at::Tensor& t) { return t.clone(); })) return *packed;  // one copy
+    return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t.clone(); }, device()), *impl_);
+  }
   return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t; }, device()), *impl_);
 }
 

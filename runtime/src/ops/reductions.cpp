@@ -7,6 +7,7 @@
 #include "core/format.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
+#include "ops/packed.h"
 
 namespace tensordict {
 
@@ -158,6 +159,17 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
   TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
   std::optional<int64_t> d;
   if (dim) d = reduction_dim(td, *dim, red_name(r));
+  // A packed storage (a consolidated tensordict) is already every leaf's elements in one tensor:
+  // reduced as it is, no concatenation (the order differs, the result only by rounding).
+  if (!feature && !d) {
+    if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+      try {
+        return reduce_full(r, flat, x);
+      } catch (const c10::Error& e) {
+        TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
+      }
+    }
+  }
   LeafList parts;
   parts.reserve(leaves.size());
   for (const auto& t : leaves) {
