@@ -10,6 +10,8 @@
 
 #include <tensordict/backends/lazy_stack.h>
 
+#include "support/dim_names_string.h"
+
 using namespace tensordict;
 using namespace memmap_test;
 
@@ -259,4 +261,17 @@ TEST_CASE("malformed lazy stack levels raise StorageError naming the problem", "
                       Catch::Contains("leaves of its own"));
   REQUIRE_THROWS_AS(from_bytes(with_meta(replace(text, R"("cls":"LazyStackedTensorDict")", R"("cls":"Lazy")"))),
                     StorageError);
+}
+
+TEST_CASE("consolidate keeps batch-dim names in the metadata, as v0.14 writes them", "[consolidated][names]") {
+  TensorDict td({{"a", at::ones({2, 3})}, {"n", {{"x", at::zeros({2, 3, 4})}}}}, {2, 3}, std::nullopt,
+                {"env", std::nullopt});
+  td.get_tensordict("n").set_batch_size({2, 3, 4});
+  td.get_tensordict("n").set_names({"env", std::nullopt, "f"});
+  TensorDict c = consolidate(td);
+  CHECK(c.names() == td.names());
+  CHECK(consolidated_metadata(c).find("cls_metadata")->find("names")->dump_stdlib() == R"(["env", null])");
+  TensorDict back = from_bytes(to_bytes(td));
+  CHECK(back.names() == td.names());
+  CHECK(back.get_tensordict("n").names() == td.get_tensordict("n").names());
 }

@@ -133,7 +133,10 @@ json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& 
         break;
     }
   });
+  // The batch-dim names, as v0.14's metadata carries them (null where a dim is unnamed).
   json::Array names(td.batch_dims(), json::Value());
+  for (size_t i = 0; i < names.size() && i < td.dim_names().size(); ++i)
+    if (td.dim_names()[i]) names[i] = json::Value(*td.dim_names()[i]);
   json::Object meta{{"cls", "TensorDict"},
                     {"non_tensors", json::Value(std::move(non_tensors))},
                     {"leaves", json::Value(std::move(leaf_meta))},
@@ -182,6 +185,22 @@ std::vector<int64_t> level_batch(const json::Value& meta, const std::string& sou
 
 TensorDict build_level(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
                        const std::string& source);
+
+// The level's batch-dim names from cls_metadata.names (Python writes one string or null per dim);
+// empty when there are none or the list does not fit the batch.
+DimNames level_names(const json::Value& meta, size_t batch_dims) {
+  const json::Value* cm = meta.find("cls_metadata");
+  const json::Value* names = cm && cm->is_object() ? cm->find("names") : nullptr;
+  if (!names || !names->is_array() || names->as_array().size() != batch_dims) return {};
+  DimNames out;
+  bool any = false;
+  for (const json::Value& n : names->as_array()) {
+    if (!n.is_null() && !n.is_string()) return {};
+    out.push_back(n.is_string() ? std::optional<std::string>(n.as_string()) : std::nullopt);
+    any = any || n.is_string();
+  }
+  return any ? out : DimNames{};
+}
 
 // Adds one level's entries, whose leaves view `storage`, to `out` (the root or a nested level).
 template <typename Out>
@@ -258,9 +277,12 @@ TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, 
 TensorDict build_level(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
                        const std::string& source) {
   if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
-  LevelBuilder child(level_batch(meta, source), device);
+  const std::vector<int64_t> batch = level_batch(meta, source);
+  LevelBuilder child(batch, device);
   fill_level(child, storage, meta, device, source);
-  return child.finish();
+  TensorDict out = child.finish();
+  out.impl()->set_dim_names(level_names(meta, batch.size()));
+  return out;
 }
 
 // Adapts the root (a backend of its own) to fill_level's `append`.
@@ -281,7 +303,9 @@ TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std
     ls.lock_();
     return ls;
   }
-  auto root = c10::make_intrusive<ConsolidatedRoot>(level_batch(meta, source), device, storage, meta);
+  const std::vector<int64_t> batch = level_batch(meta, source);
+  auto root = c10::make_intrusive<ConsolidatedRoot>(batch, device, storage, meta);
+  root->set_dim_names(level_names(meta, batch.size()));
   RootAppender appender{*root};
   fill_level(appender, storage, meta, device, source);
   TensorDict td(std::move(root));
