@@ -10,7 +10,10 @@
 //   BM_stats_plain/MB    the same numbers from plain LibTorch on the same mapped leaves:
 //                        t.sum(kDouble), t.min(), t.max() (target: >= 1 GB/s, see the
 //                        bytes_per_second counter, and the ratio to this floor)
-// Page cache only (no fsync), one intra-op thread; directories are removed outside the timing.
+//   BM_consolidate/T     consolidate() of fixture B with T intra-op threads (issue 34: 2 threads at
+//                        least 1.5x faster than 1); BM_copy_floor/T: one copy_ per leaf into a
+//                        preallocated byte buffer, the hand-written floor
+// Page cache only (no fsync), one intra-op thread unless the name says T; directories are removed outside the timing.
 
 #include <filesystem>
 #include <map>
@@ -171,9 +174,38 @@ void BM_stats_plain(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0) * 1024 * 1024);
 }
 
+void BM_consolidate(benchmark::State& state) {
+  at::set_num_threads(static_cast<int>(state.range(0)));
+  const TensorDict& td = fixture_b();
+  for (auto _ : state) benchmark::DoNotOptimize(tensordict::consolidate(td));
+  state.SetBytesProcessed(state.iterations() * kBytesB);
+  at::set_num_threads(1);
+}
+
+void BM_copy_floor(benchmark::State& state) {
+  at::set_num_threads(static_cast<int>(state.range(0)));
+  const TensorDict& td = fixture_b();
+  std::vector<at::Tensor> leaves;
+  for (const auto& e : td.values(true, true)) leaves.push_back(e.tensor());
+  for (auto _ : state) {
+    at::Tensor storage = at::empty({kBytesB}, at::kByte);
+    int64_t offset = 0;
+    for (const at::Tensor& t : leaves) {
+      const int64_t n = t.numel() * 4;
+      storage.narrow(0, offset, n).view(at::kFloat).view(t.sizes()).copy_(t);
+      offset += n;
+    }
+    benchmark::DoNotOptimize(storage);
+  }
+  state.SetBytesProcessed(state.iterations() * kBytesB);
+  at::set_num_threads(1);
+}
+
 BENCHMARK(BM_memmap_save)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3)->UseRealTime();
 BENCHMARK(BM_plain_write)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3)->UseRealTime();
 BENCHMARK(BM_load_memmap)->Arg(10)->Arg(1000)->Unit(benchmark::kMicrosecond)->Repetitions(3);
 
 BENCHMARK(BM_stats_tdtool)->Arg(24)->Arg(240)->Unit(benchmark::kMillisecond)->Repetitions(3)->UseRealTime();
+BENCHMARK(BM_consolidate)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Repetitions(3)->UseRealTime();
+BENCHMARK(BM_copy_floor)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Repetitions(3)->UseRealTime();
 BENCHMARK(BM_stats_plain)->Arg(24)->Arg(240)->Unit(benchmark::kMillisecond)->Repetitions(3)->UseRealTime();

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <tensordict/backends/lazy_stack.h>
 #include <tensordict/dtype.h>
@@ -424,10 +425,22 @@ std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device 
   int64_t total = 0;
   std::vector<Packed> leaves;
   json::Value meta = describe(*td.impl(), NestedKey(), total, leaves);
-  at::Tensor storage = at::zeros({total}, at::TensorOptions().dtype(at::kByte).device(device));
-  for (const auto& p : leaves) {
-    if (p.nbytes == 0) continue;
-    storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
+  // Every byte is a leaf's or its padding's: no zero-fill pass over the whole storage, only the
+  // padding is zeroed (so to_bytes is deterministic).
+  at::Tensor storage = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
+  auto copy_one = [&](const Packed& p) {
+    if (p.nbytes > 0) storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
+    const int64_t pad = (8 - p.nbytes % 8) % 8;
+    if (pad > 0) storage.narrow(0, p.start + p.nbytes, pad).zero_();
+  };
+  if (device.is_cpu() && leaves.size() > 1) {
+    // Leaves copied on LibTorch's intra-op threads (at::get_num_threads()); one large leaf is
+    // split by copy_ itself.
+    at::parallel_for(0, static_cast<int64_t>(leaves.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) copy_one(leaves[static_cast<size_t>(i)]);
+    });
+  } else {
+    for (const auto& p : leaves) copy_one(p);
   }
   return {std::move(storage), std::move(meta)};
 }
