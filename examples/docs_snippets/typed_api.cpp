@@ -1,6 +1,8 @@
 // The snippets of docs/typed-api.md, one function per section (docs/typed-api.md#constructing),
 // run in order by main(). Classes come from schemas/game.yaml.
+#include <filesystem>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -97,6 +99,20 @@ void operations(const game::Transition& t) {
   std::cout << row.batch_size() << grid.batch_size() << both.batch_size() << halves.size() << "\n";
 }
 
+// docs/typed-api.md#saving-loading-and-state-dicts
+void saving_and_loading(game::Transition t) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "tensordict_docs_typed_save").string();
+  std::filesystem::remove_all(dir);
+  game::Transition saved = t.save(dir);                 // a Transition over the written files
+  game::Transition back = game::Transition::load(dir);  // checked against the schema
+  t.set_reward(at::zeros({8}));
+  t.load_(dir);                                         // the saved values again, in place
+  td::StateDict sd = t.state_dict();
+  t.load_state_dict(sd);                                // checked, then copied into the fields
+  std::cout << back.reward().sum().item<float>() << " " << saved.is_memmap() << "\n";
+  std::filesystem::remove_all(dir);
+}
+
 // docs/typed-api.md#tensorclass-and-non-tensor-fields
 void tensor_class() {
   game::Frame frame({{"pixels", at::zeros({4, 64, 64, 3}, at::kByte)},
@@ -127,6 +143,7 @@ int main() {
   wrapping();
   lazy_stacks(make_batch());
   operations(make_batch());
+  saving_and_loading(make_batch());
   tensor_class();
   traits();
   return 0;

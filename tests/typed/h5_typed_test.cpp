@@ -2,6 +2,10 @@
 // PersistentTensorDict live; field reads read the file, setters and row writes write it.
 #include "support/catch_torch.h"
 
+#include <string>
+#include <type_traits>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include <tensordict/backends/persistent.h>
@@ -125,4 +129,56 @@ TEST_CASE("h5_like preallocates a typed buffer file from the schema alone, as h5
   CHECK_FALSE(episode.record().count_list()[1].has_value());
   CHECK_FALSE(episode.record().scale_list()[0].has_value());
   CHECK((episode.record().x().sizes() == c10::IntArrayRef{3, 4}));
+}
+
+TEST_CASE("clone, stack, iteration and update of a typed class over an HDF5 file", "[typed][hdf5][ops]") {
+  TempDir dir;
+  const std::string path = dir / "ops.h5";
+  PersistentTensorDict::to_h5(Transition::stack({row(0, "a"), row(1, "b"), row(2, "c")}), path).close();
+  Transition buf = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r+"));
+
+  // clone: the class, read into memory, independent of the file.
+  Transition copy = buf.clone();
+  static_assert(std::is_same_v<decltype(buf.clone()), Transition>);
+  CHECK_FALSE(PersistentTensorDict::is_persistent(copy));
+  CHECK(at::equal(copy.reward(), at::tensor({0.f, 1.f, 2.f})));
+  CHECK(at::equal(copy.obs().camera(), buf.obs().camera()));
+  CHECK(copy.obs().info_list()[1].value() == "b");
+  copy.set_reward_(at::full({3}, 5.f));
+  CHECK(at::equal(buf.reward(), at::tensor({0.f, 1.f, 2.f})));
+
+  // Iteration: each row is a Transition reading its row of the file.
+  std::vector<float> rewards;
+  std::vector<std::string> notes;
+  for (auto r : buf) {
+    static_assert(std::is_same_v<decltype(r), Transition>);
+    CHECK(r.batch_size().empty());
+    rewards.push_back(r.reward().item<float>());
+    notes.push_back(r.obs().info());
+  }
+  CHECK(rewards == std::vector<float>{0.f, 1.f, 2.f});
+  CHECK(notes == std::vector<std::string>{"a", "b", "c"});
+
+  // stack: rows of the file, and the file object with an in-memory one, as the class.
+  Transition picked = Transition::stack({buf.index({2}), buf.index({0})});
+  CHECK(at::equal(picked.reward(), at::tensor({2.f, 0.f})));
+  CHECK(picked.obs().info_list()[0].value() == "c");
+  Transition both = stack(std::vector<Transition>{buf, copy});
+  CHECK((both.batch_size() == c10::IntArrayRef{2, 3}));
+  CHECK(at::equal(both.reward(), at::stack({at::tensor({0.f, 1.f, 2.f}), at::full({3}, 5.f)})));
+
+  // update / update_: checked first, then written to the file.
+  REQUIRE_THROWS_AS(buf.update(TensorDict({{"reward", at::zeros({3}, at::kLong)}}, {3})), TypeError);
+  REQUIRE_THROWS_AS(buf.update_(TensorDict({{"action", at::zeros({3, 5})}}, {3})), ShapeError);
+  CHECK(at::equal(buf.reward(), at::tensor({0.f, 1.f, 2.f})));
+  buf.update(Transition::stack({row(7, "x"), row(8, "y"), row(9, "z")}));
+  buf.update_(TensorDict({{"action", at::full({3, 6}, 4.f)}}, {3}));
+  Transition back = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r"));
+  CHECK(at::equal(back.reward(), at::tensor({7.f, 8.f, 9.f})));
+  CHECK(at::equal(back.action(), at::full({3, 6}, 4.f)));
+  CHECK(at::equal(back.obs().proprio()[2], at::full({12}, 9.f)));
+  std::vector<std::string> updated;
+  for (const auto& n : back.obs().info_list()) updated.push_back(n.value_or("-"));
+  CHECK(updated == std::vector<std::string>{"x", "y", "z"});
+  CHECK(back.done()[2].item<bool>());
 }

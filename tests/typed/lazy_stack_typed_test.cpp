@@ -5,6 +5,9 @@
 
 #include <optional>
 #include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -193,4 +196,66 @@ TEST_CASE("a typed class prints its nested fields with their classes (issue 30 i
   std::ostringstream non_tensor;
   non_tensor << NonTensorData("cam");
   CHECK(non_tensor.str() == "NonTensorData(data=cam)");
+}
+
+TEST_CASE("clone, stack, iteration and update of a typed class over a lazy stack", "[typed][lazy][ops]") {
+  Transition a = make_transition(3, 1.0F);
+  Transition b = make_transition(3, 2.0F);
+  Transition both = Transition::lazy_stack({a, b});
+
+  // clone: the class over a lazy stack of copies (member by member), independent of a and b.
+  Transition copy = both.clone();
+  static_assert(std::is_same<decltype(both.clone()), Transition>::value, "clone keeps the class");
+  CHECK(LazyStackedTensorDict::is_lazy_stack(copy));
+  CHECK(at::equal(copy.reward(), both.reward()));
+  CHECK_FALSE(copy.index({0}).is_same(a));
+  copy.index({0}).set_reward_(at::zeros({3}));
+  CHECK(at::equal(a.reward(), at::full({3}, 1.0F)));
+
+  // Iteration over the stack dim: each row is a Transition over the member itself.
+  int64_t i = 0;
+  for (auto member : both) {
+    static_assert(std::is_same<decltype(member), Transition>::value, "rows are the class");
+    CHECK(member.is_same(i == 0 ? a : b));
+    CHECK(member.reward()[0].item<float>() == (i == 0 ? 1.0F : 2.0F));
+    ++i;
+  }
+  CHECK(i == 2);
+  // A ragged stack iterates its members too, each with its own event shape.
+  Observation left = make_observation(2, 3, "left");
+  Observation right = make_observation(2, 5, "right");
+  std::vector<int64_t> widths;
+  std::vector<std::string> labels;
+  for (auto obs : Observation::lazy_stack({left, right})) {
+    widths.push_back(obs.state().size(1));
+    labels.push_back(obs.label());
+  }
+  CHECK(widths == std::vector<int64_t>{3, 5});
+  CHECK(labels == std::vector<std::string>{"left", "right"});
+
+  // stack of typed lazy stacks: a dense Transition with their values; lazy_stack nests them.
+  Transition grid = Transition::stack({both, copy});
+  CHECK((grid.batch_size() == c10::IntArrayRef{2, 2, 3}));
+  CHECK(at::equal(grid.reward()[0], both.reward()));
+  CHECK(at::equal(grid.reward()[1][0], at::zeros({3})));
+  Transition nested = Transition::lazy_stack({both, copy});
+  CHECK((nested.batch_size() == c10::IntArrayRef{2, 2, 3}));
+  nested.index({0, 1}).set_reward_(at::full({3}, 4.0F));
+  CHECK(at::equal(b.reward(), at::full({3}, 4.0F)));
+
+  // update / update_: checked first, then written into the members.
+  REQUIRE_THROWS_AS(both.update(TensorDict({{"reward", at::zeros({2, 3}, at::kDouble)}}, {2, 3})), TypeError);
+  REQUIRE_THROWS_AS(both.update_(TensorDict({{"action", at::zeros({2, 3, 5})}}, {2, 3})), ShapeError);
+  CHECK(at::equal(a.reward(), at::full({3}, 1.0F)));
+  both.update(TensorDict({{"reward", at::stack({at::full({3}, 5.0F), at::full({3}, 6.0F)})}}, {2, 3}));
+  CHECK(at::equal(a.reward(), at::full({3}, 5.0F)));
+  CHECK(at::equal(b.reward(), at::full({3}, 6.0F)));
+  both.update_(TensorDict({{"action", at::zeros({2, 3, 4})}}, {2, 3}));
+  CHECK(at::equal(a.action(), at::zeros({3, 4})));
+  CHECK(at::equal(b.action(), at::zeros({3, 4})));
+  // A typed source: its nested fields reach the members' nested objects.
+  Transition source = Transition::stack({make_transition(3, 8.0F), make_transition(3, 9.0F)});
+  both.update(source);
+  CHECK(at::equal(b.reward(), at::full({3}, 9.0F)));
+  CHECK(at::equal(a.obs().state(), source.obs().state()[0]));
 }

@@ -3,6 +3,10 @@
 // class, and read back by another handle.
 #include "support/catch_torch.h"
 
+#include <string>
+#include <type_traits>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include <tensordict/backends/store.h>
@@ -139,4 +143,64 @@ TEST_CASE("checking a typed class over a store reads its metadata, not its data"
   // Still checked: a field of the wrong shape is refused from its metadata.
   TensorDictStore wrong = TensorDictStore::from_schema(schema({5}), {rows}, store_options(server));
   CHECK_THROWS_AS(Transition::from_tensordict(wrong), ShapeError);
+}
+
+TEST_CASE("clone, stack, iteration and update of a typed class over a store", "[typed][redis][ops]") {
+  RedisServer server;
+  TensorDictStore store = TensorDictStore::from_tensordict(
+      Transition::stack({row(0, "a"), row(1, "b"), row(2, "c")}), store_options(server));
+  Transition buf = Transition::from_tensordict(store);
+  Transition reader = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), store_options(server)));
+
+  // clone: the class, read into memory, independent of the server.
+  Transition copy = buf.clone();
+  static_assert(std::is_same_v<decltype(buf.clone()), Transition>);
+  CHECK_FALSE(TensorDictStore::is_store(copy));
+  CHECK(at::equal(copy.reward(), at::tensor({0.f, 1.f, 2.f})));
+  CHECK(at::equal(copy.obs().camera(), reader.obs().camera()));
+  CHECK(copy.obs().info_list()[2].value() == "c");
+  copy.set_reward_(at::full({3}, 5.f));
+  CHECK(at::equal(reader.reward(), at::tensor({0.f, 1.f, 2.f})));
+
+  // Iteration: each row a Transition over the store's row.
+  std::vector<float> rewards;
+  std::vector<std::string> notes;
+  for (auto r : buf) {
+    static_assert(std::is_same_v<decltype(r), Transition>);
+    CHECK(r.batch_size().empty());
+    rewards.push_back(r.reward().item<float>());
+    notes.push_back(r.obs().info());
+  }
+  CHECK(rewards == std::vector<float>{0.f, 1.f, 2.f});
+  CHECK(notes == std::vector<std::string>{"a", "b", "c"});
+  // Rows are in-memory copies (store.index, as Python's store[i]): a row changed in place is
+  // written back with a typed index_put_, checked against the schema.
+  int64_t i = 0;
+  for (auto r : buf) {
+    r.set_reward_(r.reward() + 10);
+    CHECK(reader.reward()[i].item<float>() == static_cast<float>(i));
+    buf.index_put_({i++}, r);
+  }
+  CHECK(at::equal(reader.reward(), at::tensor({10.f, 11.f, 12.f})));
+
+  // stack: rows of the store, and the store object with an in-memory one, as the class.
+  Transition picked = Transition::stack({buf.index({2}), buf.index({0})});
+  CHECK(at::equal(picked.reward(), at::tensor({12.f, 10.f})));
+  CHECK(picked.obs().info_list()[1].value() == "a");
+  Transition both = stack(std::vector<Transition>{buf, copy});
+  CHECK((both.batch_size() == c10::IntArrayRef{2, 3}));
+  CHECK(at::equal(both.reward(), at::stack({at::tensor({10.f, 11.f, 12.f}), at::full({3}, 5.f)})));
+
+  // update / update_: checked first (nothing sent), then written to the server.
+  REQUIRE_THROWS_AS(buf.update(TensorDict({{"reward", at::zeros({3}, at::kLong)}}, {3})), TypeError);
+  REQUIRE_THROWS_AS(buf.update_(TensorDict({{"action", at::zeros({3, 5})}}, {3})), ShapeError);
+  CHECK(at::equal(reader.reward(), at::tensor({10.f, 11.f, 12.f})));
+  buf.update(Transition::stack({row(7, "x"), row(8, "y"), row(9, "z")}));
+  buf.update_(TensorDict({{"action", at::full({3, 6}, 4.f)}}, {3}));
+  CHECK(at::equal(reader.reward(), at::tensor({7.f, 8.f, 9.f})));
+  CHECK(at::equal(reader.action(), at::full({3, 6}, 4.f)));
+  CHECK(at::equal(reader.obs().proprio()[2], at::full({12}, 9.f)));
+  std::vector<std::string> updated;
+  for (const auto& n : reader.obs().info_list()) updated.push_back(n.value_or("-"));
+  CHECK(updated == std::vector<std::string>{"x", "y", "z"});
 }

@@ -9,10 +9,12 @@
 // `Base(typed::Unchecked, TensorDict)`.
 
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <type_traits>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,12 @@
 #include <tensordict/tensor_dict.h>
 #include <tensordict/typed/field.h>
 
+namespace torch {
+namespace nn {
+class Module;
+}  // namespace nn
+}  // namespace torch
+
 namespace tensordict {
 
 // The backends of store_like and h5_like: declared by their own headers, which a caller of
@@ -34,6 +42,11 @@ class TensorDictStore;
 struct StoreOptions;
 class PersistentTensorDict;
 struct H5Options;
+
+namespace nn {
+// Declared by <tensordict/nn/params.h>: the classes' from_modules compiles without torch/nn.
+TensorDict from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& modules);
+}  // namespace nn
 
 namespace typed {
 
@@ -46,6 +59,25 @@ struct is_typed<T, std::void_t<typename T::Traits, decltype(T::Traits::schema)>>
 /// A typed object that is not itself a TensorDict (a TensorClass): passed by its tensordict.
 template <class T>
 using if_typed_wrapper = std::enable_if_t<is_typed<T>::value && !std::is_base_of_v<TensorDict, T>, int>;
+
+// Helpers of TypedOps' state-dict members, compiled once (runtime/src/typed/typed_ops.cpp).
+
+/// What `current.load_state_dict(sd, ..., assign=true)` would make of `current`: a new in-memory
+/// tree of the state dict's tensors and batch sizes, plus `current`'s non-tensor entries when
+/// `with_non_tensor` (a state dict holds tensors only). For TypedOps::load_state_dict's checks.
+TensorDict state_dict_tree(const TensorDict& current, const StateDict& sd, bool with_non_tensor);
+/// Puts back non-tensor entries (`TensorDict::non_tensor_items(true)`) whose level still exists.
+void restore_non_tensor(TensorDict& td, const std::vector<std::pair<NestedKey, NonTensorData>>& entries);
+
+/// A module handle (ModuleHolder, `ptr()`) or a shared_ptr to a module, as the module's base.
+template <class M>
+std::shared_ptr<torch::nn::Module> module_ptr(const std::shared_ptr<M>& module) {
+  return module;
+}
+template <class H>
+auto module_ptr(const H& holder) -> decltype(std::shared_ptr<torch::nn::Module>(holder.ptr())) {
+  return holder.ptr();
+}
 
 template <class Derived, class Base>
 class TypedOps : public Base {
@@ -226,6 +258,102 @@ class TypedOps : public Base {
     return Derived::from_tensordict(tensordict::load_memmap(prefix, options));
   }
 
+  // ---- Saving, loading, state dicts (Python tensorclass's memmap / save / load family) ----
+  // Results are the typed class. What is read from outside (a directory, a state dict, keys,
+  // modules) is checked as from_tensordict checks it, before the object is changed.
+
+  /// Writes this object to the directory `prefix` (Python's format) and returns a memmapped,
+  /// locked copy of this class whose leaves map the written files (tensordict::memmap).
+  Derived memmap(const std::string& prefix, const MemmapOptions& options = {}) const {
+    return wrap(tensordict::memmap(storage(), prefix, options));
+  }
+  /// Aliases of memmap (Python's `save` and `dumps`).
+  Derived save(const std::string& prefix, const MemmapOptions& options = {}) const { return memmap(prefix, options); }
+  Derived dumps(const std::string& prefix, const MemmapOptions& options = {}) const { return memmap(prefix, options); }
+  /// memmap in place: this object's leaves become the written files' mappings and it is locked
+  /// (tensordict::memmap_; the object must be on the CPU). Returns this object.
+  Derived& memmap_(const std::string& prefix, const MemmapOptions& options = {}) {
+    tensordict::memmap_(this->typed_storage(), prefix, options);
+    return self();
+  }
+  /// The directory `prefix` as this class (an alias of load_memmap): ValueError / TypeError /
+  /// ShapeError naming the field when it does not hold the schema.
+  static Derived load(const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return load_memmap(prefix, options);
+  }
+  /// Loads the directory `prefix` into this object in place (tensordict::load_memmap_, Python's
+  /// load_memmap_ / load_): the directory is checked against the schema first, so a directory
+  /// that does not hold this class leaves the object as it was. Then every entry on disk
+  /// replaces this object's (nested fields are loaded into), the others stay, and the batch
+  /// size is kept; a memmapped object gets the values copied into its own files. Returns this
+  /// object.
+  Derived& load_(const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    (void)load(prefix, options);
+    tensordict::load_memmap_(this->typed_storage(), prefix, options);
+    return self();
+  }
+  Derived& load_memmap_(const std::string& prefix, const LoadMemmapOptions& options = {}) {
+    return load_(prefix, options);
+  }
+  /// Reloads a memmapped object from its directory (tensordict::memmap_refresh_), picking up
+  /// entries other writers added; the directory is checked against the schema first, so a
+  /// directory that no longer holds this class leaves the object as it was.
+  Derived& memmap_refresh_() {
+    (void)load(memmap_path(storage()));
+    tensordict::memmap_refresh_(this->typed_storage());
+    return self();
+  }
+
+  /// The flat state dict of the tensor fields (TensorDict::state_dict; non-tensor fields are
+  /// not tensors, so they are not in it).
+  StateDict state_dict(std::string_view separator = ".", bool keep_vars = false) const {
+    return storage().state_dict(separator, keep_vars);
+  }
+  /// TensorDict::load_state_dict with the state dict checked against the schema first (dtype
+  /// and event shape of every field exactly, undeclared keys of a TensorClass refused; with
+  /// `assign`, the result as from_tensordict checks it). Non-tensor fields are kept, also with
+  /// `assign`. Returns this object.
+  Derived& load_state_dict(const StateDict& sd, bool strict = true, bool assign = false) {
+    if (assign) {
+      (void)Derived::from_tensordict(state_dict_tree(storage(), sd, /*with_non_tensor=*/true));
+      auto kept = storage().non_tensor_items(/*include_nested=*/true);
+      this->typed_storage().load_state_dict(sd, strict, assign);
+      restore_non_tensor(this->typed_storage(), kept);
+    } else {
+      check_write(Derived::Traits::schema, state_dict_tree(storage(), sd, /*with_non_tensor=*/false));
+      this->typed_storage().load_state_dict(sd, strict, assign);
+    }
+    return self();
+  }
+
+  /// TensorDict::fromkeys as this class (batch size [], `value` at every key), checked by
+  /// from_tensordict: every key must be a field (TensorClass) and `value` fit each field.
+  static Derived fromkeys(const std::vector<NestedKey>& keys, const c10::Scalar& value = 0) {
+    return Derived::from_tensordict(TensorDict::fromkeys(keys, value));
+  }
+  static Derived fromkeys(const std::vector<NestedKey>& keys, const at::Tensor& value) {
+    return Derived::from_tensordict(TensorDict::fromkeys(keys, value));
+  }
+  static Derived fromkeys(const std::vector<NestedKey>& keys, const std::string& value) {
+    return Derived::from_tensordict(TensorDict::fromkeys(keys, value));
+  }
+  static Derived fromkeys(const std::vector<NestedKey>& keys, const char* value) {
+    return fromkeys(keys, std::string(value));
+  }
+
+  /// The parameters and buffers of identical modules stacked along a new batch dim 0
+  /// (nn::from_modules), as this class: parameter names are the fields, submodules nested
+  /// fields; checked by from_tensordict (ValueError for parameters the schema lacks, ...).
+  /// Classes compile without torch/nn: the caller includes its modules' headers.
+  static Derived from_modules(const std::vector<std::shared_ptr<torch::nn::Module>>& modules) {
+    return Derived::from_tensordict(nn::from_modules(modules));
+  }
+  /// The same from module handles (`torch::nn::Linear`, ...) or shared_ptrs to modules.
+  template <class M, class... More, class = decltype(module_ptr(std::declval<const M&>()))>
+  static Derived from_modules(const M& first, const More&... more) {
+    return from_modules(std::vector<std::shared_ptr<torch::nn::Module>>{module_ptr(first), module_ptr(more)...});
+  }
+
   /// A deep copy as a plain TensorDict (Python `to_tensordict()`).
   TensorDict to_tensordict() const { return storage().clone(true); }
 
@@ -238,6 +366,11 @@ class TypedOps : public Base {
   /// very tensordict items[i] wraps. Objects may differ in ragged fields and batch dims.
   static Derived lazy_stack(const std::vector<Derived>& items, int64_t dim = 0) {
     return wrap(tensordict::lazy_stack(storages(items), dim));
+  }
+  /// tensordict::maybe_dense_stack as this class: a dense stack when the objects match (keys,
+  /// kinds, leaf shapes, batch size), a lazy stack of them otherwise (ragged fields, ...).
+  static Derived maybe_dense_stack(const std::vector<Derived>& items, int64_t dim = 0) {
+    return wrap(tensordict::maybe_dense_stack(storages(items), dim));
   }
   /// Concatenation of objects of this class along batch dim `dim`.
   static Derived cat(const std::vector<Derived>& items, int64_t dim = 0) {
@@ -280,6 +413,11 @@ T stack(const std::vector<T>& items, int64_t dim = 0) {
 template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
 T lazy_stack(const std::vector<T>& items, int64_t dim = 0) {
   return T::lazy_stack(items, dim);
+}
+/// `maybe_dense_stack` of typed objects returns their class, over a dense or a lazy stack.
+template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
+T maybe_dense_stack(const std::vector<T>& items, int64_t dim = 0) {
+  return T::maybe_dense_stack(items, dim);
 }
 /// `cat` of typed objects returns their class.
 template <class T, std::enable_if_t<typed::is_typed<T>::value, int> = 0>
