@@ -52,10 +52,12 @@ TEST_CASE("members made by macros and inherited from the typed roots are reserve
     CHECK(reserved(name));
   }
   // Not members, so allowed as field names (Python data often uses them).
-  for (const char* name : {"data", "names", "obs", "reward", "action"}) {
+  for (const char* name : {"data", "obs", "reward", "action", "depth", "dtype", "grad"}) {
     INFO(name);
     CHECK_FALSE(reserved(name));
   }
+  // The batch-dim names are a member, as Python's TensorDict.names property: reserved.
+  CHECK(reserved("names"));
 }
 
 TEST_CASE("a field named after a member, or whose in-place setter is one, is refused", "[generator][names][errors]") {
