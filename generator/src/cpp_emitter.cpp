@@ -21,7 +21,7 @@ namespace {
 const char* const kTemplateNames[] = {"header.td.h.tmpl",  "class.tmpl",        "field_descriptor.tmpl",
                                       "shape_array.tmpl",  "field_dims.tmpl",   "field_default.tmpl",
                                       "field_tensor.tmpl", "field_nested.tmpl", "field_scalar.tmpl",
-                                      "field_cache.tmpl"};
+                                      "field_cache.tmpl",  "struct_array.tmpl"};
 
 struct Templates {
   explicit Templates(const std::string& dir)
@@ -34,9 +34,10 @@ struct Templates {
         tensor_field(CodeTemplate::load(dir, "field_tensor.tmpl")),
         nested_field(CodeTemplate::load(dir, "field_nested.tmpl")),
         scalar_field(CodeTemplate::load(dir, "field_scalar.tmpl")),
-        cache(CodeTemplate::load(dir, "field_cache.tmpl")) {}
+        cache(CodeTemplate::load(dir, "field_cache.tmpl")),
+        struct_array(CodeTemplate::load(dir, "struct_array.tmpl")) {}
   CodeTemplate header, cls, descriptor, shape_array, dims, default_value, tensor_field, nested_field, scalar_field,
-      cache;
+      cache, struct_array;
 };
 
 // User text only ever goes into `///` comments: one comment line per text line, control
@@ -141,6 +142,14 @@ class HeaderWriter {
     std::string includes;
     for (const auto& imp : file_.imports)
       includes += "#include \"" + printable(CppHeaderEmitter::header_name(m_.files.at(imp.file_index).stem)) + "\"\n";
+    // Classes of plain-data structs include the structs' header (ir.h PlainStruct).
+    std::string plain_includes;
+    for (const ClassDef& cls : file_.classes) {
+      if (!cls.plain_struct) continue;
+      const std::string line = "#include \"" + printable(cls.plain_struct->header) + "\"\n";
+      if (plain_includes.find(line) == std::string::npos) plain_includes += line;
+    }
+    if (!plain_includes.empty()) includes = "#include <tensordict/struct_array.h>\n\n" + plain_includes + includes;
     if (!includes.empty()) includes = "\n" + includes;
     // Forward declarations in emission order too: the output does not depend on the order a
     // frontend declares classes in (C++ must declare a base first, YAML need not).
@@ -240,7 +249,25 @@ class HeaderWriter {
         {"CTOR_INDENT", std::string(cls.name.size() + 3, ' ')},
         {"CLOSED", cls.kind == ClassKind::TensorClass ? "true" : "false"},
         {"ACCESSORS", accessors},
+        {"STRUCT_ARRAY", cls.plain_struct ? write_struct_array(cls, fields) : ""},
         {"CACHES", caches},
+    });
+  }
+
+  // Row, struct_layout, from_struct_array and to_struct_array of a class generated from a
+  // plain-data struct: each field is the struct's member of the same name.
+  std::string write_struct_array(const ClassDef& cls, const std::vector<const FieldDef*>& fields) {
+    std::string layout, rows;
+    for (const FieldDef* f : fields) {
+      const std::string line = "layout.field(\"" + literal(f->name) + "\", &Row::" + f->name + ");\n";
+      layout += "    " + line;
+      rows += f->optional ? "    if (has_" + f->accessor() + "()) " + line : "    " + line;
+    }
+    return t_.struct_array.render({
+        {"CLASS_NAME", cls.name},
+        {"STRUCT", cls.plain_struct->qualified_name},
+        {"LAYOUT_FIELDS", layout},
+        {"ROW_FIELDS", rows},
     });
   }
 

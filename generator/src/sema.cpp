@@ -151,6 +151,9 @@ class Resolver {
   }
 
   void check_extends(const ClassDef& cls) {
+    if (cls.plain_struct && cls.base)
+      throw Diagnostic(cls.base->location, "the plain-data class '" + cls.name +
+                                               "' cannot extend a class: its rows are one struct with every field");
     std::vector<const ClassDef*> chain{&cls};
     const ClassDef* cur = &cls;
     while (cur->base) {
@@ -203,6 +206,26 @@ class Resolver {
       throw Diagnostic(field.location, "field name '" + field.name + "' clashes with the member '" + member +
                                            "' of TensorDict, TensorClass or the generated class: " +
                                            cpp_name_hint(file, field.name));
+    }
+  }
+
+  // A field of a class generated from a plain-data struct: a member of the struct (so a tensor
+  // of fixed dtype and shape) whose accessors do not hide what such a class adds.
+  void check_plain_field(const SchemaFile& file, const ClassDef& cls, const FieldDef& field) {
+    if (field.kind != FieldKind::Tensor || !field.dtype || !field.shape || !field.dim_names.empty() ||
+        std::any_of(field.shape->begin(), field.shape->end(), [](int64_t d) { return d < 0; }))
+      throw Diagnostic(field.location, "field '" + field.name + "' of the plain-data class '" + cls.name +
+                                           "' must be a tensor of one dtype and a fixed event shape (a struct member)");
+    if (!is_identifier(field.name))
+      throw Diagnostic(field.location, "field '" + field.name + "' of the plain-data class '" + cls.name +
+                                           "' must be named by its member: a C++ identifier");
+    for (const char* member : plain_struct_member_names()) {
+      if (field.accessor() != member) continue;
+      const std::string what = "clashes with the member '" + std::string(member) +
+                                "' of a class generated from a plain-data struct";
+      if (!field.cpp_name.empty())
+        throw Diagnostic(field.cpp_name_location, "C++ name '" + field.cpp_name + "' of field '" + field.name + "' " + what);
+      throw Diagnostic(field.location, "field name '" + field.name + "' " + what + ": " + cpp_name_hint(file, field.name));
     }
   }
 
@@ -292,6 +315,7 @@ class Resolver {
         // One error per field at most, every field checked.
         collect([&] {
           check_field_names(file, field);
+          if (cls.plain_struct) check_plain_field(file, cls, field);
           if (field.accessor() == cls.name)
             throw Diagnostic(field.location, "field name '" + field.accessor() + "' is the name of its class");
           for (auto* seen : {&keys, &accessors}) {
@@ -396,6 +420,12 @@ std::vector<const ClassDef*> emission_order(const Module& module, int file_index
   };
   for (size_t c = 0; c < file.classes.size(); ++c) visit(static_cast<int>(c), nullptr);
   return out;
+}
+
+const std::vector<const char*>& plain_struct_member_names() {
+  // templates/struct_array.tmpl
+  static const std::vector<const char*> names = {"Row", "struct_layout", "from_struct_array", "to_struct_array"};
+  return names;
 }
 
 const std::vector<std::string>& reserved_member_names() {

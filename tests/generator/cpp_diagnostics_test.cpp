@@ -78,10 +78,74 @@ TEST_CASE("C++ diagnostics: a field of an unsupported type", "[generator][cpp][d
       "namespace n::schema {\n"
       "struct TD_TENSORCLASS A {\n"
       "  std::vector<float> values;\n"
-      "  float gain;\n"
+      "  float* gain;\n"
       "};\n}\n");
   require_error(c, 7, 3, "field 'values' has the unsupported type 'std::vector<float>'");
-  require_error(c, 8, 3, "field 'gain' has the unsupported type 'float'");
+  require_error(c, 8, 3, "field 'gain' has the unsupported type 'float *'");
+}
+
+TEST_CASE("C++ diagnostics: plain members in a struct that is not plain data", "[generator][cpp][diagnostics][struct_array]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TENSORCLASS A {\n"
+      "  td::schema::Tensor<float> x;\n"
+      "  float gain;\n"
+      "  int32_t pos[3];\n"
+      "  int64_t count;\n"  // a non-tensor field of a tensorclass, as before
+      "};\n"
+      "struct TD_TYPED_TENSORDICT Step { td::schema::Tensor<bool> done; };\n"
+      "struct TD_TYPED_TENSORDICT Next : Step {\n"
+      "  float reward;\n"
+      "};\n}\n");
+  require_error(c, 8, 3,
+                "field 'gain' is a plain member ('float'), but 'A' is not a plain-data struct (its field 'x' is a "
+                "td::schema::Tensor): write td::schema::Tensor<float> gain, or make every field of 'A' a plain member");
+  require_error(c, 9, 3, "field 'pos' is a plain member ('int32_t[3]')");
+  require_error(c, 9, 3, "write td::schema::Tensor<int32_t, 3> pos");
+  require_error(c, 14, 3, "field 'reward' is a plain member ('float'), but 'Next' is not a plain-data struct (it extends");
+  size_t errors = 0;
+  for (size_t at = c.err.find(": error: "); at != std::string::npos; at = c.err.find(": error: ", at + 1)) ++errors;
+  CHECK(errors == 3);
+}
+
+TEST_CASE("C++ diagnostics: what a plain-data struct cannot hold", "[generator][cpp][diagnostics][struct_array]") {
+  const Checked c = generate(
+      "namespace n::schema {\n"
+      "struct TD_TYPED_TENSORDICT Rows {\n"
+      "  float x;\n"
+      "  std::vector<float> values;\n"
+      "  float* p;\n"
+      "  uint32_t u;\n"
+      "  char c;\n"
+      "  const float k = 1;\n"
+      " private:\n"
+      "  float hidden;\n"
+      "};\n"
+      "struct TD_TYPED_TENSORDICT Virt {\n"
+      "  virtual ~Virt();\n"
+      "  float x;\n"
+      "};\n"
+      "struct TD_TYPED_TENSORDICT Clash { float to_struct_array; };\n"
+      "}\n");
+  require_error(c, 8, 3, "field 'values' has the unsupported type 'std::vector<float>'");
+  require_error(c, 9, 3, "field 'p' has the unsupported type 'float *'");
+  require_error(c, 10, 3, "field 'u' has the unsupported type 'uint32_t' (a plain member is a bool, int8_t, uint8_t");
+  require_error(c, 11, 3, "field 'c' has the unsupported type 'char'");
+  require_error(c, 12, 9, "field 'k' is const or volatile");
+  require_error(c, 14, 9, "field 'hidden' of the plain-data struct 'Rows' is not public");
+  require_error(c, 16, 28, "plain-data struct 'Virt' must be trivially copyable and standard layout");
+  require_error(c, 20, 42, "field name 'to_struct_array' clashes with the member 'to_struct_array' of a class "
+                           "generated from a plain-data struct: keep the key and rename its accessors with "
+                           "TD_CPP_NAME(\"to_struct_array_field\")");
+}
+
+TEST_CASE("C++ diagnostics: a plain-data struct named like its generated class", "[generator][cpp][diagnostics][struct_array]") {
+  // The generated header includes the struct's header: same::Pose would be declared twice.
+  const Checked c = generate(
+      "namespace same {\n"
+      "struct TD_TYPED_TENSORDICT Pose { float x; };\n"
+      "}\n");
+  require_error(c, 6, 28, "struct '::same::Pose' and the class generated from it have one name");
 }
 
 TEST_CASE("C++ diagnostics: an annotated class template", "[generator][cpp][diagnostics]") {

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <tdgen/cpp_frontend.h>
 #include <tdgen/sema.h>
@@ -387,4 +389,96 @@ struct TD_TENSORCLASS FromDb {
   options.compile_commands_dir = dir.path("inc");  // no database there
   CHECK_FALSE(tdgen::load_cpp_module({dir.path("schema.h")}, options, err).module);
   CHECK(err.str().find("-p " + dir.path("inc")) != std::string::npos);
+}
+
+TEST_CASE("C++ schemas: a plain-data struct is read as tensor fields and named in the IR", "[generator][cpp][struct_array]") {
+  TempDir dir;
+  fs::create_directories(dir.path("inc/rows"));
+  tdgen::CppFrontendOptions options;
+  options.include_dirs = {dir.path("inc")};
+  std::ofstream(dir.path("inc/rows/pose.h")) << kPrelude + "#include <array>\n" + R"(
+namespace r::schema {
+struct TD_TYPED_TENSORDICT Pose {
+  double t;
+  float pos[3];
+  std::array<std::array<int32_t, 2>, 4> cell;
+  bool valid;
+  int8_t i8;
+  uint8_t u8 = 7;
+  int16_t i16;
+  TD_CPP_NAME("pose_id") int64_t id;
+  TD_OPTIONAL float weight = 0.5f;
+};
+struct TD_TENSORCLASS Mixed {
+  td::schema::Tensor<float> x;
+  int64_t count;  // not plain data: a non-tensor field, as before
+  double gain;
+  bool flag;
+};
+}
+)";
+  std::ostringstream err;
+  const tdgen::CppModule m = tdgen::load_cpp_module({dir.path("inc/rows/pose.h")}, options, err);
+  INFO(err.str());
+  REQUIRE(m.module);
+  const tdgen::SchemaFile& file = m.module->files.at(0);
+  REQUIRE(file.classes.size() == 2);
+  const tdgen::ClassDef& pose = file.classes[0];
+  REQUIRE(pose.plain_struct.has_value());
+  CHECK(pose.plain_struct->qualified_name == "::r::schema::Pose");
+  CHECK(pose.plain_struct->header == "rows/pose.h");  // relative to the include directory
+  const std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> expected = {
+      {"t", "float64", {}}, {"pos", "float32", {3}}, {"cell", "int32", {4, 2}}, {"valid", "bool", {}},
+      {"i8", "int8", {}},   {"u8", "uint8", {}},     {"i16", "int16", {}},      {"id", "int64", {}},
+      {"weight", "float32", {}}};
+  REQUIRE(pose.fields.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const tdgen::FieldDef& f = pose.fields[i];
+    INFO(f.name);
+    CHECK(f.name == std::get<0>(expected[i]));
+    CHECK(f.kind == tdgen::FieldKind::Tensor);
+    REQUIRE(f.dtype.has_value());
+    CHECK(std::string(tdgen::dtype_name(*f.dtype)) == std::get<1>(expected[i]));
+    CHECK(f.shape == std::get<2>(expected[i]));
+  }
+  CHECK(pose.fields[7].accessor() == "pose_id");
+  // A required member's initializer is the struct's own; an optional one's is the default.
+  CHECK_FALSE(pose.fields[5].default_value.has_value());
+  CHECK_FALSE(pose.fields[5].optional);
+  REQUIRE(pose.fields[8].default_value.has_value());
+  CHECK(pose.fields[8].default_value->number == 0.5);
+
+  const tdgen::ClassDef& mixed = file.classes[1];
+  CHECK_FALSE(mixed.plain_struct.has_value());
+  REQUIRE(mixed.fields.size() == 4);
+  CHECK(mixed.fields[1].kind == tdgen::FieldKind::Int);
+  CHECK(mixed.fields[2].kind == tdgen::FieldKind::Float);
+  CHECK(mixed.fields[3].kind == tdgen::FieldKind::Bool);
+
+  // Outside every include directory: the absolute path.
+  std::ofstream(dir.path("loose.h")) << kPrelude + "namespace l::schema { struct TD_TYPED_TENSORDICT L { float x; }; }\n";
+  std::ostringstream err2;
+  const tdgen::CppModule loose = tdgen::load_cpp_module({dir.path("loose.h")}, options, err2);
+  INFO(err2.str());
+  REQUIRE(loose.module);
+  CHECK(loose.module->files.at(0).classes.at(0).plain_struct->header ==
+        fs::path(dir.path("loose.h")).lexically_normal().generic_string());
+}
+
+TEST_CASE("C++ schemas: a plain-data struct generates its golden header", "[generator][cpp][golden][struct_array]") {
+  const std::string golden_dir = kSource + "/tests/generator/golden";
+  TempDir out;
+  // Not -I golden/: its features.h would hide glibc's.
+  auto r = run({"--out", out.path(), "--templates", kTemplates, "-I", kSource + "/tests/generator",
+                golden_dir + "/plain_rows.h"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string generated = read(out.path("plain_rows.td.h"));
+  const std::string golden_path = golden_dir + "/plain_rows.td.h.golden";
+  if (std::getenv("TDGEN_UPDATE_GOLDEN") != nullptr) std::ofstream(golden_path, std::ios::binary) << generated;
+  CHECK(generated == read(golden_path));
+  CHECK(generated.find("#include \"golden/plain_rows.h\"\n") != std::string::npos);
+  CHECK(generated.find("using Row = ::golden::plain::schema::Track;") != std::string::npos);
+  CHECK(generated.find("layout.field(\"id\", &Row::id);") != std::string::npos);
+  CHECK(generated.find("if (has_valid()) layout.field(\"valid\", &Row::valid);") != std::string::npos);
 }

@@ -178,3 +178,45 @@ TEST_CASE("sema on the IR: C++ names and defaults and named dims", "[generator][
   CHECK(errors[7].rfind("17:3: field 'mask' names the dim 'T', which neither 'Bad' nor a class it extends declares", 0) == 0);
   CHECK(errors[8].rfind("18:30: C++ name 'size' of field 'renamed' clashes with the member 'size'", 0) == 0);
 }
+
+TEST_CASE("sema on the IR: the class of a plain-data struct", "[generator][sema][struct_array]") {
+  auto typed = [](const std::string& name, int line) {
+    tdgen::FieldDef f = tensor(name, line);
+    f.dtype = tdgen::Dtype::kFloat;
+    f.shape = std::vector<int64_t>{3};
+    return f;
+  };
+  auto pose = make_class("Pose", tdgen::ClassKind::TypedTensorDict, 2);
+  pose.plain_struct = tdgen::PlainStruct{"::ns::schema::Pose", "pose.h"};
+  pose.fields.push_back(typed("pos", 3));
+  CHECK(tdgen::resolve(one_file({pose}))->files[0].classes[0].plain_struct->header == "pose.h");
+
+  // Each member the class adds is taken; a field's accessor cannot hide it.
+  pose.fields.push_back(typed("to_struct_array", 4));
+  tdgen::FieldDef renamed = typed("layout", 5);
+  renamed.cpp_name = "struct_layout";
+  renamed.cpp_name_location = at(5, 20);
+  pose.fields.push_back(renamed);
+  // A member is a tensor of one dtype and a fixed shape.
+  tdgen::FieldDef loose = tensor("loose", 6);
+  pose.fields.push_back(loose);
+  tdgen::FieldDef sized = typed("sized", 7);
+  sized.shape = std::vector<int64_t>{-1};
+  pose.fields.push_back(sized);
+  auto step = make_class("Step", tdgen::ClassKind::TypedTensorDict, 9);
+  auto next = make_class("Next", tdgen::ClassKind::TypedTensorDict, 10);
+  next.plain_struct = tdgen::PlainStruct{"::ns::schema::Next", "pose.h"};
+  next.base = tdgen::ClassRef{"Step", at(10, 30)};
+  const auto errors = errors_of(one_file({pose, step, next}));
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].rfind("10:30: the plain-data class 'Next' cannot extend a class", 0) == 0);
+  // The extends phase stops the run: the fields are checked without the bad base.
+  next.base.reset();
+  const auto field_errors = errors_of(one_file({pose, step, next}));
+  REQUIRE(field_errors.size() == 4);
+  CHECK(field_errors[0].rfind("4:3: field name 'to_struct_array' clashes with the member 'to_struct_array' of a "
+                              "class generated from a plain-data struct", 0) == 0);
+  CHECK(field_errors[1].rfind("5:20: C++ name 'struct_layout' of field 'layout' clashes", 0) == 0);
+  CHECK(field_errors[2].rfind("6:3: field 'loose' of the plain-data class 'Pose' must be a tensor of one dtype", 0) == 0);
+  CHECK(field_errors[3].rfind("7:3: field 'sized' of the plain-data class 'Pose'", 0) == 0);
+}

@@ -105,6 +105,20 @@ struct DimDef {
   SourceLocation location;
 };
 
+/// A class the C++ frontend read from a plain-data struct: every field a number, a bool or a
+/// fixed-size array of them (C array or std::array), no base. The generated class includes the
+/// struct's header and converts arrays of the struct (rows) to and from objects of the class
+/// (from_struct_array / to_struct_array over tensordict::StructLayout). Each field's member is
+/// named by the field's stored key.
+struct PlainStruct {
+  /// The struct's fully qualified C++ name: "::game::schema::Pose".
+  std::string qualified_name;
+  /// What the generated header writes in `#include "..."`: the header's path relative to the
+  /// include directory of the parse that gives the shortest one (as the target's include
+  /// directories find it), else its absolute path.
+  std::string header;
+};
+
 struct ClassDef {
   std::string name;
   SourceLocation location;
@@ -118,6 +132,8 @@ struct ClassDef {
   std::vector<DimDef> dims;
   /// Objects are locked after construction; inherited by extending classes.
   bool frozen = false;
+  /// Set when the class comes from a plain-data C++ struct (C++ frontend only).
+  std::optional<PlainStruct> plain_struct;
 };
 
 struct ImportDef {

@@ -38,5 +38,8 @@ std::vector<const ClassDef*> emission_order(const Module& module, int file_index
 /// from the public headers (generator/reserved_names/), sorted.
 const std::vector<std::string>& reserved_member_names();
 bool is_cpp_keyword(const std::string& name);
+/// The members a class generated from a plain-data struct adds (Row, struct_layout,
+/// from_struct_array, to_struct_array): its fields' accessors may not take them.
+const std::vector<const char*>& plain_struct_member_names();
 
 }  // namespace tdgen

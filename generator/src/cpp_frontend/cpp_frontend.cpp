@@ -12,6 +12,8 @@
 #include <clang/Frontend/FrontendAction.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Frontend/Utils.h>
+#include <clang/Lex/HeaderSearch.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/Tooling/CompilationDatabase.h>
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/raw_ostream.h>
@@ -109,7 +111,29 @@ class SchemaConsumer : public clang::ASTConsumer {
       auto entry = ci_.getFileManager().getFile(state_.headers[i]);
       roots.push_back(cpp::RootHeader{state_.given[i], entry ? *entry : nullptr});
     }
-    state_.module = cpp::collect_schemas(context, ci_.getDiagnostics(), roots);
+    state_.module = cpp::collect_schemas(context, ci_.getDiagnostics(), roots,
+                                         [this](const clang::FileEntry& entry) { return include_spelling(entry); });
+  }
+
+  // How the generated header includes `entry`: relative to the include directory of this parse
+  // that gives the shortest path (the target's include directories, under tensordict_generate),
+  // else by absolute path.
+  std::string include_spelling(const clang::FileEntry& entry) const {
+    // Relative paths are the compile's (the database's directory under -p).
+    const llvm::ErrorOr<std::string> vfs_cwd = ci_.getFileManager().getVirtualFileSystem().getCurrentWorkingDirectory();
+    const fs::path cwd = vfs_cwd ? fs::path(*vfs_cwd) : fs::current_path();
+    const fs::path file = (cwd / entry.getName().str()).lexically_normal();
+    std::string best;
+    const clang::HeaderSearch& search = ci_.getPreprocessor().getHeaderSearchInfo();
+    for (auto dir = search.search_dir_begin(); dir != search.search_dir_end(); ++dir) {
+      if (!dir->isNormalDir()) continue;
+      fs::path root = (cwd / dir->getName().str()).lexically_normal();
+      if (!root.has_filename()) root = root.parent_path();  // "dir/" -> "dir"
+      const fs::path relative = file.lexically_relative(root);
+      if (relative.empty() || *relative.begin() == "..") continue;
+      if (best.empty() || relative.string().size() < best.size()) best = relative.generic_string();
+    }
+    return best.empty() ? file.generic_string() : best;
   }
 
  private:

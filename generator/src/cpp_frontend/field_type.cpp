@@ -9,6 +9,7 @@
 #include <clang/AST/Expr.h>
 #include <clang/AST/ExprCXX.h>
 #include <clang/AST/TypeLoc.h>
+#include <clang/Basic/TargetInfo.h>
 
 namespace tdgen::cpp {
 
@@ -110,6 +111,86 @@ std::optional<Dtype> element_dtype(clang::QualType t, const clang::ASTContext& c
   return std::nullopt;
 }
 
+// A plain member's element dtype: the numbers and bool whose C++ type LibTorch maps to a dtype
+// (c10::CppTypeToScalarType, which tensordict::StructLayout uses): no `char`, no unsigned type
+// but uint8_t, and for 64 bits only the type int64_t names.
+std::optional<Dtype> plain_element_dtype(clang::QualType t, const clang::ASTContext& context) {
+  t = t.getCanonicalType().getUnqualifiedType();
+  const auto* builtin = t->getAs<clang::BuiltinType>();
+  if (builtin == nullptr) return std::nullopt;
+  const uint64_t bits = context.getTypeSize(t);
+  switch (builtin->getKind()) {
+    case clang::BuiltinType::Bool: return Dtype::kBool;
+    case clang::BuiltinType::Float: return Dtype::kFloat;
+    case clang::BuiltinType::Double: return Dtype::kDouble;
+    case clang::BuiltinType::SChar: return Dtype::kChar;
+    case clang::BuiltinType::UChar: return Dtype::kByte;
+    case clang::BuiltinType::Short: return bits == 16 ? std::optional<Dtype>(Dtype::kShort) : std::nullopt;
+    case clang::BuiltinType::Int: return bits == 32 ? std::optional<Dtype>(Dtype::kInt) : std::nullopt;
+    case clang::BuiltinType::Long:
+    case clang::BuiltinType::LongLong: {
+      const clang::TargetInfo::IntType int64 = context.getTargetInfo().getInt64Type();
+      const bool is_int64 = builtin->getKind() == clang::BuiltinType::Long ? int64 == clang::TargetInfo::SignedLong
+                                                                           : int64 == clang::TargetInfo::SignedLongLong;
+      return is_int64 ? std::optional<Dtype>(Dtype::kLong) : std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+const char* const kPlainHint =
+    " (a plain member is a bool, int8_t, uint8_t, int16_t, int32_t, int64_t, float or double, or a fixed-size "
+    "array of them: a C array or std::array)";
+
+// The field as a plain member: arrays (C arrays and std::array, nested) give the event shape,
+// their element the dtype. Fills `out.plain*`.
+void plain_member(const clang::FieldDecl& field, const clang::ASTContext& context, const std::string& written,
+                  FieldType& out) {
+  clang::QualType t = field.getType().getCanonicalType();
+  std::vector<int64_t> dims;
+  bool is_const = t.isConstQualified() || t.isVolatileQualified();
+  while (true) {
+    if (const clang::ConstantArrayType* array = context.getAsConstantArrayType(t)) {
+      dims.push_back(static_cast<int64_t>(array->getSize().getZExtValue()));
+      t = array->getElementType().getCanonicalType();
+    } else if (const clang::CXXRecordDecl* rec = t->getAsCXXRecordDecl(); is_std_record(rec, "array")) {
+      const auto* spec = llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(rec);
+      if (!spec || spec->getTemplateArgs().size() != 2 ||
+          spec->getTemplateArgs()[0].getKind() != clang::TemplateArgument::Type ||
+          spec->getTemplateArgs()[1].getKind() != clang::TemplateArgument::Integral)
+        break;
+      dims.push_back(spec->getTemplateArgs()[1].getAsIntegral().getExtValue());
+      t = spec->getTemplateArgs()[0].getAsType().getCanonicalType();
+    } else {
+      break;
+    }
+    is_const = is_const || t.isConstQualified() || t.isVolatileQualified();
+  }
+  if (dims.empty() && !t->isBuiltinType()) return;  // Plain::No
+  out.plain_error_location = field.getTypeSpecStartLoc().isValid() ? field.getTypeSpecStartLoc() : field.getLocation();
+  const std::optional<Dtype> dtype = plain_element_dtype(t, context);
+  out.plain = Plain::Bad;
+  if (!dtype) {
+    out.plain_error = "field '" + field.getNameAsString() + "' has the unsupported type '" + written + "'" + kPlainHint;
+    return;
+  }
+  for (int64_t d : dims) {
+    if (d == 0) {
+      out.plain_error = "field '" + field.getNameAsString() + "' is an array of no element: a plain member's arrays "
+                        "need at least one";
+      return;
+    }
+  }
+  if (is_const) {
+    out.plain_error = "field '" + field.getNameAsString() + "' is const or volatile: to_struct_array writes every "
+                      "member of a plain-data struct";
+    return;
+  }
+  out.plain = Plain::Yes;
+  out.plain_dtype = *dtype;
+  out.plain_shape = std::move(dims);
+}
+
 void tensor_field(const clang::FieldDecl& field, const clang::ClassTemplateSpecializationDecl& spec,
                   const clang::ASTContext& context, FieldType& out) {
   const clang::TemplateArgumentList& args = spec.getTemplateArgs();
@@ -148,6 +229,23 @@ void tensor_field(const clang::FieldDecl& field, const clang::ClassTemplateSpeci
 
 }  // namespace
 
+std::string tensor_spelling(Dtype dtype, const std::vector<int64_t>& shape) {
+  const char* element = "float";
+  switch (dtype) {
+    case Dtype::kBool: element = "bool"; break;
+    case Dtype::kDouble: element = "double"; break;
+    case Dtype::kChar: element = "int8_t"; break;
+    case Dtype::kByte: element = "uint8_t"; break;
+    case Dtype::kShort: element = "int16_t"; break;
+    case Dtype::kInt: element = "int32_t"; break;
+    case Dtype::kLong: element = "int64_t"; break;
+    default: break;
+  }
+  std::string out = std::string("td::schema::Tensor<") + element;
+  for (int64_t d : shape) out += ", " + std::to_string(d);
+  return out + ">";
+}
+
 std::vector<std::string> tdgen_annotations(const clang::Decl& decl) {
   std::vector<std::string> out;
   for (const auto* attr : decl.specific_attrs<clang::AnnotateAttr>()) {
@@ -177,10 +275,17 @@ FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext&
     return out;
   };
   if (field.isBitField()) return unsupported(": a bit-field");
+  plain_member(field, context, written, out);
   const clang::QualType type = field.getType().getCanonicalType().getUnqualifiedType();
   const char* hint =
-      " (a field is a td::schema::Tensor<T, dims...>, a schema struct, or in a tensorclass std::string, "
-      "int64_t, double or bool)";
+      " (a field is a td::schema::Tensor<T, dims...>, a schema struct, in a tensorclass std::string, int64_t, "
+      "double or bool, or in a plain-data struct a number, a bool or a fixed-size array of them)";
+  // A plain member, which only a plain-data struct reads (the collector decides).
+  auto plain_only = [&]() {
+    if (out.plain != Plain::Yes) return unsupported(hint);
+    out.needs_plain_struct = true;
+    return out;
+  };
   if (const auto* builtin = type->getAs<clang::BuiltinType>()) {
     if (builtin->getKind() == clang::BuiltinType::Bool) {
       out.kind = FieldKind::Bool;
@@ -194,10 +299,10 @@ FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext&
       out.kind = FieldKind::Int;
       return out;
     }
-    return unsupported(hint);
+    return plain_only();
   }
   const clang::CXXRecordDecl* rec = type->getAsCXXRecordDecl();
-  if (rec == nullptr) return unsupported(hint);
+  if (rec == nullptr) return plain_only();
   if (const auto* spec = llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(rec)) {
     if (spec->getSpecializedTemplate()->getQualifiedNameAsString() == "tensordict::schema::Tensor") {
       tensor_field(field, *spec, context, out);
@@ -222,7 +327,7 @@ FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext&
     out.error_location = field.getTypeSpecStartLoc().isValid() ? field.getTypeSpecStartLoc() : field.getLocation();
     return out;
   }
-  return unsupported(hint);
+  return plain_only();
 }
 
 FieldInit field_default(const clang::FieldDecl& field, const clang::ASTContext& context) {

@@ -1,6 +1,7 @@
 #pragma once
 // What a schema struct's field type means: a td::schema::Tensor<T, Dims...> (dtype and event
-// shape), a nested schema struct, a non-tensor value (std::string, int64_t, double, bool), or
+// shape), a nested schema struct, a non-tensor value (std::string, int64_t, double, bool), a plain
+// member (a number, bool or fixed-size array of them: a tensor field of a plain-data struct), or
 // nothing tdgen supports. Works on canonical types, so aliases and constexpr dims resolve as the
 // compiler resolves them.
 
@@ -21,6 +22,15 @@ std::optional<ClassKind> marked_kind(const clang::Decl& decl);
 /// The tdgen.* annotations on `decl` ("tdgen.optional", "tdgen.kind=tensorclass", ...).
 std::vector<std::string> tdgen_annotations(const clang::Decl& decl);
 
+/// What a field is as a plain member (a number, a bool, or a fixed-size array of them): only the
+/// fields of a plain-data struct are read that way (schema_collector.cpp decides which structs
+/// are plain data).
+enum class Plain {
+  No,   // not a number or array: a marker Tensor, std::string, a struct, a pointer, ...
+  Yes,  // a plain member: `plain_dtype`, `plain_shape`
+  Bad,  // a number or array that cannot be a plain member: `plain_error`
+};
+
 struct FieldType {
   FieldKind kind = FieldKind::Tensor;
   std::optional<Dtype> dtype;
@@ -32,7 +42,20 @@ struct FieldType {
   /// Empty when the type is supported; else the error and where it points.
   std::string error;
   clang::SourceLocation error_location;
+  /// The field as a plain member (`float pos[3]`: float32, [3]). A bool, int64_t or double
+  /// scalar is also a non-tensor field above (`kind`), which a struct that is not plain data
+  /// reads it as; any other plain member has no meaning there (`needs_plain_struct`).
+  Plain plain = Plain::No;
+  Dtype plain_dtype = Dtype::kFloat;
+  std::vector<int64_t> plain_shape;
+  bool needs_plain_struct = false;
+  std::string plain_error;
+  clang::SourceLocation plain_error_location;
 };
+
+/// `td::schema::Tensor<float, 3>`: how a plain member of `dtype` and `shape` is written as a
+/// tensor field (for messages).
+std::string tensor_spelling(Dtype dtype, const std::vector<int64_t>& shape);
 
 /// Classifies `field`'s type.
 FieldType classify_field(const clang::FieldDecl& field, const clang::ASTContext& context);

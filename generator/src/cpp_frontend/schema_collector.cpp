@@ -9,6 +9,7 @@
 #include <clang/AST/RawCommentList.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Basic/SourceManager.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <tdgen/diagnostic.h>
 #include <tdgen/sema.h>
@@ -52,8 +53,8 @@ const clang::AnnotateAttr* cpp_name_attr(const clang::FieldDecl& field) {
 
 class Collector {
  public:
-  Collector(clang::ASTContext& context, clang::DiagnosticsEngine& diags)
-      : context_(context), sm_(context.getSourceManager()), diags_(diags) {}
+  Collector(clang::ASTContext& context, clang::DiagnosticsEngine& diags, IncludeSpelling include_spelling)
+      : context_(context), sm_(context.getSourceManager()), diags_(diags), include_spelling_(std::move(include_spelling)) {}
 
   std::shared_ptr<const Module> run(const std::vector<RootHeader>& roots) {
     for (const RootHeader& root : roots) {
@@ -87,6 +88,7 @@ class Collector {
     // Classes first (nested fields and bases may name any of them), then their members.
     for (const clang::CXXRecordDecl* rec : schemas) declare_class(*rec);
     for (const clang::CXXRecordDecl* rec : schemas) fill_class(*rec);
+    check_plain_includes();
     compute_imports();
     // The shared checks run even after errors above: what failed was left out of the IR (and
     // nothing refers to it), so what they find is real, and one run reports everything.
@@ -225,6 +227,60 @@ class Collector {
     }
     file.classes.push_back(std::move(cls));
     classes_[&rec] = {f, static_cast<int>(file.classes.size()) - 1};
+    entries_.emplace(f, entry);
+    struct_names_[{f, static_cast<int>(file.classes.size()) - 1}] = {struct_name(rec), rec.getLocation()};
+  }
+
+  // "::game::schema::Pose" (inline and anonymous namespaces left out, as one writes it).
+  std::string struct_name(const clang::CXXRecordDecl& rec) const {
+    clang::PrintingPolicy policy = context_.getPrintingPolicy();
+    policy.SuppressUnwrittenScope = true;
+    std::string name;
+    llvm::raw_string_ostream out(name);
+    rec.printQualifiedName(out, policy);
+    out.flush();
+    return "::" + name;
+  }
+
+  // A plain-data struct: the generated class includes its header and names it.
+  void declare_plain_struct(const clang::CXXRecordDecl& rec, int f, int c) {
+    PlainStruct plain;
+    plain.qualified_name = struct_name(rec);
+    const clang::FileEntry* entry = entries_.at(f);
+    plain.header = entry && include_spelling_ ? include_spelling_(*entry) : module_.files[f].path;
+    module_.files[f].classes[c].plain_struct = plain;
+    // A member that is not public is reported with the fields (and makes the layout
+    // non-standard); what else stops viewing rows as bytes: virtual functions, user-defined
+    // copies or destructor, members of reference type.
+    bool all_public = true;
+    for (const clang::FieldDecl* field : rec.fields()) all_public = all_public && field->getAccess() == clang::AS_public;
+    if (all_public && (!rec.isTriviallyCopyable() || !rec.isStandardLayout()))
+      error(rec.getLocation(), "plain-data struct '" + rec.getNameAsString() +
+                                   "' must be trivially copyable and standard layout for from_struct_array (no "
+                                   "virtual function, no user-defined copy, move or destructor)");
+  }
+
+  // The generated header of a file with plain-data structs includes that file: none of its
+  // schema structs may have the name of the class generated from it (rl::Step generating into
+  // rl).
+  void check_plain_includes() {
+    for (size_t f = 0; f < module_.files.size(); ++f) {
+      const SchemaFile& file = module_.files[f];
+      const bool any = std::any_of(file.classes.begin(), file.classes.end(),
+                                   [](const ClassDef& cls) { return cls.plain_struct.has_value(); });
+      if (!any) continue;
+      for (size_t c = 0; c < file.classes.size(); ++c) {
+        const auto it = struct_names_.find({static_cast<int>(f), static_cast<int>(c)});
+        if (it == struct_names_.end()) continue;
+        const std::string generated =
+            (file.cpp_namespace.empty() ? "::" : "::" + file.cpp_namespace + "::") + file.classes[c].name;
+        if (it->second.first != generated) continue;
+        error(it->second.second,
+              "struct '" + it->second.first + "' and the class generated from it have one name, and the generated "
+              "header includes this header (it has a plain-data struct): declare the structs in a namespace "
+              "'<ns>::schema' (generating into '<ns>') or name another namespace with TD_NAMESPACE");
+      }
+    }
   }
 
   // The reference to a schema struct, by its generated (fully qualified) name.
@@ -272,12 +328,33 @@ class Collector {
       const auto* var = llvm::dyn_cast<clang::VarDecl>(member);
       if (var && is_dim(*var)) module_.files[f].classes[c].dims.push_back(DimDef{var->getNameAsString(), here(var->getLocation())});
     }
+    // The fields' types first: they decide whether the struct is plain data.
+    std::vector<std::pair<const clang::FieldDecl*, FieldType>> typed;
     for (const clang::FieldDecl* field : rec.fields()) {
       if (field->isInvalidDecl()) continue;  // Clang reported it (an unknown type, say)
       if (field->getName().empty()) {
         error(field->getBeginLoc(), "anonymous members cannot be schema fields: give every field a name");
         continue;
       }
+      typed.emplace_back(field, classify_field(*field, context_));
+    }
+    // Plain data: no base, and every field a plain member (a field of no supported type does
+    // not count: it is an error either way). Otherwise the reason, for the plain members'
+    // errors.
+    std::string not_plain;
+    if (rec.getNumBases() != 0) not_plain = "it extends '" + type_name(rec.bases_begin()->getType()) + "'";
+    bool any_plain = false;
+    for (const auto& [field, type] : typed) {
+      any_plain = any_plain || type.plain != Plain::No;
+      if (type.plain == Plain::No && type.error.empty() && not_plain.empty())
+        not_plain = "its field '" + field->getNameAsString() + "' is " +
+                    (type.kind == FieldKind::Nested   ? "a schema struct"
+                     : type.kind == FieldKind::String ? "a std::string"
+                                                      : "a td::schema::Tensor");
+    }
+    const bool plain = any_plain && not_plain.empty();
+    if (plain) declare_plain_struct(rec, f, c);
+    for (auto& [field, type] : typed) {
       FieldDef def;
       def.name = field->getNameAsString();
       def.location = here(field->getLocation());
@@ -291,15 +368,6 @@ class Collector {
           ok = false;
         }
       }
-      const FieldInit init = field_default(*field, context_);
-      if (!init.error.empty()) {
-        error(init.location, init.error);
-        ok = false;
-      }
-      if (init.value) {
-        def.default_value = init.value;
-        def.default_value->location = here(init.location);
-      }
       for (const std::string& a : tdgen_annotations(*field)) {
         if (a == "tdgen.optional" || a.rfind("tdgen.cpp_name=", 0) == 0) {
           def.optional = def.optional || a == "tdgen.optional";
@@ -308,10 +376,47 @@ class Collector {
           ok = false;
         }
       }
-      FieldType type = classify_field(*field, context_);
+      // In a plain-data struct the initializer of a required member only initializes rows in
+      // C++; an optional member's is its default, as in any schema.
+      if (!plain || def.optional) {
+        const FieldInit init = field_default(*field, context_);
+        if (!init.error.empty()) {
+          error(init.location, init.error);
+          ok = false;
+        }
+        if (init.value) {
+          def.default_value = init.value;
+          def.default_value->location = here(init.location);
+        }
+      }
+      if (plain && type.plain == Plain::Bad) {
+        error(type.plain_error_location, type.plain_error);
+        continue;
+      }
       if (!type.error.empty()) {
         error(type.error_location, type.error);
         continue;
+      }
+      if (!plain && type.needs_plain_struct) {
+        error(type.plain_error_location,
+              "field '" + def.name + "' is a plain member ('" + type_name(field->getType()) + "'), but '" +
+                  rec.getNameAsString() + "' is not a plain-data struct (" + not_plain + "): write " +
+                  tensor_spelling(type.plain_dtype, type.plain_shape) + " " + def.name +
+                  ", or make every field of '" + rec.getNameAsString() +
+                  "' a plain member (then its class has from_struct_array)");
+        continue;
+      }
+      if (plain && field->getAccess() != clang::AS_public) {
+        error(field->getLocation(), "field '" + def.name + "' of the plain-data struct '" + rec.getNameAsString() +
+                                        "' is not public: the generated class reads it as &" +
+                                        rec.getNameAsString() + "::" + def.name);
+        continue;
+      }
+      if (plain) {
+        type.kind = FieldKind::Tensor;
+        type.dtype = type.plain_dtype;
+        type.shape = type.plain_shape;
+        type.dim_names.clear();
       }
       if (!ok) continue;
       def.kind = type.kind;
@@ -373,13 +478,16 @@ class Collector {
   std::map<const clang::CXXRecordDecl*, std::pair<int, int>> classes_;
   std::map<int, std::vector<std::pair<int, int>>> references_;  // file -> classes its classes name
   std::map<std::string, clang::SourceLocation> origins_;
+  IncludeSpelling include_spelling_;
+  std::map<int, const clang::FileEntry*> entries_;  // file -> its header
+  std::map<std::pair<int, int>, std::pair<std::string, clang::SourceLocation>> struct_names_;  // class -> its struct
 };
 
 }  // namespace
 
 std::shared_ptr<const Module> collect_schemas(clang::ASTContext& context, clang::DiagnosticsEngine& diags,
-                                              const std::vector<RootHeader>& roots) {
-  return Collector(context, diags).run(roots);
+                                              const std::vector<RootHeader>& roots, IncludeSpelling include_spelling) {
+  return Collector(context, diags, std::move(include_spelling)).run(roots);
 }
 
 }  // namespace tdgen::cpp
