@@ -71,3 +71,17 @@ TEST_CASE("load_memmap_ loads a directory into a tensordict, keeping its other k
   load_memmap_(mm, dir / "saved");
   CHECK(at::equal(load_memmap(dir / "own").get("a"), at::full({2}, 3.f)));
 }
+
+TEST_CASE("make_memmap_from_storage records a storage mapped from the leaf's own file", "[memmap][make_memmap]") {
+  TempDir dir;
+  TensorDict mm = memmap(TensorDict({{"a", at::ones({3})}}, {3}), dir / "td");
+  // A storage mapped from <dir>/b.memmap, as Python's MemoryMappedTensor.from_filename gives.
+  MemoryMappedTensor file = MemoryMappedTensor::from_tensor(at::arange(6, at::kFloat), dir / "td/b.memmap");
+  at::Tensor b = make_memmap_from_storage(mm, "b", file.tensor().storage(), {3, 2});
+  CHECK(b.data_ptr() == file.tensor().data_ptr());  // the same mapping, nothing written
+  REQUIRE(python_reads(dir / "td"));
+  CHECK(at::equal(load_memmap(dir / "td").get("b"), at::arange(6, at::kFloat).view({3, 2})));
+  // A storage from anywhere else is refused, as in Python.
+  CHECK_THROWS_WITH(make_memmap_from_storage(mm, "c", at::zeros({3}).storage(), {3}),
+                    Catch::Contains("is not mapped from") && Catch::Contains("c.memmap"));
+}

@@ -15,6 +15,7 @@
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+#include <c10/core/Storage.h>
 
 #include <tensordict/tensor_dict.h>
 
@@ -80,6 +81,10 @@ TensorDict& load_(TensorDict& td, const std::string& prefix, const LoadMemmapOpt
 /// when `td` is not memory-mapped or `key` exists; ShapeError when `shape` lacks the batch size.
 at::Tensor make_memmap(TensorDict& td, KeyRef key, c10::IntArrayRef shape,
                        std::optional<at::ScalarType> dtype = std::nullopt);
+/// A leaf over `storage`, which must map the file the leaf gets (`<dir>/<key>.memmap`, e.g. a
+/// MemoryMappedTensor made there): only meta.json is written (Python's make_memmap_from_storage).
+at::Tensor make_memmap_from_storage(TensorDict& td, KeyRef key, const c10::Storage& storage, c10::IntArrayRef shape,
+                                    std::optional<at::ScalarType> dtype = std::nullopt);
 /// The same with `tensor`'s data (or zeros of its shape and dtype without `copy_data`).
 at::Tensor make_memmap_from_tensor(TensorDict& td, KeyRef key, const at::Tensor& tensor, bool copy_data = true);
 /// Reloads a memmapped tensordict from its directory, picking up entries other writers added.

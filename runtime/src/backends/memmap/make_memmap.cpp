@@ -114,6 +114,26 @@ at::Tensor make_memmap_from_tensor(TensorDict& td, KeyRef key, const at::Tensor&
   return mapped;
 }
 
+at::Tensor make_memmap_from_storage(TensorDict& td, KeyRef key, const c10::Storage& storage, c10::IntArrayRef shape,
+                                    std::optional<at::ScalarType> dtype) {
+  MemmapLevel& level = target_level(td, key);
+  check_batch(level, key, shape);
+  const at::ScalarType type = dtype ? *dtype : c10::typeMetaToScalarType(c10::get_default_dtype());
+  const std::string path = leaf_file(level, std::string(key.back()));
+  // Python's rule: the storage is the leaf's data already, mapped from the file the leaf will
+  // have; nothing is written but meta.json.
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * shape[d - 1];
+  const int64_t nbytes = c10::multiply_integers(shape) * static_cast<int64_t>(c10::elementSize(type));
+  TD_CHECK(static_cast<int64_t>(storage.nbytes()) >= nbytes, ShapeError, "make_memmap_from_storage: a storage of ",
+           storage.nbytes(), " bytes cannot hold ", nbytes, " bytes of shape ", size_str(shape), " for key ", key.repr());
+  at::Tensor mapped = at::empty({0}, at::TensorOptions().dtype(type)).set_(storage, 0, shape, strides);
+  TD_CHECK(nbytes == 0 || storage_maps(mapped, path), RuntimeError, "make_memmap_from_storage: the storage for key ",
+           key.repr(), " is not mapped from ", path, ", the file this leaf must have");
+  level.add_leaf(std::string(key.back()), mapped);
+  return mapped;
+}
+
 TensorDict& load_memmap_(TensorDict& td, const std::string& prefix, const LoadMemmapOptions& options) {
   TensorDict loaded = load_memmap(prefix, options);
   if (td.is_memmap()) {
