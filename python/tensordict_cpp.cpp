@@ -66,10 +66,10 @@ td::TensorDict from_dict(const py::dict& items, const std::vector<int64_t>& batc
   return out;
 }
 
-py::dict to_dict(const td::TensorDict& t) {
+py::dict py_dict_of(const td::TensorDict& t) {
   py::dict out;
   for (const auto& [key, entry] : t.items()) {
-    out[py::str(key.parts()[0])] = entry.is_tensordict() ? py::object(to_dict(entry.tensordict())) : entry_to_py(entry);
+    out[py::str(key.parts()[0])] = entry.is_tensordict() ? py::object(py_dict_of(entry.tensordict())) : entry_to_py(entry);
   }
   return out;
 }
@@ -96,9 +96,9 @@ td::TensorDict from_tensordict(const py::object& source) {
 py::object to_tensordict(const td::TensorDict& t) {
   try {
     py::object cls = py::module_::import("tensordict").attr("TensorDict");
-    return cls(to_dict(t), py::arg("batch_size") = py::cast(t.batch_size().vec()));
+    return cls(py_dict_of(t), py::arg("batch_size") = py::cast(t.batch_size().vec()));
   } catch (const py::error_already_set&) {
-    return to_dict(t);
+    return py_dict_of(t);
   }
 }
 
@@ -175,7 +175,7 @@ PYBIND11_MODULE(tensordict_cpp, m) {
       .def_static("from_dict", &from_dict, py::arg("source"), py::arg("batch_size") = std::vector<int64_t>{},
                   py::arg("device") = py::none(),
                   "A TensorDict holding the dict's tensors themselves (no copy unless a device moves them).")
-      .def("to_dict", &to_dict, "A nested dict of the very same tensors (no copy).")
+      .def("to_dict", &py_dict_of, "A nested dict of the very same tensors (no copy).")
       .def_property_readonly("batch_size", [](const td::TensorDict& t) { return td::python::size_to_py(t.batch_size()); })
       .def_property_readonly("batch_dims", [](const td::TensorDict& t) { return t.batch_dims(); })
       .def_property_readonly("device", [](const td::TensorDict& t) { return td::python::device_to_py(t.device()); })

@@ -72,26 +72,39 @@ std::string named_dim(const clang::FieldDecl& field, unsigned index) {
 }
 
 // The dtype named by a Tensor's element type; `any` for td::schema::any_dtype.
+// The dtype of a builtin number type: sizes checked (an `int` of 32 bits...). A 64-bit `long` or
+// `long long` is int64 when `any_64_bit_long`; otherwise only the one int64_t names.
+std::optional<Dtype> builtin_dtype(const clang::BuiltinType& builtin, uint64_t bits, bool any_64_bit_long,
+                                   const clang::ASTContext& context) {
+  switch (builtin.getKind()) {
+    case clang::BuiltinType::Bool: return Dtype::kBool;
+    case clang::BuiltinType::Float: return Dtype::kFloat;
+    case clang::BuiltinType::Double: return Dtype::kDouble;
+    case clang::BuiltinType::SChar: return Dtype::kChar;
+    case clang::BuiltinType::UChar: return Dtype::kByte;
+    case clang::BuiltinType::Short: return bits == 16 ? std::optional<Dtype>(Dtype::kShort) : std::nullopt;
+    case clang::BuiltinType::Int: return bits == 32 ? std::optional<Dtype>(Dtype::kInt) : std::nullopt;
+    case clang::BuiltinType::Long:
+    case clang::BuiltinType::LongLong: {
+      if (bits != 64) return std::nullopt;
+      if (any_64_bit_long) return Dtype::kLong;
+      const clang::TargetInfo::IntType int64 = context.getTargetInfo().getInt64Type();
+      const bool is_int64 = builtin.getKind() == clang::BuiltinType::Long ? int64 == clang::TargetInfo::SignedLong
+                                                                          : int64 == clang::TargetInfo::SignedLongLong;
+      return is_int64 ? std::optional<Dtype>(Dtype::kLong) : std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
 std::optional<Dtype> element_dtype(clang::QualType t, const clang::ASTContext& context, bool& any, bool& known) {
   known = true;
   any = false;
   t = t.getCanonicalType().getUnqualifiedType();
   if (const auto* builtin = t->getAs<clang::BuiltinType>()) {
-    const uint64_t bits = context.getTypeSize(t);
-    switch (builtin->getKind()) {
-      case clang::BuiltinType::Bool: return Dtype::kBool;
-      case clang::BuiltinType::Float: return Dtype::kFloat;
-      case clang::BuiltinType::Double: return Dtype::kDouble;
-      case clang::BuiltinType::SChar: return Dtype::kChar;
-      case clang::BuiltinType::UChar: return Dtype::kByte;
-      case clang::BuiltinType::Short: return bits == 16 ? std::optional<Dtype>(Dtype::kShort) : std::nullopt;
-      case clang::BuiltinType::Int: return bits == 32 ? std::optional<Dtype>(Dtype::kInt) : std::nullopt;
-      case clang::BuiltinType::Long:
-      case clang::BuiltinType::LongLong: return bits == 64 ? std::optional<Dtype>(Dtype::kLong) : std::nullopt;
-      default: break;
-    }
-    known = false;
-    return std::nullopt;
+    std::optional<Dtype> d = builtin_dtype(*builtin, context.getTypeSize(t), /*any_64_bit_long=*/true, context);
+    known = d.has_value();
+    return d;
   }
   const clang::CXXRecordDecl* rec = t->getAsCXXRecordDecl();
   if (is_schema_record(rec, "float16")) return Dtype::kHalf;
@@ -118,24 +131,7 @@ std::optional<Dtype> plain_element_dtype(clang::QualType t, const clang::ASTCont
   t = t.getCanonicalType().getUnqualifiedType();
   const auto* builtin = t->getAs<clang::BuiltinType>();
   if (builtin == nullptr) return std::nullopt;
-  const uint64_t bits = context.getTypeSize(t);
-  switch (builtin->getKind()) {
-    case clang::BuiltinType::Bool: return Dtype::kBool;
-    case clang::BuiltinType::Float: return Dtype::kFloat;
-    case clang::BuiltinType::Double: return Dtype::kDouble;
-    case clang::BuiltinType::SChar: return Dtype::kChar;
-    case clang::BuiltinType::UChar: return Dtype::kByte;
-    case clang::BuiltinType::Short: return bits == 16 ? std::optional<Dtype>(Dtype::kShort) : std::nullopt;
-    case clang::BuiltinType::Int: return bits == 32 ? std::optional<Dtype>(Dtype::kInt) : std::nullopt;
-    case clang::BuiltinType::Long:
-    case clang::BuiltinType::LongLong: {
-      const clang::TargetInfo::IntType int64 = context.getTargetInfo().getInt64Type();
-      const bool is_int64 = builtin->getKind() == clang::BuiltinType::Long ? int64 == clang::TargetInfo::SignedLong
-                                                                           : int64 == clang::TargetInfo::SignedLongLong;
-      return is_int64 ? std::optional<Dtype>(Dtype::kLong) : std::nullopt;
-    }
-    default: return std::nullopt;
-  }
+  return builtin_dtype(*builtin, context.getTypeSize(t), /*any_64_bit_long=*/false, context);
 }
 
 const char* const kPlainHint =
