@@ -37,12 +37,12 @@ TensorDict struct_view(void* base, int64_t rows, size_t row_size, const std::vec
                        std::shared_ptr<void> owner) {
   TensorDict td = TensorDict::empty_with({rows});
   for (const StructField& f : fields) {
-    auto* data = static_cast<unsigned char*>(base) + f.offset;
     const auto options = at::TensorOptions().dtype(f.dtype);
-    // An empty array has no rows to point into: an empty tensor of the field's shape.
+    // An empty array has no rows to point into (its data pointer may be null): an empty tensor
+    // of the field's shape.
     at::Tensor leaf = rows == 0 ? at::empty(sizes_of(f, 0), options)
-                                : at::from_blob(data, sizes_of(f, rows), strides_of(f, row_size),
-                                                [owner](void*) {}, options);
+                                : at::from_blob(static_cast<unsigned char*>(base) + f.offset, sizes_of(f, rows),
+                                                strides_of(f, row_size), [owner](void*) {}, options);
     td.set(f.key, leaf);
   }
   return td;
