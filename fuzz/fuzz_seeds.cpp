@@ -12,6 +12,7 @@
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/backends/memmap.h>
+#include <tensordict/tabular.h>
 #include <tensordict/tensordict.h>
 #ifdef TENSORDICT_FUZZ_HDF5
 #include <tensordict/backends/persistent.h>
@@ -67,6 +68,19 @@ int main(int argc, char** argv) {
   write(out / "memmap" / "cpp", fuzz::pack_image(ours));
   // Consolidated bytes.
   write(out / "consolidated" / "cpp", tensordict::to_bytes(sample()));
+  // Tabular files (the first byte picks the reader: 0 CSV, 1 JSON records, 2 JSON Lines).
+  TensorDict rows({{"x", at::arange(6, at::kFloat).view({3, 2})}, {"id", at::arange(3)}}, {3});
+  rows.set({"obs", "ok"}, at::arange(3) % 2 == 0);
+  rows.set("tag", tensordict::NonTensorData::from_list(tensordict::json::parse(R"(["a", "b,c", "d\"e"])"), {3}));
+  tensordict::TabularWriteOptions nested;
+  nested.separator = ".";
+  for (int kind = 0; kind < 3; ++kind) {
+    const fs::path file = dir.path() / ("rows" + std::to_string(kind));
+    nested.lines = kind == 2;
+    if (kind == 0) tensordict::to_csv(rows, file.string(), nested);
+    else tensordict::to_json(rows, file.string(), nested);
+    write(out / "tabular" / ("cpp" + std::to_string(kind)), std::string(1, static_cast<char>(kind)) + read(file));
+  }
   // Schemas.
   for (const fs::path& folder : {source / "schemas", source / "tests/generator/golden"})
     for (const auto& entry : fs::directory_iterator(folder))

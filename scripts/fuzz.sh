@@ -3,8 +3,8 @@
 # into ${SAN_BUILD_DIR:-build-san}, writes their seed corpora from the test fixtures, and runs them.
 #
 #   scripts/fuzz.sh                  every target for 60 s
-#   scripts/fuzz.sh TARGET [SECONDS] one target (json, memmap, consolidated, yaml_schema, h5,
-#                                    store_metadata) for SECONDS (default 60)
+#   scripts/fuzz.sh TARGET [SECONDS] one target (json, memmap, consolidated, tabular, yaml_schema,
+#                                    h5, store_metadata) for SECONDS (default 60)
 #   scripts/fuzz.sh all SECONDS      every target for SECONDS
 #   scripts/fuzz.sh --replay         runs every input of every corpus once (seeds, what earlier
 #                                    runs found, and fuzz/regressions/)
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SAN_BUILD_DIR:-build-san}
-targets=(json memmap consolidated yaml_schema h5 store_metadata)
+targets=(json memmap consolidated tabular yaml_schema h5 store_metadata)
 
 BUILD_TARGETS="fuzz_seeds $(printf '%s_fuzzer ' "${targets[@]}")" scripts/sanitize-build.sh >/dev/null
 corpus=$build/fuzz-corpus
