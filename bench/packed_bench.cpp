@@ -93,6 +93,13 @@ void register_all() {
     DoNotOptimize(at::cat(flat).sum());
   });
   reg("storage/sum_reduce", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
+  reg("cpp/eq_all", [](Packed& p) { DoNotOptimize((p.td == p.td2).all()); });
+  reg("floor/eq_all", [](Packed& p) {
+    bool all = true;
+    for (size_t i = 0; i < p.leaves.size() && all; ++i) all = at::equal(p.leaves[i], p.leaves2[i]);
+    DoNotOptimize(all);
+  });
+  reg("storage/eq_all", [](Packed& p) { DoNotOptimize(at::equal(p.storage, p.storage2)); });
   op3("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
       [](const at::Tensor& t) { return (t * 2).exp().sub(1); },
       [](Packed& p) { DoNotOptimize((p.storage * 2).exp().sub(1)); });

@@ -127,3 +127,15 @@ TEST_CASE("clone, to(dtype) and full reductions of a consolidated tensordict wor
   CHECK(at::equal(packed.amax(reduce), plain.amax(reduce)));
   CHECK(at::allclose(packed.std(reduce), plain.std(reduce), 1e-5, 1e-5));
 }
+
+TEST_CASE("(a == b).all() of two consolidated tensordicts compares their storages once", "[unit][packed]") {
+  TensorDict x = fixture_f();
+  TensorDict a = consolidate(x), b = consolidate(x.clone());
+  CHECK((a == b).all());
+  b.get({"n", "l9"}).index_put_({3, 7}, 42.f);
+  CHECK_FALSE((a == b).all());
+  CHECK((a != b).any());
+  // NaN is not equal to itself, as (x == y).all() says leaf by leaf.
+  TensorDict nan = consolidate(TensorDict({{"p", at::full({2}, NAN)}, {"q", at::zeros({2})}}, {2}));
+  CHECK_FALSE((nan == nan).all());
+}

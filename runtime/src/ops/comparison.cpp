@@ -7,6 +7,7 @@
 
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
+#include "ops/packed.h"
 
 namespace tensordict {
 
@@ -113,6 +114,17 @@ bool TensorDictComparison::all() const {
     m.lhs.reserve(32);
     m.rhs.reserve(32);
     match_leaves(readable(lhs_), readable(*rhs_td_), BinaryDefault(), m);
+    if (lhs_.batch_size() == rhs_td_->batch_size()) {
+      // Two packed storages of one layout (consolidated tensordicts): one comparison of both.
+      const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
+      if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
+        try {
+          return leaves_equal(fa, fb);
+        } catch (const c10::Error&) {
+          return to_tensordict().all();  // names the failing key
+        }
+      }
+    }
     for (size_t i = 0; i < m.lhs.size(); ++i) {
       bool equal;
       try {
