@@ -97,5 +97,12 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
+json::Value shape_json(c10::IntArrayRef shape) {
+  json::Array out;
+  out.reserve(shape.size());
+  for (int64_t s : shape) out.emplace_back(s);
+  return json::Value(std::move(out));
+}
+
 }  // namespace memmap_detail
 }  // namespace tensordict

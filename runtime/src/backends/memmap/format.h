@@ -3,6 +3,9 @@
 
 #include <string>
 
+#include <c10/util/ArrayRef.h>
+
+#include <tensordict/json.h>
 #include <tensordict/non_tensor.h>
 
 namespace tensordict {
@@ -28,6 +31,9 @@ struct NonTensorMeta {
   const char* stale_sidecar;
 };
 NonTensorMeta non_tensor_meta(const NonTensorData& data);
+
+/// A shape (or batch size) as meta.json writes it: a list of integers.
+json::Value shape_json(c10::IntArrayRef shape);
 
 /// `a / b` for a directory and an entry name.
 std::string join_path(const std::string& dir, const std::string& name);

@@ -23,17 +23,9 @@ namespace tensordict {
 using namespace detail;
 using namespace memmap_detail;
 
-namespace {
-json::Value int_list(c10::IntArrayRef values) {
-  json::Array out;
-  for (int64_t v : values) out.emplace_back(v);
-  return json::Value(std::move(out));
-}
-}  // namespace
-
 void MemmapLevel::add_leaf(const std::string& key, const at::Tensor& mapped) {
   rewrite_meta_entry(key, json::Value(json::Object{{"device", "cpu"},
-                                                   {"shape", int_list(mapped.sizes())},
+                                                   {"shape", shape_json(mapped.sizes())},
                                                    {"dtype", torch_dtype_name(mapped.scalar_type())},
                                                    {"is_nested", false}}));
   TableBackend::insert_or_assign(key, Entry(mapped));
@@ -43,7 +35,7 @@ MemmapLevel& MemmapLevel::add_child(const std::string& key) {
   const std::string dir = join_path(path_, encode_key_for_filesystem(key));
   ensure_directory(dir);
   write_text_file(join_path(dir, "meta.json"),
-                  json::Value(json::Object{{"shape", int_list(batch_size())}, {"device", "cpu"}, {"_type", kTensorDictType}})
+                  json::Value(json::Object{{"shape", shape_json(batch_size())}, {"device", "cpu"}, {"_type", kTensorDictType}})
                       .dump_stdlib());
   rewrite_meta_entry(key, json::Value(json::Object{{"type", "TensorDict"}}));
   auto child = c10::make_intrusive<MemmapLevel>(batch_size(), device(), dir);

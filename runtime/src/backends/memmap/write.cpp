@@ -32,13 +32,6 @@ using namespace memmap_detail;
 
 namespace {
 
-json::Value shape_json(c10::IntArrayRef shape) {
-  json::Array out;
-  out.reserve(shape.size());
-  for (int64_t s : shape) out.emplace_back(s);
-  return json::Value(std::move(out));
-}
-
 // The file (leaf) or directory (collection) an entry is stored under, with the robust key encoding.
 std::string entry_file_name(const std::string& key, const Entry& entry) {
   const std::string enc = encode_key_for_filesystem(key);
