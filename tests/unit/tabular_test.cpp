@@ -13,39 +13,22 @@
 #include <tensordict/tabular.h>
 #include <tensordict/tensordict.h>
 
+#include "backends/memmap/support.h"
 #include "support/exception_message.h"
 #include "support/temp_dir.h"
 
 using namespace tensordict;
 using Catch::Matchers::Contains;
 using testing_support::message_of;
+using memmap_test::read_file;
 using testing_support::TempDir;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::string out;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-    std::fclose(f);
-  }
-  return out;
-}
-
 // Runs tabular_python.py with Debian's python3; its exit status and output (stderr included).
 std::pair<int, std::string> run_python(const std::string& mode, const std::string& dir) {
-  const std::string command = "/usr/bin/python3 '" + std::string(TENSORDICT_SOURCE_DIR) +
-                              "/tests/unit/tabular_python.py' " + mode + " '" + dir + "' 2>&1";
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return memmap_test::run("/usr/bin/python3 '" + std::string(TENSORDICT_SOURCE_DIR) + "/tests/unit/tabular_python.py' " +
+                          mode + " '" + dir + "' 2>&1");
 }
 
 bool same(const at::Tensor& a, const at::Tensor& b) {  // dtype, shape and values, NaN equal to NaN
