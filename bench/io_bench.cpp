@@ -1,6 +1,7 @@
 // I/O benchmarks of the memmap backend (bench/ops.md, fixture B):
-//   BM_memmap_save       memmap() of fixture B (30 float32 leaves [4096, 256], 120 MiB) to a fresh
-//                        directory under /tmp: files written, mapped, meta.json written
+//   BM_memmap_save/T     memmap() of fixture B (30 float32 leaves [4096, 256], 120 MiB) to a fresh
+//                        directory under /tmp with T writer threads (MemmapOptions::num_threads):
+//                        files written, mapped, meta.json written (issue 34: 2 threads >= 1.5x 1)
 //   BM_plain_write       write(2) of the same 30 buffers into 30 files of a fresh directory:
 //                        the reference throughput (target: memmap_save >= 0.8 of it)
 //   BM_load_memmap/MB    load_memmap of a 10-leaf directory of 10 MB and of 1 GB (target: equal
@@ -63,11 +64,13 @@ void BM_memmap_save(benchmark::State& state) {
   at::set_num_threads(1);
   const TensorDict& td = fixture_b();
   const std::string root = scratch("save");
+  tensordict::MemmapOptions options;
+  options.num_threads = static_cast<int>(state.range(0));
   int run = 0;
   for (auto _ : state) {
     const std::string dir = root + "/" + std::to_string(run++);
     {
-      TensorDict mm = tensordict::memmap(td, dir);
+      TensorDict mm = tensordict::memmap(td, dir, options);
       benchmark::DoNotOptimize(mm);
     }
     state.PauseTiming();
@@ -201,7 +204,7 @@ void BM_copy_floor(benchmark::State& state) {
   at::set_num_threads(1);
 }
 
-BENCHMARK(BM_memmap_save)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3)->UseRealTime();
+BENCHMARK(BM_memmap_save)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3)->UseRealTime();
 BENCHMARK(BM_plain_write)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3)->UseRealTime();
 BENCHMARK(BM_load_memmap)->Arg(10)->Arg(1000)->Unit(benchmark::kMicrosecond)->Repetitions(3);
 

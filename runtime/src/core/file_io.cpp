@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -120,12 +121,12 @@ void ensure_directory(const std::string& dir) {
 
 namespace {
 
-// Writes all of [data, data + n) at offset 0 of `fd`; StorageError naming `shown`.
-void write_all(int fd, const void* data, size_t n, const std::string& shown) {
+// Writes all of [data, data + n) at `offset` of `fd`; StorageError naming `shown`.
+void write_all(int fd, const void* data, size_t n, const std::string& shown, size_t offset = 0) {
   const char* p = static_cast<const char*>(data);
   size_t done = 0;
   while (done < n) {
-    ssize_t w = ::pwrite(fd, p + done, std::min<size_t>(n - done, size_t{1} << 30), static_cast<off_t>(done));
+    ssize_t w = ::pwrite(fd, p + done, std::min<size_t>(n - done, size_t{1} << 30), static_cast<off_t>(offset + done));
     if (w < 0 && errno == EINTR) continue;
     TD_CHECK(w > 0, StorageError, "Cannot write ", shown, " (", done, " of ", n, " bytes written): ",
              errno_str(errno));
@@ -137,14 +138,35 @@ const std::string& or_path(const std::string& shown, const std::string& path) { 
 
 }  // namespace
 
-void write_file(const std::string& path, const void* data, size_t n, bool existsok, const std::string& shown) {
+namespace {
+
+// Opens `path` for write_file: created when missing, shrunk to `n` when longer. Only shrunk: a
+// file shorter than n grows by the write itself (extending it with ftruncate first makes the
+// kernel allocate the blocks twice).
+int open_sized(const std::string& path, size_t n, bool existsok, const std::string& shown) {
   Fd f{open_for_write(path, existsok)};
-  // Only shrink up front: a file shorter than n grows by the write itself (extending it with
-  // ftruncate first makes the kernel allocate the blocks twice).
   struct stat st;
   TD_CHECK(::fstat(f.fd, &st) == 0, StorageError, "Cannot stat ", or_path(shown, path), ": ", errno_str(errno));
   if (static_cast<size_t>(st.st_size) > n) set_length(f.fd, path, n);
+  return std::exchange(f.fd, -1);
+}
+
+}  // namespace
+
+void write_file(const std::string& path, const void* data, size_t n, bool existsok, const std::string& shown) {
+  Fd f{open_sized(path, n, existsok, shown)};
   write_all(f.fd, data, n, or_path(shown, path));
+}
+
+void begin_file_write(const std::string& path, size_t n, bool existsok, const std::string& shown) {
+  Fd f{open_sized(path, n, existsok, shown)};
+}
+
+void write_file_part(const std::string& path, const void* data, size_t n, size_t offset, const std::string& shown) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  TD_CHECK(fd >= 0, StorageError, "Cannot open ", or_path(shown, path), " for writing: ", errno_str(errno));
+  Fd f{fd};
+  write_all(f.fd, data, n, or_path(shown, path), offset);
 }
 
 void create_zero_file(const std::string& path, size_t n, bool existsok, const std::string& shown) {

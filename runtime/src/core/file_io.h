@@ -24,6 +24,12 @@ void ensure_directory(const std::string& dir);
 /// (default: `path`), the file the user asked for when `path` is its staging copy.
 void write_file(const std::string& path, const void* data, size_t n, bool existsok,
                 const std::string& shown = {});
+/// write_file in parts, from several threads: begin_file_write leaves the file as write_file
+/// does before it writes (created, or shrunk to `n`), then each write_file_part writes `n`
+/// bytes at `offset` of it. Once every part of [0, n) is written, the file is write_file's.
+void begin_file_write(const std::string& path, size_t n, bool existsok, const std::string& shown = {});
+void write_file_part(const std::string& path, const void* data, size_t n, size_t offset,
+                     const std::string& shown = {});
 /// A file of `n` zero bytes (sparse), same rules as write_file.
 void create_zero_file(const std::string& path, size_t n, bool existsok, const std::string& shown = {});
 /// Replaces the file `path` by `n` new bytes atomically: they go to a temporary file in the

@@ -297,6 +297,45 @@ TEST_CASE("num_threads writes the same files as a sequential write", "[memmap][w
   CHECK(independent_read(dir / "seq").second == independent_read(dir / "par").second);
 }
 
+TEST_CASE("leaves larger than a part are written in parts by several threads, byte for byte", "[memmap][write]") {
+  TempDir dir;
+  // 8 MiB parts: 'big' is 2 parts and a remainder, 'exact' exactly 2 parts; 'small' one task.
+  TensorDict td({{"big", at::randn({(size_t{20} << 20) / 4 + 3})},
+                 {"exact", at::arange((int64_t{16} << 20) / 8, at::kLong)},
+                 {"small", at::randn({5})}},
+                {});
+  td.set({"nested", "t"}, at::randn({3, (int64_t{9} << 20) / 12}).t());  // not contiguous
+  MemmapOptions parallel;
+  parallel.num_threads = 3;
+  int64_t last = 0, total = 0;
+  parallel.progress = [&](int64_t done, int64_t all) {
+    CHECK(done > last);
+    last = done;
+    total = all;
+  };
+  TensorDict mm = memmap(td, dir / "par", parallel);
+  CHECK(last == total);
+  MemmapOptions sequential;
+  sequential.num_threads = 1;
+  memmap(td, dir / "seq", sequential);
+  for (const char* file : {"big.memmap", "exact.memmap", "small.memmap", "nested/t.memmap", "meta.json",
+                           "nested/meta.json"}) {
+    INFO(file);
+    CHECK(read_file(dir / (std::string("par/") + file)) == read_file(dir / (std::string("seq/") + file)));
+  }
+  TensorDict back = load_memmap(dir / "par");
+  for (const auto& key : td.keys(true, true)) CHECK(at::equal(back.get(key), td.get(key)));
+  CHECK(std::filesystem::file_size(dir / "par/big.memmap") == (size_t{20} << 20) + 12);
+  // Overwriting a longer file in parts leaves it exactly the new length.
+  MemmapOptions again = parallel;
+  again.overwrite = true;
+  again.progress = nullptr;
+  TensorDict shorter({{"big", at::ones({(size_t{17} << 20) / 4})}}, {});
+  memmap(shorter, dir / "par", again);
+  CHECK(std::filesystem::file_size(dir / "par/big.memmap") == (size_t{17} << 20));
+  CHECK(at::equal(load_memmap(dir / "par").get("big"), shorter.get("big")));
+}
+
 TEST_CASE("memmap_refresh_ picks up entries another writer added", "[memmap][write]") {
   TempDir dir;
   TensorDict mm = memmap(TensorDict({{"x", at::ones({2})}}, {2}), dir / "td");

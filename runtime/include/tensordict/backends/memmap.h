@@ -30,9 +30,11 @@ struct MemmapOptions {
   bool overwrite = false;
   /// Copy leaves that are already mapped from another file (otherwise an error, as Python).
   bool copy_existing = false;
-  /// Leaf files written by this many threads; 0 or 1 writes on the calling thread.
+  /// Leaf files (and 8 MiB parts of larger leaves) written by this many threads, the calling
+  /// one and helpers from LibTorch's inter-op pool; 0: at::get_num_interop_threads(); 1: the
+  /// calling thread only. A write under 16 MiB stays on the calling thread.
   int num_threads = 0;
-  /// Called after each leaf is written with (bytes written so far, total bytes).
+  /// Called after each leaf (or part of one) is written with (bytes written so far, total bytes).
   std::function<void(int64_t, int64_t)> progress;
 };
 

@@ -2,12 +2,10 @@
 
 #include <tensordict/backends/memmap.h>
 
-#include <atomic>
-#include <exception>
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <unistd.h>
 
@@ -23,6 +21,7 @@
 #include "core/dim_names.h"
 #include "core/file_io.h"
 #include "core/format.h"
+#include "core/io_tasks.h"
 #include "core/staged_directory.h"
 
 namespace tensordict {
@@ -46,6 +45,7 @@ struct LeafJob {
   c10::intrusive_ptr<TensorDictBase> dest;
   c10::intrusive_ptr<TensorDictBase> in_place;
   bool reused = false;  // the source already is this file's mapping: it is the result
+  at::Tensor parts_source;  // contiguous source of a leaf written in parts, while they are written
   at::Tensor result;
 };
 
@@ -150,7 +150,7 @@ class Writer {
           }
           out->insert_or_assign(key, t);  // placeholder until the file is mapped
           total_bytes_ += t.numel() * static_cast<int64_t>(t.element_size());
-          jobs_.push_back(LeafJob{join_path(dir, name), t, key, out, in_place_ ? src : c10::intrusive_ptr<TensorDictBase>(), false, {}});
+          jobs_.push_back(LeafJob{join_path(dir, name), t, key, out, in_place_ ? src : c10::intrusive_ptr<TensorDictBase>(), false, {}, {}});
           break;
         }
         case Entry::Kind::TensorDict: {
@@ -218,23 +218,38 @@ class Writer {
   }
 
 
-  // Writes the job's file at its staging name (mapped after the commit).
-  void run_one(LeafJob& job) {
+  // Writes the job's file at its staging name (mapped after the commit): all of it, or its first
+  // part when it is large and other threads write the rest (job.parts_source is set then).
+  void start_job(LeafJob& job, int threads) {
     const std::string target = staging_->write_path(job.path);
-    const size_t nbytes = static_cast<size_t>(job.source.numel()) * job.source.element_size();
+    const size_t nbytes = job_bytes(job);
     if (zeros_) {
       create_zero_file(target, nbytes, options_.existsok, job.path);
     } else if (!reuse_mapping(job, target)) {
       at::Tensor src = job.source.detach().to(at::kCPU).contiguous();
       // Written in place, a source that maps the destination would be overwritten while read.
       if (!staging_->staged() && storage_maps(src, job.path)) src = src.clone();
+      if (threads > 1 && nbytes > kPartBytes) {
+        begin_file_write(target, nbytes, options_.existsok, job.path);
+        write_file_part(target, src.data_ptr(), kPartBytes, 0, job.path);
+        job.parts_source = src;
+        report(kPartBytes);
+        return;
+      }
       write_file(target, src.data_ptr(), nbytes, options_.existsok, job.path);
     }
-    if (options_.progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex_);
-      done_bytes_ += job.source.numel() * static_cast<int64_t>(job.source.element_size());
-      options_.progress(done_bytes_, total_bytes_);
-    }
+    report(nbytes);
+  }
+
+  void report(size_t bytes) {
+    if (!options_.progress) return;
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    done_bytes_ += static_cast<int64_t>(bytes);
+    options_.progress(done_bytes_, total_bytes_);
+  }
+
+  static size_t job_bytes(const LeafJob& job) {
+    return static_cast<size_t>(job.source.numel()) * job.source.element_size();
   }
 
   // A leaf that already maps its destination file (memmap_ again at the same place) keeps that
@@ -248,32 +263,34 @@ class Writer {
     return true;
   }
 
+  // Leaves are written side by side on the inter-op pool (MemmapOptions::num_threads), and a
+  // leaf larger than kPartBytes in parts of that size once its first part is written.
   void run_jobs() {
-    const size_t n_threads = std::min<size_t>(std::max(options_.num_threads, 1), jobs_.size());
-    if (n_threads <= 1) {
-      for (auto& job : jobs_) run_one(job);
-      return;
-    }
-    std::atomic<size_t> next{0};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto worker = [&] {
-      for (size_t i = next++; i < jobs_.size(); i = next++) {
-        try {
-          run_one(jobs_[i]);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (!error) error = std::current_exception();
-          next = jobs_.size();
-        }
-      }
+    size_t bytes = 0;
+    for (const auto& job : jobs_) bytes += job_bytes(job);
+    // Below a few parts, starting helpers costs more than it saves.
+    const int threads = bytes >= 2 * kPartBytes ? io_threads(options_.num_threads) : 1;
+    run_io_tasks(jobs_.size(), threads, [&](size_t i) { start_job(jobs_[i], threads); });
+    struct Part {
+      LeafJob* job;
+      size_t offset;
     };
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < n_threads; ++i) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
-    if (error) std::rethrow_exception(error);
+    std::vector<Part> parts;
+    for (auto& job : jobs_) {
+      if (!job.parts_source.defined()) continue;
+      for (size_t offset = kPartBytes; offset < job_bytes(job); offset += kPartBytes) parts.push_back({&job, offset});
+    }
+    run_io_tasks(parts.size(), threads, [&](size_t i) {
+      const Part& part = parts[i];
+      const size_t n = std::min(kPartBytes, job_bytes(*part.job) - part.offset);
+      const char* data = static_cast<const char*>(part.job->parts_source.data_ptr()) + part.offset;
+      write_file_part(staging_->write_path(part.job->path), data, n, part.offset, part.job->path);
+      report(n);
+    });
+    for (auto& job : jobs_) job.parts_source.reset();
   }
 
+  static constexpr size_t kPartBytes = size_t{8} << 20;
   const MemmapOptions& options_;
   StagedDirectory* staging_ = nullptr;  // set while run() writes
   bool zeros_;
