@@ -139,3 +139,35 @@ TEST_CASE("(a == b).all() of two consolidated tensordicts compares their storage
   TensorDict nan = consolidate(TensorDict({{"p", at::full({2}, NAN)}, {"q", at::zeros({2})}}, {2}));
   CHECK_FALSE((nan == nan).all());
 }
+
+TEST_CASE("comparisons and elementwise tests of consolidated tensordicts give packed bools, exactly",
+          "[unit][packed]") {
+  TensorDict x = fixture_f(), y = fixture_f();
+  y.set("l1", x.get("l1").clone());  // equal in one leaf, different elsewhere
+  at::Tensor with_nan = x.get("l2").clone();
+  with_nan.index_put_({0, 0}, std::nan(""));
+  x.set("l2", with_nan);
+  TensorDict a = consolidate(x), b = consolidate(y);
+  auto same_bools = [](const TensorDict& p, const TensorDict& q) {
+    if (p.keys(true, true).size() != q.keys(true, true).size()) return false;
+    for (const NestedKey& k : p.keys(true, true))
+      if (p.get(k).scalar_type() != at::kBool || !at::equal(p.get(k), q.get(k))) return false;
+    return true;
+  };
+  CHECK(same_bools(a == b, x == y));
+  CHECK(same_bools(a != b, x != y));
+  CHECK(same_bools(a.lt(b), x.lt(y)));
+  CHECK(same_bools(a.ge(0.1), x.ge(0.1)));
+  CHECK(same_bools(a.isnan(), x.isnan()));
+  CHECK(same_bools(a.isfinite(), x.isfinite()));
+  // One kernel: the bools are one storage, laid out as the operands.
+  CHECK(one_storage(a == b));
+  CHECK(one_storage(a.gt(0)));
+  CHECK(one_storage(a.isnan()));
+  CHECK((a == b).to_tensordict().get("l1").all().item<bool>());
+  CHECK_FALSE((a == b).all());
+  CHECK((a.isnan()).any());
+  // A dtype error on the packed path still names a key (per-leaf fallback).
+  TensorDict c = consolidate(TensorDict({{"i", at::ones({4}, at::kComplexFloat)}, {"j", at::ones({4}, at::kComplexFloat)}}, {4}));
+  CHECK_THROWS_WITH(c.lt(c), Catch::Contains("'i'"));
+}

@@ -16,7 +16,7 @@ using namespace ops;
 namespace {
 
 TensorDict elementwise_test(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> test) {
-  return map_each_leaf(td, op, test);
+  return map_elementwise(td, op, test);
 }
 
 using CmpOp = TensorDictComparison::Op;
@@ -52,6 +52,17 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   MatchedLeaves m;
   match_leaves(a, b, BinaryDefault(), m);
   const BinaryDefault def;
+  if (a.batch_size() == b.batch_size()) {
+    // Two packed storages of one layout (consolidated tensordicts): one comparison of both, its
+    // bools packed like the operands. An error falls to the per-leaf path, which names the key.
+    const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
+    if (fb.defined() && same_layout(m.lhs, m.rhs)) {
+      try {
+        return rebuild_pair(a, b, def, unpack_like(compare(op, fa, fb), m.lhs), batch);
+      } catch (const c10::Error&) {
+      }
+    }
+  }
   LeafList results = compute(
       m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
       PairKeys{a, b, def}, cmp_name(op));
@@ -68,7 +79,7 @@ TensorDict compare_tensor(const TensorDict& td, const at::Tensor& other, CmpOp o
 
 TensorDict compare_scalar(const TensorDict& td, const c10::Scalar& other, CmpOp op) {
   ScalarOperand scalar(other);
-  return map_each_leaf(td, cmp_name(op), [&](const at::Tensor& leaf) {
+  return map_elementwise(td, cmp_name(op), [&](const at::Tensor& leaf) {
     const at::Tensor& z = scalar.for_leaf(leaf);
     return z.defined() ? compare(op, leaf, z) : compare(op, leaf, other);
   });

@@ -1,5 +1,7 @@
 #include "ops/kernel.h"
 
+#include "ops/packed.h"
+
 namespace tensordict {
 namespace ops {
 
@@ -40,6 +42,23 @@ TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::T
                          const RebuildOptions& options) {
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
+  LeafList results = compute(
+      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
+      op);
+  return rebuild(*src.impl(), results, options);
+}
+
+TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                           const RebuildOptions& options) {
+  const TensorDict src = readable(td);
+  LeafList leaves = leaves_of(src);
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+    try {
+      return rebuild(*src.impl(), unpack_like(fn(flat), leaves), options);
+    } catch (const c10::Error&) {
+      // the per-leaf path below names the failing key
+    }
+  }
   LeafList results = compute(
       leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
       op);

@@ -53,6 +53,11 @@ struct PairKeys {
 /// LibTorch error names the leaf.
 TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                          const RebuildOptions& options = {});
+/// map_each_leaf for an elementwise `fn` (its result has its input's shape, each element made
+/// from the element at the same place): one call over the packed storage when the leaves tile
+/// one (ops/packed.h), so the result is packed too; per leaf otherwise.
+TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                           const RebuildOptions& options = {});
 
 }  // namespace ops
 }  // namespace tensordict
