@@ -2,6 +2,7 @@
 // and index_put_, whose every write goes through the backend's write_at_.
 
 #include <algorithm>
+#include <typeinfo>
 
 #include <ATen/ATen.h>
 #include <ATen/TensorIndexing.h>
@@ -10,6 +11,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/dim_names.h"
 #include "core/format.h"
 #include "core/non_tensor_write.h"
@@ -26,9 +28,21 @@ namespace {
 bool has_ragged_dim(c10::IntArrayRef batch) {
   return std::any_of(batch.begin(), batch.end(), [](int64_t s) { return s < 0; });
 }
+
+// `ls[i]` of a lazy stack along dim 0 (an RL loop's per-env access): the member itself, as
+// LazyStackImpl::index gives it, without building a BatchIndex. Null for any other case.
+const TensorDict* lazy_member(const TensorDictBase& impl, c10::ArrayRef<at::indexing::TensorIndex> indices) {
+  if (indices.size() != 1 || !indices[0].is_integer() || typeid(impl) != typeid(lazy::LazyStackImpl)) return nullptr;
+  const auto& stack = static_cast<const lazy::LazyStackImpl&>(impl);
+  const int64_t size = static_cast<int64_t>(stack.members().size());
+  const int64_t i = indices[0].integer();
+  if (stack.stack_dim() != 0 || i < -size || i >= size || !stack.dim_names().empty()) return nullptr;
+  return &stack.members()[static_cast<size_t>(i < 0 ? i + size : i)];
+}
 }  // namespace
 
 TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) const {
+  if (const TensorDict* member = lazy_member(*impl_, indices)) return *member;
   if (has_ragged_dim(batch_size())) return impl_->index_ragged(indices);
   BatchIndex index(indices, batch_size());
   if (index.is_identity()) return *this;

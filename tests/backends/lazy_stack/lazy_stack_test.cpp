@@ -12,6 +12,7 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/dim_names_string.h"
 #include "support/temp_dir.h"
 
 using namespace tensordict;
@@ -278,6 +279,33 @@ TEST_CASE("indices on the stack dim pick members, no copy", "[lazy][indexing]") 
   TensorDict lifted = ls.index({at::indexing::None});
   CHECK(sizes(lifted.batch_size()) == Sizes{1, 5});
   CHECK(LazyStackedTensorDict::from(lifted).stack_dim() == 1);
+}
+
+TEST_CASE("ls[i] and ls[a:b] share the members and keep batch, names and errors", "[lazy][indexing]") {
+  std::vector<TensorDict> ms;
+  for (int i = 0; i < 5; ++i) ms.push_back(TensorDict({{"x", at::full({3, 2}, double(i))}}, {3}));
+  LazyStackedTensorDict ls = lazy_stack(ms);
+  CHECK(ls.index({4}).is_same(ms[4]));
+  CHECK(ls.index({-1}).is_same(ms[4]));
+  CHECK_THROWS_AS(ls.index({5}), IndexError);
+  CHECK_THROWS_WITH(ls.index({-6}), Catch::Contains("out of range"));
+  TensorDict tail = ls.index({Slice(3, at::indexing::None)});
+  CHECK(sizes(tail.batch_size()) == Sizes{2, 3});
+  CHECK(LazyStackedTensorDict::from(tail).member(1).is_same(ms[4]));
+  tail.set("x", at::zeros({2, 3, 2}));  // a write through the sub-stack reaches the member
+  CHECK(at::equal(ms[3].get("x"), at::zeros({3, 2})));
+  // Stacked along dim 1: ls[i] indexes the members' dim 0; ls[:, a:b] picks members.
+  TensorDict by_col = lazy_stack(ms, 1);
+  CHECK(sizes(by_col.index({0}).batch_size()) == Sizes{5});
+  CHECK_FALSE(by_col.index({0}).is_same(ms[0]));
+  TensorDict cols = by_col.index({Slice(), Slice(1, 3)});
+  CHECK(sizes(cols.batch_size()) == Sizes{3, 2});
+  CHECK(LazyStackedTensorDict::from(cols).member(0).is_same(ms[1]));
+  // Batch-dim names follow both shortcuts.
+  TensorDict named = lazy_stack(ms);
+  named.set_names({"env", "t"});
+  CHECK(named.index({1}).names() == std::vector<std::optional<std::string>>{"t"});
+  CHECK(named.index({Slice(0, 2)}).names() == std::vector<std::optional<std::string>>{"env", "t"});
 }
 
 TEST_CASE("a mask over the stack dim and another dim is split per member", "[lazy][indexing]") {
