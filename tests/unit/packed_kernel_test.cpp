@@ -171,3 +171,25 @@ TEST_CASE("comparisons and elementwise tests of consolidated tensordicts give pa
   TensorDict c = consolidate(TensorDict({{"i", at::ones({4}, at::kComplexFloat)}, {"j", at::ones({4}, at::kComplexFloat)}}, {4}));
   CHECK_THROWS_WITH(c.lt(c), Catch::Contains("'i'"));
 }
+
+TEST_CASE("leaves cut from a packed result are ordinary tensors over its storage", "[unit][packed]") {
+  TensorDict packed = consolidate(fixture_f());
+  TensorDict out = packed * 2;
+  const at::Tensor leaf = out.get("l1");
+  CHECK(leaf.sizes() == packed.get("l1").sizes());
+  CHECK(leaf.is_contiguous());
+  // Writes through one leaf stay in it; autograd works on a leaf afterwards.
+  leaf.fill_(7);
+  CHECK(at::equal(out.get("l2"), packed.get("l2") * 2));
+  at::Tensor w = out.get("l2").clone().requires_grad_();
+  (w * out.get("l2")).sum().backward();
+  CHECK(at::equal(w.grad(), out.get("l2")));
+  // Under inference mode the results are inference tensors, as per leaf.
+  const TensorDict expected = packed.exp();
+  {
+    c10::InferenceMode guard;
+    TensorDict inf = packed.exp();
+    CHECK(inf.get("l1").is_inference());
+    CHECK(same(inf, expected));
+  }
+}
