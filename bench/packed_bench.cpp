@@ -1,9 +1,11 @@
 // One kernel over a consolidated tensordict (issue 34 item 1): fixture F (3 groups x 10 leaves
-// of [64, 16] floats) consolidated, each op three ways in the same binary:
+// of [64, 16] floats) consolidated, each op against what a user would write by hand:
 //   cpp/<op>      the tensordict op on the consolidated tensordict (one kernel over its storage);
 //   floor/<op>    the naive hand-written floor of bench/ops.md: one at:: call per leaf;
-//   storage/<op>  what a careful user writes by hand: one at:: call over the storage.
-// scripts/bench.sh prints `packed op cpp floor storage cpp/floor cpp/storage`.
+//   storage/<op>  what a careful user writes by hand: one at:: call over the storage;
+//   views/<op>    the same call, then its result cut into the 30 leaf tensors by hand
+//                 (split_with_sizes and view): what an out-of-place result needs to be used.
+// scripts/bench.sh prints `packed op cpp floor storage views floor/cpp cpp/storage cpp/views`.
 // One intra-op thread; every result is created and destroyed inside the timed region.
 
 #include <functional>
@@ -21,9 +23,12 @@ namespace {
 using tensordict::TensorDict;
 
 struct Packed {
-  TensorDict td, td2;                      // consolidated, one layout
+  TensorDict td, td2;                      // consolidated, one layout (in-place ops change td)
+  TensorDict same, same2;                  // consolidated, equal, never written: eq_all's operands
   std::vector<at::Tensor> leaves, leaves2;  // their leaves (views of the storages)
-  at::Tensor storage, storage2;            // the storages as one float tensor each
+  at::Tensor storage, storage2, same_storage, same_storage2;  // the storages as one float tensor each
+  std::vector<int64_t> numels;              // the leaves' sizes, in storage order
+  std::vector<std::vector<int64_t>> shapes;
 
   Packed() {
     at::manual_seed(0);
@@ -36,6 +41,21 @@ struct Packed {
     for (const auto& e : td2.values(true, true)) leaves2.push_back(e.tensor());
     storage = tensordict::consolidated_storage(td).view(at::kFloat);
     storage2 = tensordict::consolidated_storage(td2).view(at::kFloat);
+    same = tensordict::consolidate(plain.clone());
+    same2 = tensordict::consolidate(plain.clone());
+    same_storage = tensordict::consolidated_storage(same).view(at::kFloat);
+    same_storage2 = tensordict::consolidated_storage(same2).view(at::kFloat);
+    for (const at::Tensor& t : leaves) {
+      numels.push_back(t.numel());
+      shapes.push_back(t.sizes().vec());
+    }
+  }
+
+  // The leaves of a result over the whole storage, cut by hand.
+  std::vector<at::Tensor> cut(const at::Tensor& flat) const {
+    std::vector<at::Tensor> parts = flat.split_with_sizes(numels);
+    for (size_t i = 0; i < parts.size(); ++i) parts[i] = parts[i].view(shapes[i]);
+    return parts;
   }
 };
 
@@ -51,7 +71,7 @@ void reg(const std::string& name, std::function<void(Packed&)> fn) {
   })->Unit(benchmark::kMicrosecond);
 }
 
-// op: the tensordict body, the per-leaf body (on one leaf), the storage body.
+// An in-place op: the tensordict body, the per-leaf body (on one leaf), the storage body.
 void op3(const std::string& op, std::function<void(Packed&)> cpp, std::function<at::Tensor(const at::Tensor&)> leaf,
          std::function<void(Packed&)> storage) {
   reg("cpp/" + op, cpp);
@@ -64,12 +84,19 @@ void op3(const std::string& op, std::function<void(Packed&)> cpp, std::function<
   reg("storage/" + op, storage);
 }
 
+// An out-of-place op: as op3, plus views/<op>, the storage result cut into leaves by hand.
+void op4(const std::string& op, std::function<void(Packed&)> cpp, std::function<at::Tensor(const at::Tensor&)> leaf,
+         std::function<at::Tensor(Packed&)> storage) {
+  op3(op, cpp, leaf, [storage](Packed& p) { benchmark::DoNotOptimize(storage(p)); });
+  reg("views/" + op, [storage](Packed& p) { benchmark::DoNotOptimize(p.cut(storage(p))); });
+}
+
 void register_all() {
   using benchmark::DoNotOptimize;
-  op3("exp", [](Packed& p) { DoNotOptimize(p.td.exp()); }, [](const at::Tensor& t) { return t.exp(); },
-      [](Packed& p) { DoNotOptimize(p.storage.exp()); });
-  op3("mul_scalar", [](Packed& p) { DoNotOptimize(p.td * 0.5); }, [](const at::Tensor& t) { return t * 0.5; },
-      [](Packed& p) { DoNotOptimize(p.storage * 0.5); });
+  op4("exp", [](Packed& p) { DoNotOptimize(p.td.exp()); }, [](const at::Tensor& t) { return t.exp(); },
+      [](Packed& p) { return p.storage.exp(); });
+  op4("mul_scalar", [](Packed& p) { DoNotOptimize(p.td * 0.5); }, [](const at::Tensor& t) { return t * 0.5; },
+      [](Packed& p) { return p.storage * 0.5; });
   op3("add_scalar_", [](Packed& p) { p.td.add_(1e-6); }, [](const at::Tensor& t) { return t.add_(1e-6); },
       [](Packed& p) { p.storage.add_(1e-6); });
   op3("abs_", [](Packed& p) { p.td.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
@@ -82,10 +109,20 @@ void register_all() {
     DoNotOptimize(out);
   });
   reg("storage/add_td", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
-  op3("clone", [](Packed& p) { DoNotOptimize(p.td.clone()); }, [](const at::Tensor& t) { return t.clone(); },
-      [](Packed& p) { DoNotOptimize(p.storage.clone()); });
-  op3("to_double", [](Packed& p) { DoNotOptimize(p.td.to(at::kDouble)); },
-      [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { DoNotOptimize(p.storage.to(at::kDouble)); });
+  reg("views/add_td", [](Packed& p) { DoNotOptimize(p.cut(p.storage + p.storage2)); });
+  reg("cpp/gt_td", [](Packed& p) { DoNotOptimize(p.td.gt(p.td2)); });
+  reg("floor/gt_td", [](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i].gt(p.leaves2[i]));
+    DoNotOptimize(out);
+  });
+  reg("storage/gt_td", [](Packed& p) { DoNotOptimize(p.storage.gt(p.storage2)); });
+  reg("views/gt_td", [](Packed& p) { DoNotOptimize(p.cut(p.storage.gt(p.storage2))); });
+  op4("clone", [](Packed& p) { DoNotOptimize(p.td.clone()); }, [](const at::Tensor& t) { return t.clone(); },
+      [](Packed& p) { return p.storage.clone(); });
+  op4("to_double", [](Packed& p) { DoNotOptimize(p.td.to(at::kDouble)); },
+      [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { return p.storage.to(at::kDouble); });
   reg("cpp/sum_reduce", [](Packed& p) { DoNotOptimize(p.td.sum(tensordict::reduce)); });
   reg("floor/sum_reduce", [](Packed& p) {
     std::vector<at::Tensor> flat;
@@ -93,16 +130,16 @@ void register_all() {
     DoNotOptimize(at::cat(flat).sum());
   });
   reg("storage/sum_reduce", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
-  reg("cpp/eq_all", [](Packed& p) { DoNotOptimize((p.td == p.td2).all()); });
+  // Equal operands: every element is compared on each side (td and td2 differ after add_).
+  reg("cpp/eq_all", [](Packed& p) { DoNotOptimize((p.same == p.same2).all()); });
   reg("floor/eq_all", [](Packed& p) {
     bool all = true;
-    for (size_t i = 0; i < p.leaves.size() && all; ++i) all = at::equal(p.leaves[i], p.leaves2[i]);
+    for (const auto& k : p.same.keys(true, true)) all = at::equal(p.same.get(k), p.same2.get(k)) && all;
     DoNotOptimize(all);
   });
-  reg("storage/eq_all", [](Packed& p) { DoNotOptimize(at::equal(p.storage, p.storage2)); });
-  op3("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
-      [](const at::Tensor& t) { return (t * 2).exp().sub(1); },
-      [](Packed& p) { DoNotOptimize((p.storage * 2).exp().sub(1)); });
+  reg("storage/eq_all", [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
+  op4("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
+      [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
 }
 
 }  // namespace

@@ -25,7 +25,8 @@
 #    `dist op cpp floor_leaf floor_flat` with the ratios to each floor. BENCH_DIST=0 skips it.
 #
 # 9. the packed table (bench/packed_bench.cpp): ops on a consolidated fixture F, one kernel over its
-#    storage, against the per-leaf floor and one at:: call over the storage by hand.
+#    storage, against the per-leaf floor, one at:: call over the storage by hand, and (for
+#    out-of-place ops) that call with its result cut into the leaves by hand.
 #    BENCH_PACKED=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
@@ -109,10 +110,14 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
     if b.get("aggregate_name") == "median":
         side, op = b["run_name"].split("/")[:2]
         median[(side, op)] = b["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b.get("time_unit", "ns")]
-print(f"{'packed op':<14} {'cpp_us':>8} {'floor_us':>9} {'storage_us':>11} {'floor/cpp':>10} {'cpp/storage':>12}")
+# views: the storage call plus its result cut into leaves by hand (out-of-place ops only).
+print(f"{'packed op':<14} {'cpp_us':>8} {'floor_us':>9} {'storage_us':>11} {'views_us':>9} {'floor/cpp':>10} "
+      f"{'cpp/storage':>12} {'cpp/views':>10}")
 for op in dict.fromkeys(op for _, op in median):
     c, f, s = median[("cpp", op)], median[("floor", op)], median[("storage", op)]
-    print(f"{op:<14} {c:8.2f} {f:9.2f} {s:11.2f} {f / c:10.2f} {c / s:12.2f}")
+    v = median.get(("views", op))
+    vs, vr = (f"{v:9.2f}", f"{c / v:10.2f}") if v else (f"{'n/a':>9}", f"{'n/a':>10}")
+    print(f"{op:<14} {c:8.2f} {f:9.2f} {s:11.2f} {vs} {f / c:10.2f} {c / s:12.2f} {vr}")
 PY
 fi
 
