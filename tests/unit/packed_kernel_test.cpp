@@ -2,6 +2,7 @@
 // storage give exactly the per-leaf results, keep the result packed (so chains stay on the fast
 // path), and fall back to the per-leaf path where the leaves do not tile one storage.
 #include "support/catch_torch.h"
+#include "support/dim_names_string.h"
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/entry.h>
@@ -192,4 +193,26 @@ TEST_CASE("leaves cut from a packed result are ordinary tensors over its storage
     CHECK(inf.get("l1").is_inference());
     CHECK(same(inf, expected));
   }
+}
+
+TEST_CASE("clone and to(dtype) of a consolidated tensordict keep its batch-dim names", "[unit][packed]") {
+  TensorDict named = fixture_f();
+  named.set_names({"env"});
+  TensorDict packed = consolidate(named);
+  REQUIRE(one_storage(packed));
+  CHECK(packed.clone().names() == named.names());
+  CHECK(one_storage(packed.clone()));
+  CHECK(packed.to(at::kDouble).names() == named.names());
+  CHECK(packed.to(at::kDouble).get("l1").scalar_type() == at::kDouble);
+}
+
+TEST_CASE("zero_ and fill_ of a consolidated tensordict write its storage once", "[unit][packed]") {
+  TensorDict packed = consolidate(fixture_f());
+  const at::Tensor storage = consolidated_storage(packed);
+  packed.fill_(2.5);
+  for (const NestedKey& k : packed.keys(true, true)) CHECK(at::equal(packed.get(k), at::full_like(packed.get(k), 2.5)));
+  packed.zero_();
+  CHECK_FALSE(packed.any());
+  CHECK(consolidated_storage(packed).data_ptr() == storage.data_ptr());
+  CHECK(is_consolidated(packed));
 }

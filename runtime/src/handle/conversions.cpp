@@ -37,11 +37,11 @@ namespace {
 // A packed storage (a consolidated tensordict): `fn` once over all of it, the result cut into
 // leaves laid out the same way (so it is packed too); undefined when the leaves are not packed.
 std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
-  if (!td.impl()->leaves_alias_storage()) return std::nullopt;
+  if (!td.impl()->leaves_alias_storage() || !ops::may_be_packed(*td.impl())) return std::nullopt;
   const ops::LeafList leaves = ops::leaves_of(td);
   const at::Tensor flat = ops::packed_storage(leaves);
   if (!flat.defined()) return std::nullopt;
-  return ops::rebuild(*td.impl(), ops::unpack_like(fn(flat), leaves));
+  return keep_names(ops::rebuild(*td.impl(), ops::unpack_like(fn(flat), leaves)), *td.impl());
 }
 }  // namespace
 
@@ -103,10 +103,19 @@ TensorDict empty_structure(const TensorDictBase& td, bool recurse) {
   return out.finish();
 }
 
-// An in-place change of every leaf, written back through the backend where leaves are copies.
+// An elementwise in-place change of every leaf (zero_, fill_), written back through the backend
+// where leaves are copies; once over a packed storage (a consolidated tensordict).
 void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> fn) {
   ops::InPlaceTarget target(td);
   ops::LeafList leaves = ops::leaves_of(target.tree());
+  if (const at::Tensor flat = ops::packed_storage(leaves); flat.defined()) {
+    try {
+      fn(flat);  // fails before writing (a dtype error), and the per-leaf path names the key
+      target.commit();
+      return;
+    } catch (const c10::Error&) {
+    }
+  }
   ops::compute_(
       leaves.size(), false, [] { return false; }, [&](size_t i) { fn(leaves[i]); },
       ops::LeafKeys{*target.tree().impl()}, op);

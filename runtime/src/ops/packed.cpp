@@ -15,6 +15,9 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/SmallVector.h>
 
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict_base.h>
+
 namespace tensordict {
 namespace ops {
 
@@ -33,6 +36,34 @@ at::Tensor view_of(const at::Tensor& like, c10::IntArrayRef sizes, c10::IntArray
 }
 
 }  // namespace
+
+namespace {
+// Walks leaves until one is in another storage than the first; false then.
+bool one_storage_so_far(const TensorDictBase& level, const c10::StorageImpl*& first) {
+  bool same = true;
+  level.for_each([&](const std::string&, const Entry& e) {
+    if (!same) return;
+    if (e.is_tensor()) {
+      const at::Tensor& t = e.tensor_unchecked();
+      if (!t.has_storage()) {
+        same = false;
+        return;
+      }
+      const c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+      if (first == nullptr) first = s;
+      same = s == first;
+    } else if (e.is_tensordict()) {
+      same = one_storage_so_far(*e.tensordict_unchecked().impl(), first);
+    }
+  });
+  return same;
+}
+}  // namespace
+
+bool may_be_packed(const TensorDictBase& td) {
+  const c10::StorageImpl* first = nullptr;
+  return one_storage_so_far(td, first);
+}
 
 at::Tensor packed_storage(const LeafList& leaves) {
   if (leaves.size() < 2) return at::Tensor();  // one leaf: the per-leaf path is one kernel already

@@ -9,6 +9,9 @@
 namespace tensordict {
 namespace ops {
 
+/// False when two tensor leaves of `td` sit in different storages (a tensordict that is not
+/// consolidated), found at the second leaf: a cheap test before collecting every leaf.
+bool may_be_packed(const TensorDictBase& td);
 /// The flat view of the one storage `leaves` tile exactly (same dtype, contiguous, in storage
 /// order, no gap, overlap or foreign byte, no autograd); undefined otherwise.
 at::Tensor packed_storage(const LeafList& leaves);
