@@ -171,7 +171,7 @@ int cmd_info(const std::vector<std::string>& args) {
 int cmd_convert(const std::vector<std::string>& args) {
   std::vector<std::string> paths;
   std::string to;
-  int threads = 1;
+  int threads = 0;  // MemmapOptions::num_threads: 0 is the inter-op pool's size
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--to" || args[i] == "--threads") {
       if (i + 1 == args.size()) throw UsageError{args[i] + " needs a value"};
