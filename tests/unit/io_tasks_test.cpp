@@ -1,16 +1,22 @@
 // run_io_tasks (core/io_tasks.h): the pool that memmap writes use runs every task once, rethrows
-// the first error after the running tasks end, and cannot deadlock when called from its own pool.
+// the first error after the running tasks end, and cannot deadlock when called from its own pool;
+// remove_tree (core/file_io.h), which the file backends clean up with.
 #include "support/catch_torch.h"
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <stdexcept>
 #include <vector>
 
+#include <unistd.h>
+
 #include <ATen/Parallel.h>
 
+#include "core/file_io.h"
 #include "core/io_tasks.h"
+#include "support/temp_dir.h"
 
 using tensordict::detail::io_threads;
 using tensordict::detail::run_io_tasks;
@@ -37,7 +43,7 @@ TEST_CASE("run_io_tasks rethrows the first error and starts no task after it", "
 
 TEST_CASE("run_io_tasks called from inside the inter-op pool finishes", "[io_tasks]") {
   // Every pool thread busy with a call that itself asks the pool for helpers.
-  const int pool = at::get_num_interop_threads();
+  const int pool = static_cast<int>(at::get_num_interop_threads());
   std::vector<std::promise<int>> done(pool);
   std::vector<std::future<int>> results;
   for (auto& p : done) results.push_back(p.get_future());
@@ -53,5 +59,21 @@ TEST_CASE("run_io_tasks called from inside the inter-op pool finishes", "[io_tas
 
 TEST_CASE("io_threads takes the request or the inter-op pool's size", "[io_tasks]") {
   CHECK(io_threads(3) == 3);
-  CHECK(io_threads(0) == std::max(1, at::get_num_interop_threads()));
+  CHECK(io_threads(0) == std::max(1, static_cast<int>(at::get_num_interop_threads())));
+}
+
+TEST_CASE("remove_tree removes a directory tree, and links but not what they point to", "[io_tasks]") {
+  testing_support::TempDir outside, dir;
+  const std::string kept = outside.write("kept.txt", "stays");
+  dir.write("a/b/c.txt", "x");
+  dir.write("a/d.txt", "y");
+  REQUIRE(::symlink(kept.c_str(), (dir / "a/b/link").c_str()) == 0);
+  REQUIRE(::symlink(outside.path().c_str(), (dir / "a/dirlink").c_str()) == 0);
+  tensordict::detail::remove_tree(dir / "a");
+  CHECK_FALSE(std::filesystem::exists(dir / "a"));
+  CHECK(std::filesystem::exists(kept));
+  tensordict::detail::remove_tree(dir / "missing");  // nothing there: nothing happens
+  const std::string file = dir.write("f.txt", "z");
+  tensordict::detail::remove_tree(file);
+  CHECK_FALSE(std::filesystem::exists(file));
 }

@@ -21,8 +21,21 @@
 
 namespace tensordict {
 
+namespace {
+// "cuda" names the current CUDA device: kept as "cuda:N", the device its tensors report, so that
+// comparing a leaf's device with the tensordict's holds (Python's to("cuda") gives cuda:0 too).
+std::optional<at::Device> with_index(std::optional<at::Device> device) {
+  if (!device || device->has_index() || device->is_cpu() || device->type() == at::kMeta) return device;
+  try {
+    return at::empty({0}, at::TensorOptions().device(*device)).device();
+  } catch (const c10::Error&) {
+    return device;  // no such device here: the first leaf moved there reports the error
+  }
+}
+}  // namespace
+
 TensorDictBase::TensorDictBase(c10::IntArrayRef batch_size, std::optional<at::Device> device, StoragePolicy policy)
-    : batch_size_(batch_size.begin(), batch_size.end()), device_(device), policy_(policy) {}
+    : batch_size_(batch_size.begin(), batch_size.end()), device_(with_index(device)), policy_(policy) {}
 
 TensorDictBase::~TensorDictBase() = default;
 

@@ -8,6 +8,8 @@
 
 #include <tensordict/errors.h>
 
+#include "core/sym_int.h"
+
 namespace tensordict {
 
 namespace idx = at::indexing;
@@ -131,7 +133,7 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
       if (!i.boolean()) is_basic_ = false;
     } else if (i.is_integer()) {
       const int64_t size = batch_size[dim];
-      int64_t v = i.integer();
+      int64_t v = detail::plain_int(i.integer());
       TD_CHECK(v >= -size && v < size, IndexError, "index ", v, " is out of range for batch dim ",
                dim, " of size ", size, " (batch size ", batch_size, ")");
       it.kind = Item::Kind::Integer;
@@ -141,9 +143,9 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
     } else if (i.is_slice()) {
       const int64_t size = batch_size[dim];
       const auto& s = i.slice();
-      TD_CHECK(s.step() > 0, ValueError, "slice step must be positive, got ", s.step(),
-               " for batch dim ", dim);
-      int64_t start = s.start(), stop = s.stop();
+      const int64_t step = detail::plain_int(s.step());
+      TD_CHECK(step > 0, ValueError, "slice step must be positive, got ", step, " for batch dim ", dim);
+      int64_t start = detail::plain_int(s.start()), stop = detail::plain_int(s.stop());
       if (start < 0) start = std::max<int64_t>(start + size, 0);
       if (stop < 0) stop = std::max<int64_t>(stop + size, 0);
       start = std::min(start, size);
@@ -151,9 +153,9 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
       it.kind = Item::Kind::Slice;
       it.start = start;
       it.stop = stop;
-      it.step = s.step();
-      it.full = start == 0 && stop == size && s.step() == 1;
-      result_batch_size_.push_back((stop - start + s.step() - 1) / s.step());
+      it.step = step;
+      it.full = start == 0 && stop == size && step == 1;
+      result_batch_size_.push_back((stop - start + step - 1) / step);
       if (!it.full) is_identity_ = false;
       ++dim;
     } else {  // tensor

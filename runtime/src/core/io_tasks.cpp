@@ -15,7 +15,8 @@ namespace tensordict {
 namespace detail {
 
 int io_threads(int requested) {
-  return requested > 0 ? requested : std::max(1, at::get_num_interop_threads());
+  // (an int in LibTorch 1.13, a size_t in 2.x)
+  return requested > 0 ? requested : std::max(1, static_cast<int>(at::get_num_interop_threads()));
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <tensordict/dtype.h>
@@ -102,7 +103,7 @@ std::vector<DtypeGroup> group_by_dtype(const wire::Layout& layout) {
 
 void write_back(const wire::Layout& layout, const DtypeGroup& g) {
   if (g.shared) return;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   int64_t offset = 0;
   for (size_t i : g.leaves) {
     const wire::Leaf& leaf = layout.leaves[i];

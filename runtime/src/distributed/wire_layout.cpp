@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/backends/lazy_stack.h>
@@ -85,7 +86,7 @@ at::Tensor typed_view(const at::Tensor& bytes, const Leaf& leaf) {
 
 void deliver_leaf(const Leaf& leaf, const at::Tensor& bytes) {
   if (leaf.writable_in_place && bytes.data_ptr() == leaf.tensor.data_ptr()) return;  // received there
-  at::NoGradGuard no_grad;  // a received value replaces a parameter's data, it is not a step of autograd
+  c10::NoGradGuard no_grad;  // a received value replaces a parameter's data, it is not a step of autograd
   const at::Tensor value = typed_view(bytes, leaf);
   if (leaf.writable_in_place) {
     leaf.tensor.copy_(value);

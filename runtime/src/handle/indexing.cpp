@@ -15,6 +15,7 @@
 #include "core/dim_names.h"
 #include "core/format.h"
 #include "core/non_tensor_write.h"
+#include "core/sym_int.h"
 #include "core/validate.h"
 
 namespace tensordict {
@@ -35,7 +36,7 @@ const TensorDict* lazy_member(const TensorDictBase& impl, c10::ArrayRef<at::inde
   if (indices.size() != 1 || !indices[0].is_integer() || typeid(impl) != typeid(lazy::LazyStackImpl)) return nullptr;
   const auto& stack = static_cast<const lazy::LazyStackImpl&>(impl);
   const int64_t size = static_cast<int64_t>(stack.members().size());
-  const int64_t i = indices[0].integer();
+  const int64_t i = detail::plain_int(indices[0].integer());
   if (stack.stack_dim() != 0 || i < -size || i >= size || !stack.dim_names().empty()) return nullptr;
   return &stack.members()[static_cast<size_t>(i < 0 ? i + size : i)];
 }

@@ -3,6 +3,7 @@
 #include "support/catch_torch.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
