@@ -2,6 +2,8 @@
 // The tests' one temporary directory: made fresh with mkdtemp(3), removed with everything in it
 // when the object dies.
 
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -18,9 +20,11 @@ class TempDir {
     if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
     path_ = tmpl;
   }
+  // (nftw, not std::filesystem::remove_all: pip's LibTorch 2.x exports a copy of the latter
+  // that the dynamic linker binds first and that crashes.)
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p), 0; }, 16,
+           FTW_DEPTH | FTW_PHYS);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

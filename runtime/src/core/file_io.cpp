@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -169,6 +170,24 @@ void write_file_part(const std::string& path, const void* data, size_t n, size_t
   write_all(f.fd, data, n, or_path(shown, path), offset);
 }
 
+namespace {
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  ::remove(path);
+  return 0;  // keep going: what cannot be removed stays, as remove_all with an error_code
+}
+}  // namespace
+
+void remove_tree(const std::string& path) noexcept {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    ::remove(path.c_str());
+    return;
+  }
+  // Children first (FTW_DEPTH), links not followed (FTW_PHYS).
+  ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void create_zero_file(const std::string& path, size_t n, bool existsok, const std::string& shown) {
   const std::string& name = or_path(shown, path);
   Fd f{open_for_write(path, existsok)};
@@ -260,7 +279,7 @@ void remove_dead_writers_leftovers(const std::string& dir, const std::string& pr
     if (pid <= 0 || *end != '-' || pid == ::getpid()) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
     std::error_code ignored;
-    fs::remove_all(entry.path(), ignored);
+    remove_tree(entry.path().string());
   }
 }
 

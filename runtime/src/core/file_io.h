@@ -30,6 +30,10 @@ void write_file(const std::string& path, const void* data, size_t n, bool exists
 void begin_file_write(const std::string& path, size_t n, bool existsok, const std::string& shown = {});
 void write_file_part(const std::string& path, const void* data, size_t n, size_t offset,
                      const std::string& shown = {});
+/// Removes `path` and everything below it (links themselves, never what they point to); errors
+/// are ignored. Not std::filesystem::remove_all: pip's LibTorch 2.x exports its own copy of it,
+/// which the dynamic linker binds first and which crashes (docs/architecture.md).
+void remove_tree(const std::string& path) noexcept;
 /// A file of `n` zero bytes (sparse), same rules as write_file.
 void create_zero_file(const std::string& path, size_t n, bool existsok, const std::string& shown = {});
 /// Replaces the file `path` by `n` new bytes atomically: they go to a temporary file in the

@@ -81,8 +81,7 @@ StagedDirectory::StagedDirectory(std::string final_dir) : final_(std::move(final
 
 StagedDirectory::~StagedDirectory() {
   if (staging_.empty() || committed_) return;
-  std::error_code ignored;
-  fs::remove_all(staging_, ignored);
+  remove_tree(staging_);
 }
 
 std::string StagedDirectory::write_path(const std::string& final_path) const {
@@ -117,8 +116,7 @@ void StagedDirectory::commit() {
     committed_ = true;
     staging_ = old;
   }
-  std::error_code ignored;
-  fs::remove_all(staging_, ignored);
+  remove_tree(staging_);
 }
 
 }  // namespace detail

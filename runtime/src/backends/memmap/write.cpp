@@ -111,7 +111,8 @@ class Writer {
     for (int64_t i = stack->count();; ++i) {
       const std::string stale = staging_->write_path(join_path(dir, std::to_string(i)));
       if (!path_exists(join_path(stale, "meta.json"))) break;
-      std::filesystem::remove_all(stale);
+      remove_tree(stale);
+      TD_CHECK(!path_exists(stale), StorageError, "Cannot remove ", stale, ", a stale member directory");
     }
     json::Object meta;
     meta.emplace_back("_type", kLazyStackType);
