@@ -106,6 +106,24 @@ TEST_CASE("to(device) of a consolidated tensordict moves the storage once", "[co
   CHECK(cast.get("h").scalar_type() == at::kDouble);
 }
 
+TEST_CASE("consolidate(pin_memory) packs into pinned memory where CUDA is, one async copy to the GPU",
+          "[consolidate]") {
+  ConsolidateOptions pinned;
+  pinned.pin_memory = true;
+  TensorDict td = sample();
+  TensorDict c = consolidate(td, pinned);
+  REQUIRE(is_consolidated(c));
+  CHECK(at::equal(c.get({"b", "d"}), td.get({"b", "d"})));
+  // Without CUDA there is no pinned allocator: ordinary memory, as pin_memory() does.
+  CHECK(consolidated_storage(c).is_pinned() == at::hasCUDA());
+  if (at::hasCUDA()) {
+    TensorDict on_gpu = c.to(at::Device(at::kCUDA), /*non_blocking=*/true);
+    REQUIRE(is_consolidated(on_gpu));
+    TensorDict back = on_gpu.to(at::Device(at::kCPU));
+    for (const NestedKey& k : td.keys(true, true)) CHECK(at::equal(back.get(k), td.get(k)));
+  }
+}
+
 TEST_CASE("consolidate refuses sub-tensordict keys that collide with metadata fields", "[consolidate]") {
   TensorDict td({{"leaves", {{"x", at::ones({2})}}}}, {2});
   REQUIRE_THROWS_AS(consolidate(td), ValueError);

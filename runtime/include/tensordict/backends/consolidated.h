@@ -22,6 +22,9 @@ struct ConsolidateOptions {
   /// When set, written to this file (a temporary renamed over it: a killed or failed write
   /// leaves the old file whole); the result maps it copy-on-write, as Python's filename=.
   std::string filename;
+  /// A CPU storage in pinned (page-locked) memory, so that `to(cuda, non_blocking=true)` is one
+  /// asynchronous copy (Python's pin_memory=). Without CUDA, as pin_memory(): ordinary memory.
+  bool pin_memory = false;
 };
 
 /// Packs `td` (leaves in depth-first key order, each padded to 8 bytes). The result is locked.

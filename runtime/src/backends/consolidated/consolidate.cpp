@@ -410,7 +410,10 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
   if (device.has_value() && storage_.device() != *device && matches_metadata()) {
     at::Tensor moved = fn(storage_);
     // Only a pure move keeps the bytes meaningful; a cast falls back to per-leaf conversion.
-    if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && moved.device() == *device) {
+    // (A device named without an index, "cuda", is the current one: the moved storage's.)
+    const bool on_device = moved.device().type() == device->type() &&
+                           (!device->has_index() || moved.device().index() == device->index());
+    if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && on_device) {
       return rebuild_views(moved, metadata_, device, "consolidated tensordict");
     }
   }
@@ -421,13 +424,14 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
 
 namespace {
 // Copies every leaf of `td` into one byte storage on `device` and describes where each went.
-std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device device) {
+std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device device, bool pin = false) {
   int64_t total = 0;
   std::vector<Packed> leaves;
   json::Value meta = describe(*td.impl(), NestedKey(), total, leaves);
   // Every byte is a leaf's or its padding's: no zero-fill pass over the whole storage, only the
   // padding is zeroed (so to_bytes is deterministic).
-  at::Tensor storage = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
+  at::Tensor storage = at::empty(
+      {total}, at::TensorOptions().dtype(at::kByte).device(device).pinned_memory(pin && device.is_cpu() && at::hasCUDA()));
   auto copy_one = [&](const Packed& p) {
     if (p.nbytes > 0) storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
     const int64_t pad = (8 - p.nbytes % 8) % 8;
@@ -451,7 +455,7 @@ TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) 
   const at::Device storage_device = device.value_or(at::Device(at::kCPU));
   TD_CHECK(options.filename.empty() || storage_device.is_cpu(), ValueError, "consolidate to a file needs the CPU, got device ",
            storage_device.str());
-  auto [storage, meta] = pack_leaves(td, storage_device);
+  auto [storage, meta] = pack_leaves(td, storage_device, options.pin_memory && options.filename.empty());
   if (options.filename.empty()) return rebuild_views(storage, meta, device, "consolidate");
   const std::string blob = pack(storage, meta);
   // A new file renamed over the old one: a kill or a full disk leaves the old file whole.
