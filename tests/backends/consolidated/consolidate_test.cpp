@@ -121,6 +121,10 @@ TEST_CASE("consolidate(pin_memory) packs into pinned memory where CUDA is, one a
     REQUIRE(is_consolidated(on_gpu));
     TensorDict back = on_gpu.to(at::Device(at::kCPU));
     for (const NestedKey& k : td.keys(true, true)) CHECK(at::equal(back.get(k), td.get(k)));
+    // Back from the GPU as one copy into pinned memory, still consolidated.
+    REQUIRE(is_consolidated(back));
+    CHECK(consolidated_storage(back).is_pinned());
+    CHECK_FALSE(is_consolidated(on_gpu.to(at::Device(at::kCPU), at::kDouble)));  // a cast: per leaf
   }
 }
 

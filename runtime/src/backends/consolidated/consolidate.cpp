@@ -408,7 +408,18 @@ bool ConsolidatedRoot::matches_metadata() const { return level_matches(*this, me
 TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                         std::optional<at::Device> device) const {
   if (device.has_value() && storage_.device() != *device && matches_metadata()) {
-    at::Tensor moved = fn(storage_);
+    at::Tensor moved;
+    if (storage_.is_cuda() && device->is_cpu() && at::hasCUDA()) {
+      // Back from the GPU: one copy into pinned memory (page-locked, a DMA at full speed; one
+      // copy into fresh pageable memory ran at half the speed of per-leaf copies), when `fn` is
+      // a pure move, which its effect on an empty view of the storage tells without a copy.
+      const at::Tensor probe = fn(storage_.narrow(0, 0, 0));
+      if (probe.scalar_type() == at::kByte && probe.is_cpu()) {
+        moved = at::empty(storage_.sizes(), storage_.options().device(at::kCPU).pinned_memory(true));
+        moved.copy_(storage_);
+      }
+    }
+    if (!moved.defined()) moved = fn(storage_);
     // Only a pure move keeps the bytes meaningful; a cast falls back to per-leaf conversion.
     // (A device named without an index, "cuda", is the current one: the moved storage's.)
     const bool on_device = moved.device().type() == device->type() &&
