@@ -38,20 +38,27 @@ void compute_(size_t n, bool try_foreach, FunctionRef<bool()> foreach, FunctionR
   }
 }
 
-TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                         const RebuildOptions& options) {
-  const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
+namespace {
+// fn of each leaf of `src` (its `leaves`), rebuilt in its structure; errors name the leaf.
+TensorDict map_leaf_list(const TensorDict& src, const LeafList& leaves, const char* op,
+                         FunctionRef<at::Tensor(const at::Tensor&)> fn, const RebuildOptions& options) {
   LeafList results = compute(
       leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
       op);
   return rebuild(*src.impl(), results, options);
 }
+}  // namespace
+
+TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                         const RebuildOptions& options) {
+  const TensorDict src = readable(td);
+  return map_leaf_list(src, leaves_of(src), op, fn, options);
+}
 
 TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                            const RebuildOptions& options) {
   const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
+  const LeafList leaves = leaves_of(src);
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
     try {
       return rebuild(*src.impl(), unpack_like(fn(flat), leaves), options);
@@ -59,10 +66,7 @@ TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at:
       // the per-leaf path below names the failing key
     }
   }
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
-      op);
-  return rebuild(*src.impl(), results, options);
+  return map_leaf_list(src, leaves, op, fn, options);
 }
 
 }  // namespace ops
