@@ -279,21 +279,31 @@ TEST_CASE("copy_existing: a leaf mapped from another file is copied only on requ
   CHECK(at::equal(load_memmap(dir / "b").get("x"), at::arange(3, at::kFloat)));
 }
 
+namespace {
+// Installs a progress callback in `options` that checks the byte count only grows and keeps the
+// last call's figures.
+struct ProgressLog {
+  explicit ProgressLog(MemmapOptions& options) {
+    options.progress = [this](int64_t done, int64_t all) {
+      CHECK(done > last);
+      last = done;
+      total = all;
+    };
+  }
+  int64_t last = 0, total = 0;
+};
+}  // namespace
+
 TEST_CASE("num_threads writes the same files as a sequential write", "[memmap][write]") {
   TempDir dir;
   TensorDict td = rich_tensordict();
   memmap(td, dir / "seq");
   MemmapOptions opts;
   opts.num_threads = 4;
-  int64_t last = 0, total = 0;
-  opts.progress = [&](int64_t done, int64_t all) {
-    CHECK(done > last);
-    last = done;
-    total = all;
-  };
+  ProgressLog progress(opts);
   memmap(td, dir / "par", opts);
-  CHECK(last == total);
-  CHECK(total > 0);
+  CHECK(progress.last == progress.total);
+  CHECK(progress.total > 0);
   CHECK(independent_read(dir / "seq").second == independent_read(dir / "par").second);
 }
 
@@ -307,14 +317,9 @@ TEST_CASE("leaves larger than a part are written in parts by several threads, by
   td.set({"nested", "t"}, at::randn({3, (int64_t{9} << 20) / 12}).t());  // not contiguous
   MemmapOptions parallel;
   parallel.num_threads = 3;
-  int64_t last = 0, total = 0;
-  parallel.progress = [&](int64_t done, int64_t all) {
-    CHECK(done > last);
-    last = done;
-    total = all;
-  };
+  ProgressLog progress(parallel);
   TensorDict mm = memmap(td, dir / "par", parallel);
-  CHECK(last == total);
+  CHECK(progress.last == progress.total);
   MemmapOptions sequential;
   sequential.num_threads = 1;
   memmap(td, dir / "seq", sequential);
