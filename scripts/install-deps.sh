@@ -10,7 +10,7 @@ packages=(
   catch2
   libbenchmark-dev
   libhdf5-dev hdf5-tools
-  libhiredis-dev redis-server
+  libhiredis-dev redis-server redis-tools
   libcsv-dev
   libclang-cpp14-dev libclang-14-dev llvm-14-dev
   clang-14 libclang-rt-14-dev libfuzzer-14-dev

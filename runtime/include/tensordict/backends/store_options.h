@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tensordict {
 
@@ -34,7 +35,19 @@ struct StoreOptions {
   /// server is configured otherwise). Larger leaves are refused before anything is sent.
   int64_t max_value_bytes = int64_t{512} << 20;
 
-  /// "host:port" or "unix:<path>": how errors name the server.
+  /// Redis Cluster: when set, `host`, `port` and `unix_socket` are not used; these nodes
+  /// ("host:port", any of the cluster's) give the slot map, and each command goes to the
+  /// master of its key's slot, following MOVED and ASK (docs/backends.md, "Redis Cluster").
+  /// A store's keys share one slot (its {td_id} hash tag), so a store lives on one master.
+  std::vector<std::string> cluster_nodes;
+  /// When above 0, every round trip ends with `WAIT replicas_to_ack`: a write returns only once
+  /// that many replicas have it, so a failover that promotes one of them keeps it. Fewer
+  /// within `replica_ack_timeout` is a StorageError (the write is on the master, and may be
+  /// lost if the master fails before its replicas catch up). 0: Redis's asynchronous replication.
+  int replicas_to_ack = 0;
+  std::chrono::milliseconds replica_ack_timeout{1000};
+
+  /// "host:port", "unix:<path>" or "cluster <node>,...": how errors name the server.
   std::string endpoint() const;
 };
 

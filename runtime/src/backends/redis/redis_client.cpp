@@ -1,11 +1,8 @@
 #include "backends/redis/redis_client.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <pthread.h>
-#include <sys/time.h>
+#include <thread>
+#include <unordered_set>
 
 #include <hiredis/hiredis.h>
 
@@ -14,215 +11,292 @@
 namespace tensordict {
 
 std::string StoreOptions::endpoint() const {
+  if (!cluster_nodes.empty()) {
+    std::string out = "cluster ";
+    for (size_t i = 0; i < cluster_nodes.size(); ++i) out += (i ? "," : "") + cluster_nodes[i];
+    return out;
+  }
   return unix_socket.empty() ? host + ":" + std::to_string(port) : "unix:" + unix_socket;
 }
 
 namespace redis {
 
-namespace {
-
-timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
-// Writing to a server that went away raises SIGPIPE, whose default action kills the process. A
-// library must not change the process's signal handling, so the writes run with SIGPIPE
-// blocked in this thread, and a SIGPIPE they raised is consumed before it is unblocked.
-class SigpipeGuard {
- public:
-  SigpipeGuard() {
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &block, &old_);
-  }
-  ~SigpipeGuard() {
-    if (!was_pending_) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        sigset_t only;
-        sigemptyset(&only);
-        sigaddset(&only, SIGPIPE);
-        const timespec none{0, 0};
-        while (sigtimedwait(&only, nullptr, &none) == -1 && errno == EINTR) {
-        }
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-
- private:
-  sigset_t old_;
-  bool was_pending_ = false;
+/// Commands a node runs or redirects together: one command, or a MULTI ... EXEC block.
+struct RedisClient::Unit {
+  size_t begin;
+  size_t end;
+  int slot;
+  bool block;
 };
 
-}  // namespace
+/// The units of one round going to one node.
+struct RedisClient::Batch {
+  NodeAddress node;
+  bool asking;
+  std::vector<size_t> units;
+  std::vector<Command> commands;
+  /// Whether the batch ends with WAIT (it writes, and StoreOptions::replicas_to_ack is set).
+  bool wait = false;
+  Connection* connection = nullptr;
+};
 
-bool ReplyRef::is_nil() const { return reply_->type == REDIS_REPLY_NIL; }
-bool ReplyRef::is_error() const { return reply_->type == REDIS_REPLY_ERROR; }
-bool ReplyRef::is_array() const { return reply_->type == REDIS_REPLY_ARRAY; }
-std::string_view ReplyRef::str() const {
-  return reply_->str == nullptr ? std::string_view() : std::string_view(reply_->str, reply_->len);
-}
-long long ReplyRef::integer() const { return reply_->integer; }
-size_t ReplyRef::size() const { return reply_->type == REDIS_REPLY_ARRAY ? reply_->elements : 0; }
-ReplyRef ReplyRef::operator[](size_t i) const { return ReplyRef(reply_->element[i]); }
+namespace {
 
-Replies::~Replies() {
-  for (redisReply* r : replies_) freeReplyObject(r);
-}
+using Clock = std::chrono::steady_clock;
 
-std::string describe(const Command& command) {
-  if (command.empty()) return "(no command)";
-  std::string out = command[0];
-  if (command.size() > 1 && command[1].size() < 256) out += " " + command[1];
+std::vector<size_t> all_units(size_t n) {
+  std::vector<size_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = i;
   return out;
 }
 
-RedisClient::RedisClient(StoreOptions options) : options_(std::move(options)) { connect(); }
+}  // namespace
 
-RedisClient::~RedisClient() {
-  if (context_ != nullptr) redisFree(context_);
+bool read_only(const std::vector<Command>& commands) {
+  static const std::unordered_set<std::string> reads = {
+      "GET",    "GETRANGE", "MGET",  "STRLEN",  "EXISTS", "TYPE",     "HGET",   "HGETALL", "HMGET", "HLEN",
+      "SMEMBERS", "SCARD",  "SISMEMBER", "ZRANGE", "ZSCORE", "ZCARD", "WATCH",  "UNWATCH", "MULTI", "EXEC",
+      "DISCARD", "PING",    "CLUSTER", "INFO",   "SCRIPT", "ASKING", "PTTL",  "TTL",     "DBSIZE", "SCAN"};
+  for (const Command& command : commands) {
+    if (command.empty()) continue;
+    const std::string& name = command[0];
+    if (name == "EVAL" && command.size() > 1 && command[1].rfind(kReadOnlyScript, 0) == 0) continue;
+    if (!reads.count(name)) return false;
+  }
+  return true;
 }
 
-void RedisClient::connect() {
-  if (context_ != nullptr) {
-    redisFree(context_);
-    context_ = nullptr;
+RedisClient::RedisClient(StoreOptions options) : options_(std::move(options)) {
+  if (!is_cluster()) {
+    NodeAddress node;
+    node.host = options_.host;
+    node.port = options_.port;
+    node.unix_socket = options_.unix_socket;
+    connection(node).connect();
+    return;
   }
-  const timeval connect_tv = to_timeval(options_.connect_timeout);
-  redisContext* c = options_.unix_socket.empty()
-                        ? redisConnectWithTimeout(options_.host.c_str(), options_.port, connect_tv)
-                        : redisConnectUnixWithTimeout(options_.unix_socket.c_str(), connect_tv);
-  if (c == nullptr) TD_THROW(StorageError, options_.endpoint(), ": cannot connect (out of memory)");
-  if (c->err != 0) {
-    const std::string why = c->errstr;
-    redisFree(c);
-    TD_THROW(StorageError, options_.endpoint(), ": cannot connect to the server: ", why);
-  }
-  if (redisSetTimeout(c, to_timeval(options_.command_timeout)) != REDIS_OK) {
-    redisFree(c);
-    TD_THROW(StorageError, options_.endpoint(), ": cannot set the command timeout");
-  }
-  context_ = c;
-  script_shas_.clear();  // a new connection may be to a server that restarted without them
-  std::vector<Command> setup;
-  if (!options_.password.empty()) {
-    setup.push_back(options_.username.empty() ? Command{"AUTH", options_.password}
-                                              : Command{"AUTH", options_.username, options_.password});
-  }
-  if (options_.db != 0) setup.push_back({"SELECT", std::to_string(options_.db)});
-  if (setup.empty()) return;
-  Replies replies = pipeline(setup);
-  for (size_t i = 0; i < setup.size(); ++i) {
-    if (!replies[i].is_error()) continue;
-    const std::string why(replies[i].str());
-    redisFree(context_);
-    context_ = nullptr;
-    // Never echo the password.
-    TD_THROW(StorageError, options_.endpoint(), ": ", setup[i][0] == "AUTH" ? "authentication" : "SELECT",
-             " failed: ", why);
-  }
+  TD_CHECK(options_.db == 0, ValueError, options_.endpoint(), ": a Redis Cluster has database 0 only (StoreOptions::db is ",
+           options_.db, ")");
+  for (const std::string& text : options_.cluster_nodes)
+    seeds_.push_back(parse_node_address(text, "StoreOptions::cluster_nodes"));
+  refresh_slot_map();
 }
 
-void RedisClient::fail(const Command& command, const std::string& why) {
-  // The connection's state is unknown (replies may be pending): drop it, the next call
-  // connects again.
-  redisFree(context_);
-  context_ = nullptr;
-  TD_THROW(StorageError, options_.endpoint(), ": ", describe(command), ": ", why);
+RedisClient::~RedisClient() = default;
+
+Connection& RedisClient::connection(const NodeAddress& node) {
+  for (const auto& c : connections_)
+    if (c->node() == node) return *c;
+  connections_.push_back(std::make_unique<Connection>(options_, node));
+  return *connections_.back();
 }
+
+void RedisClient::refresh_slot_map() {
+  std::vector<NodeAddress> candidates = slots_.masters();
+  for (const NodeAddress& seed : seeds_)
+    if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end()) candidates.push_back(seed);
+  std::string why;
+  for (const NodeAddress& node : candidates) {
+    try {
+      Connection& c = connection(node);
+      const Replies replies = c.pipeline({{"CLUSTER", "SLOTS"}});
+      SlotMap map = SlotMap::parse(replies[0], node);
+      if (map.empty()) {
+        why += "; " + node.endpoint() + ": no slot is assigned";
+        continue;
+      }
+      slots_ = std::move(map);
+      slots_stale_ = false;
+      return;
+    } catch (const StorageError& e) {
+      why += std::string("; ") + e.what();
+    }
+  }
+  TD_THROW(StorageError, options_.endpoint(), ": no cluster node gave the slot map", why);
+}
+
+NodeAddress RedisClient::route(int slot) {
+  if (!is_cluster()) return connections_.front()->node();
+  if (slot < 0) {
+    if (watching_) return *watching_;
+    if (last_ != nullptr) return last_->node();
+  }
+  if (slots_stale_ || slots_.empty()) refresh_slot_map();
+  const NodeAddress* master = slot < 0 ? nullptr : slots_.master(slot);
+  if (master != nullptr) return *master;
+  if (slot < 0) return slots_.masters().front();
+  TD_THROW(StorageError, options_.endpoint(), ": no node serves slot ", slot);
+}
+
+std::vector<NodeAddress> RedisClient::masters() {
+  if (!is_cluster()) return {connections_.front()->node()};
+  refresh_slot_map();
+  return slots_.masters();
+}
+
+NodeAddress RedisClient::node_of_slot(int slot) { return route(slot); }
 
 Replies RedisClient::pipeline(const std::vector<Command>& commands) {
-  if (context_ == nullptr) connect();
-  // Scripts go by their SHA1 once the server has them (EVALSHA): a script's text is sent once
-  // per connection, in a SCRIPT LOAD ahead of its first use in the same round trip. Not between
-  // MULTI and EXEC, where a script the server lost would fail after the other commands had run.
-  std::vector<bool> by_sha(commands.size(), false);
-  bool queued = false;
-  for (size_t i = 0; i < commands.size(); ++i) {
-    const std::string& name = commands[i].empty() ? std::string() : commands[i][0];
-    if (name == "MULTI") queued = true;
-    if (name == "EXEC" || name == "DISCARD") queued = false;
-    by_sha[i] = !queued && name == "EVAL" && commands[i].size() >= 2;
-  }
-  std::vector<const std::string*> loads;
-  for (size_t i = 0; i < commands.size(); ++i) {
-    if (!by_sha[i] || script_shas_.count(commands[i][1])) continue;
-    const std::string& body = commands[i][1];
-    if (std::none_of(loads.begin(), loads.end(), [&](const std::string* s) { return *s == body; }))
-      loads.push_back(&body);
-  }
-  static const std::string kScript = "SCRIPT", kLoad = "LOAD", kEvalSha = "EVALSHA";
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  auto append = [&](const Command& describe_as) {
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK)
-      fail(describe_as, std::string("cannot queue the command: ") + context_->errstr);
-  };
-  for (const std::string* body : loads) {
-    argv = {kScript.data(), kLoad.data(), body->data()};
-    lengths = {kScript.size(), kLoad.size(), body->size()};
-    append({"SCRIPT", "LOAD"});
-  }
-  for (size_t i = 0; i < commands.size(); ++i) {
-    const Command& command = commands[i];
-    argv.clear();
-    lengths.clear();
-    for (const std::string& arg : command) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
+  asks_.clear();
+  std::vector<Unit> units;
+  for (size_t i = 0; i < commands.size();) {
+    Unit unit{i, i + 1, command_slot(commands[i]), !commands[i].empty() && commands[i][0] == "MULTI"};
+    if (unit.block) {
+      while (unit.end < commands.size() && commands[unit.end - 1][0] != "EXEC" && commands[unit.end - 1][0] != "DISCARD")
+        ++unit.end;
+      for (size_t j = unit.begin; j < unit.end && unit.slot < 0; ++j) unit.slot = command_slot(commands[j]);
     }
-    if (by_sha[i]) {
-      if (auto sha = script_shas_.find(command[1]); sha != script_shas_.end()) {
-        argv[0] = kEvalSha.data();
-        lengths[0] = kEvalSha.size();
-        argv[1] = sha->second.data();
-        lengths[1] = sha->second.size();
+    units.push_back(unit);
+    i = unit.end;
+  }
+  Replies out;
+  for (size_t i = 0; i < commands.size(); ++i) out.push_back(nullptr);
+  std::vector<size_t> pending = all_units(units.size());
+  const Clock::time_point deadline = Clock::now() + options_.command_timeout;
+  std::chrono::milliseconds pause_for{2};
+  while (true) {
+    bool pause = false;
+    pending = send_round(commands, units, pending, out, pause);
+    if (pending.empty()) return out;
+    if (Clock::now() >= deadline) {
+      TD_THROW(StorageError, options_.endpoint(), ": ", describe(commands[units[pending.front()].begin]),
+               ": the cluster did not serve slot ", units[pending.front()].slot, " within the command timeout (",
+               options_.command_timeout.count(), " ms)", last_failure_.empty() ? "" : ": ", last_failure_);
+    }
+    if (pause) {
+      std::this_thread::sleep_for(pause_for);
+      pause_for = std::min(pause_for * 2, std::chrono::milliseconds(100));
+    }
+  }
+}
+
+std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands, const std::vector<Unit>& units,
+                                            const std::vector<size_t>& pending, Replies& out, bool& pause) {
+  std::vector<size_t> again;
+  std::vector<Batch> batches;
+  for (size_t u : pending) {
+    std::optional<NodeAddress> target;
+    bool asking = false;
+    if (auto ask = asks_.find(u); ask != asks_.end()) {
+      target = ask->second;
+      asking = true;
+      asks_.erase(ask);
+    } else {
+      try {
+        target = route(units[u].slot);
+      } catch (const StorageError& e) {
+        if (!is_cluster()) throw;
+        last_failure_ = e.what();
+        slots_stale_ = true;
+        pause = true;
+        again.push_back(u);
+        continue;
       }
     }
-    append(command);
+    auto batch = std::find_if(batches.begin(), batches.end(),
+                              [&](const Batch& b) { return b.node == *target && b.asking == asking; });
+    if (batch == batches.end()) batch = batches.insert(batches.end(), Batch{*target, asking, {}, {}});
+    batch->units.push_back(u);
+    // After ASKING a node runs the next command for a slot it is importing; inside MULTI the
+    // permission lasts until EXEC.
+    if (asking) batch->commands.push_back({"ASKING"});
+    batch->commands.insert(batch->commands.end(), commands.begin() + units[u].begin, commands.begin() + units[u].end);
   }
-  const SigpipeGuard no_sigpipe;
-  auto next_reply = [&](const Command& command) {
-    void* reply = nullptr;
-    if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) {
-      const bool timed_out = context_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
-      fail(command, timed_out ? "no reply within the command timeout (" +
-                                    std::to_string(options_.command_timeout.count()) + " ms)"
-                              : std::string("connection lost: ") + context_->errstr);
-    }
-    return static_cast<redisReply*>(reply);
+  const auto drop_all = [&] {
+    for (Batch& b : batches)
+      if (b.connection != nullptr) b.connection->disconnect();
+    slots_stale_ = true;
+    watching_.reset();
   };
-  for (const std::string* body : loads) {
-    Replies load;
-    load.push_back(next_reply({"SCRIPT", "LOAD"}));
-    if (!load[0].is_error()) script_shas_.emplace(*body, std::string(load[0].str()));
+  for (Batch& batch : batches) {
+    const bool has_block = std::any_of(batch.units.begin(), batch.units.end(), [&](size_t u) { return units[u].block; });
+    if (has_block && watching_ && *watching_ != batch.node) {
+      drop_all();
+      TD_THROW(StorageError, options_.endpoint(), ": ", describe(commands[units[batch.units.front()].begin]),
+               ": slot ", units[batch.units.front()].slot, " moved from ", watching_->endpoint(), " to ",
+               batch.node.endpoint(), " between a WATCH and its transaction; nothing of the transaction was applied");
+    }
+    batch.wait = options_.replicas_to_ack > 0 && !read_only(batch.commands);
+    if (batch.wait)
+      batch.commands.push_back(
+          {"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())});
+    Connection& c = connection(batch.node);
+    try {
+      c.connect();
+    } catch (const StorageError& e) {
+      // Nothing was sent: the node is down or gone; the map is read again and the units retried.
+      if (!is_cluster()) throw;
+      last_failure_ = e.what();
+      slots_stale_ = true;
+      pause = true;
+      again.insert(again.end(), batch.units.begin(), batch.units.end());
+      continue;
+    }
+    try {
+      c.send(batch.commands);
+    } catch (const StorageError&) {
+      drop_all();
+      throw;
+    }
+    batch.connection = &c;
   }
-  Replies replies;
-  bool lost_script = false;
-  for (const Command& command : commands) {
-    replies.push_back(next_reply(command));
-    const ReplyRef last = replies[replies.size() - 1];
-    lost_script = lost_script || (last.is_error() && last.str().rfind("NOSCRIPT", 0) == 0);
+  // Every reply read before any is acted on: a failure then leaves no reply unread.
+  std::vector<Replies> received(batches.size());
+  for (size_t b = 0; b < batches.size(); ++b) {
+    if (batches[b].connection == nullptr) continue;
+    try {
+      received[b] = batches[b].connection->receive();
+    } catch (const StorageError&) {
+      drop_all();
+      throw;
+    }
+    last_ = batches[b].connection;
+    batches[b].connection = nullptr;
   }
-  if (lost_script) {
-    // Someone flushed the server's scripts (SCRIPT FLUSH): nothing of that command ran. Alone,
-    // it is sent again with its text; in a pipeline, the other commands have run, so the
-    // NOSCRIPT reply is the caller's to handle.
-    script_shas_.clear();
-    if (commands.size() == 1) return pipeline(commands);
+  for (size_t b = 0; b < batches.size(); ++b) {
+    Batch& batch = batches[b];
+    Replies& got = received[b];
+    if (got.size() == 0) continue;
+    if (batch.wait) {
+      const ReplyRef acked = got[got.size() - 1];
+      if (acked.is_error() || acked.integer() < options_.replicas_to_ack) {
+        TD_THROW(StorageError, batch.node.endpoint(), ": WAIT ", options_.replicas_to_ack, ": ",
+                 acked.is_error() ? std::string(acked.str()) : std::to_string(acked.integer()) + " replicas",
+                 " acknowledged the write within ", options_.replica_ack_timeout.count(),
+                 " ms (StoreOptions::replicas_to_ack); it is on the master, and lost if the master fails before its "
+                 "replicas have it");
+      }
+    }
+    size_t k = 0;
+    for (size_t u : batch.units) {
+      if (batch.asking) ++k;  // ASKING's OK
+      const Unit& unit = units[u];
+      std::optional<Redirect> redirect;
+      for (size_t j = 0; is_cluster() && j < unit.end - unit.begin && !redirect; ++j) {
+        redirect = parse_redirect(got[k + j], batch.node);
+        if (redirect) last_failure_ = batch.node.endpoint() + ": " + describe(commands[unit.begin + j]) + ": " + std::string(got[k + j].str());
+      }
+      if (redirect) {
+        if (redirect->kind == Redirect::Moved) slots_.set_master(redirect->slot, redirect->node);
+        if (redirect->kind == Redirect::Ask) asks_[u] = redirect->node;
+        if (redirect->kind == Redirect::Wait) {
+          slots_stale_ = true;
+          pause = true;
+        }
+        again.push_back(u);
+      } else {
+        for (size_t j = unit.begin; j < unit.end; ++j) {
+          const std::string& name = commands[j][0];
+          if (name == "WATCH") watching_ = batch.node;
+          if (name == "EXEC" || name == "UNWATCH" || name == "DISCARD") watching_.reset();
+          out.replace(j, got.release(k + (j - unit.begin)));
+        }
+      }
+      k += unit.end - unit.begin;
+    }
   }
-  return replies;
+  std::sort(again.begin(), again.end());
+  return again;
 }
 
 Replies RedisClient::run(const Command& command) {
@@ -232,8 +306,11 @@ Replies RedisClient::run(const Command& command) {
 }
 
 void RedisClient::check(ReplyRef reply, const Command& command) const {
-  if (reply.is_error())
-    TD_THROW(StorageError, options_.endpoint(), ": ", describe(command), ": ", std::string(reply.str()));
+  if (!reply.is_error()) return;
+  const std::string_view text = reply.str();
+  const bool cluster_reply = !is_cluster() && (text.rfind("MOVED ", 0) == 0 || text.rfind("CLUSTERDOWN", 0) == 0);
+  TD_THROW(StorageError, options_.endpoint(), ": ", describe(command), ": ", std::string(text),
+           cluster_reply ? " (the server is a Redis Cluster node: list its nodes in StoreOptions::cluster_nodes)" : "");
 }
 
 }  // namespace redis

@@ -1,71 +1,56 @@
 #pragma once
-// A blocking connection to a Redis-protocol server, on hiredis. Commands go in pipelines: one
-// write of every command, then one read of every reply, so an operation costs one round trip
-// whatever the number of leaves. Failures are StorageErrors naming the server, the command and
-// its key; a connection that failed is dropped and the next call connects again, so a later
-// operation works once the server is back. Nothing is retried: a pipeline that failed half way
-// may have been applied in part, and only the caller knows whether repeating it is safe.
+// The client under every TensorDictStore: one server, or a Redis Cluster (StoreOptions::
+// cluster_nodes). A pipeline costs one round trip per server it involves. On a cluster each
+// command goes to the master of its key's slot, from a slot map read with CLUSTER SLOTS, and the
+// client follows what nodes answer while slots move: MOVED (the map is updated and the command
+// sent there), ASK (sent once there after ASKING), TRYAGAIN/CLUSTERDOWN (sent again after a
+// pause), a node that refuses connections (the map is read again); all within command_timeout.
+//
+// Only what a node did not run is sent again: a command it redirected, or a MULTI/EXEC block one
+// of whose commands it redirected (EXEC then discards the whole block). A connection lost with
+// replies outstanding is a StorageError and nothing is repeated, since part of the pipeline may
+// have been applied; the next call reads the slot map again. WATCH state lives on a connection:
+// a transaction that would have to run on another node than the one holding its WATCHes is a
+// StorageError (nothing applied) instead of a transaction without its check.
 
+#include <chrono>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tensordict/backends/store_options.h>
 
-struct redisContext;
-struct redisReply;
+#include "backends/redis/cluster_map.h"
+#include "backends/redis/redis_connection.h"
 
 namespace tensordict {
 namespace redis {
 
-/// One command and its arguments, binary-safe: {"SETRANGE", key, offset, bytes}.
-using Command = std::vector<std::string>;
+/// A script whose text starts with this line writes nothing: a pipeline of reads and such
+/// scripts is not followed by WAIT (StoreOptions::replicas_to_ack), so reads work while
+/// replicas are away.
+inline constexpr std::string_view kReadOnlyScript = "-- read-only\n";
 
-/// A server reply (owned by the Replies it came in).
-class ReplyRef {
- public:
-  explicit ReplyRef(const redisReply* reply) : reply_(reply) {}
-  bool is_nil() const;
-  bool is_error() const;
-  bool is_array() const;
-  /// The bytes of a string, status or error reply.
-  std::string_view str() const;
-  long long integer() const;
-  size_t size() const;
-  ReplyRef operator[](size_t i) const;
-
- private:
-  const redisReply* reply_;
-};
-
-/// The replies of one pipeline, in command order.
-class Replies {
- public:
-  Replies() = default;
-  Replies(Replies&&) noexcept = default;
-  Replies& operator=(Replies&&) noexcept = default;
-  ~Replies();
-  size_t size() const { return replies_.size(); }
-  ReplyRef operator[](size_t i) const { return ReplyRef(replies_[i]); }
-  void push_back(redisReply* reply) { replies_.push_back(reply); }
-
- private:
-  std::vector<redisReply*> replies_;
-};
+/// True when `commands` write nothing (reads, WATCH, transactions of reads, read-only scripts).
+bool read_only(const std::vector<Command>& commands);
 
 class RedisClient {
  public:
-  /// Connects (StorageError naming the server when it cannot).
+  /// Connects to the server, or reads the slot map from the first reachable cluster node
+  /// (StorageError naming them when none answers).
   explicit RedisClient(StoreOptions options);
   ~RedisClient();
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
 
-  /// Sends `commands` in one round trip and returns their replies. Error replies are returned
-  /// (check() turns one into an exception); I/O errors and timeouts throw StorageError.
-  /// `{"EVAL", script, ...}` goes as EVALSHA once the server has the script.
+  /// Sends `commands` and returns their replies, in order. Error replies are returned (check()
+  /// turns one into an exception); I/O errors, timeouts and too few replica acknowledgements
+  /// (StoreOptions::replicas_to_ack) throw StorageError. On a cluster, commands may name keys
+  /// of any slots (one MULTI/EXEC block: one slot); each server gets its share in one round trip,
+  /// all servers at once. Commands without keys go where the last pipeline went.
   Replies pipeline(const std::vector<Command>& commands);
   /// One command; an error reply throws StorageError.
   Replies run(const Command& command);
@@ -73,20 +58,39 @@ class RedisClient {
   void check(ReplyRef reply, const Command& command) const;
 
   const StoreOptions& options() const { return options_; }
+  bool is_cluster() const { return !options_.cluster_nodes.empty(); }
+  /// The masters serving the cluster's slots now (the slot map read again), or the server.
+  std::vector<NodeAddress> masters();
+  /// The node that serves `slot` by the current map (the server when not a cluster).
+  NodeAddress node_of_slot(int slot);
 
  private:
-  void connect();
-  [[noreturn]] void fail(const Command& command, const std::string& why);
+  struct Unit;
+  struct Batch;
+  Connection& connection(const NodeAddress& node);
+  /// Reads CLUSTER SLOTS from the first node that answers: known masters, then the seeds.
+  void refresh_slot_map();
+  /// Where a unit of `slot` goes when not redirected.
+  NodeAddress route(int slot);
+  /// One round: every pending unit sent to its node (one pipeline per node, all at once);
+  /// the units a node did not run are returned.
+  std::vector<size_t> send_round(const std::vector<Command>& commands, const std::vector<Unit>& units,
+                                 const std::vector<size_t>& pending, Replies& out, bool& pause);
 
   StoreOptions options_;
-  redisContext* context_ = nullptr;
-  /// The SHA1 the server gave each script text it has loaded on this connection.
-  std::unordered_map<std::string, std::string> script_shas_;
+  std::vector<NodeAddress> seeds_;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  SlotMap slots_;
+  bool slots_stale_ = true;
+  /// Where the last pipeline went: commands without keys go there (UNWATCH after WATCH).
+  Connection* last_ = nullptr;
+  /// The node whose connection holds this client's WATCHes, if any.
+  std::optional<NodeAddress> watching_;
+  /// Units of the pipeline in progress that a node answered ASK for, and where to ask.
+  std::map<size_t, NodeAddress> asks_;
+  /// Why the last try failed, for the timeout's message.
+  std::string last_failure_;
 };
-
-/// "GETRANGE tensordict:{id}:d:obs": how a message names a command (its name and key only;
-/// arguments can be megabytes of data).
-std::string describe(const Command& command);
 
 }  // namespace redis
 }  // namespace tensordict

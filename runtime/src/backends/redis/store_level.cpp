@@ -27,7 +27,7 @@ namespace {
 
 // The whole structure in one round trip: batch size, device, nested levels, then each leaf
 // path followed by its metadata hash.
-const char* const kLayoutScript = R"lua(
+const char* const kLayoutScript = R"lua(-- read-only
 local base = ARGV[1]
 local out = {}
 out[1] = redis.call('GET', base .. '__batch_size__')
@@ -399,7 +399,7 @@ std::optional<RowRun> row_run(const BatchIndex& index) {
 
 // Lua GETRANGES, as Python's store uses for index tensors: ARGV holds (offset, length) pairs,
 // and the reply is their bytes concatenated, in order.
-const char* const kGetRangesScript = R"lua(
+const char* const kGetRangesScript = R"lua(-- read-only
 local out = {}
 for i = 1, #ARGV, 2 do
   local first = tonumber(ARGV[i])
