@@ -493,3 +493,25 @@ TEST_CASE("an indexed write of an index tensor or a mask moves only the selected
   CHECK_THROWS_AS(store.index_put_({at::tensor({4}, at::kLong)}, TensorDict({{"obs", at::zeros({1, 6})}}, {1})),
                   IndexError);
 }
+
+TEST_CASE("a store survives a crash of a server with appendonly on, and not one without persistence",
+          "[redis][store][persistence]") {
+  for (const bool aof : {true, false}) {
+    INFO("appendonly " << aof);
+    RedisServer server(aof ? std::vector<std::string>{"--appendonly", "yes", "--appendfsync", "always"}
+                           : std::vector<std::string>{});
+    StoreOptions options = store_options(server);
+    options.td_id = "durable";
+    TensorDictStore store = TensorDictStore::from_tensordict(sample(), options);
+    store.index_put_({at::indexing::Slice(1, 3)}, TensorDict({{"obs", at::full({2, 6}, 9.f)}}, {2}));
+    server.kill();  // SIGKILL: no shutdown, no final save
+    server.start();
+    if (!aof) {
+      CHECK_THROWS_AS(TensorDictStore::from_store("durable", options), KeyError);
+      continue;
+    }
+    TensorDict expected = sample();
+    expected.index_put_({at::indexing::Slice(1, 3)}, TensorDict({{"obs", at::full({2, 6}, 9.f)}}, {2}));
+    check_equal(TensorDictStore::from_store("durable", options).to_tensordict(), expected);
+  }
+}
