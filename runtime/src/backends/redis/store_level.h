@@ -141,6 +141,38 @@ void check_value_bytes(int64_t nbytes, const std::string& key, int64_t max_bytes
 void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
                         const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes);
 
+// Helpers the store's files share (store_state.cpp, store_row_reads.cpp).
+
+/// A hash reply's (field, value) pairs.
+std::vector<std::pair<std::string, std::string>> hash_pairs(ReplyRef reply);
+/// True when `path` is strictly under the level path `prefix` ("next" holds "next.obs").
+bool under(const std::string& path, const std::string& prefix);
+/// True when `path` is in the level at path prefix `level` ("" or "next.").
+bool is_under_level(const std::string& path, const std::string& level);
+/// The bytes of `tensor` as stored; StorageError naming `key` when over `max_bytes`.
+std::string tensor_bytes(const at::Tensor& tensor, const std::string& key, int64_t max_bytes);
+/// Commands removing what the store holds at `full_path` (a leaf, or a nested level and
+/// everything under it); with `keep_place` the path keeps its place in the key order.
+void add_removal(std::vector<Command>& out, const StoreKeys& keys, const Layout& layout, const std::string& full_path,
+                 bool keep_place = false);
+/// A score as ZADD takes it, exactly.
+std::string score_text(double score);
+/// One reply per path, by path.
+std::map<std::string, size_t> reply_index(const std::vector<std::string>& paths);
+
+// The rows of dim 0 an index selects (an integer, a step-1 slice, an index tensor or a mask),
+// as runs of consecutive rows (one byte range of every leaf): each span is `count` rows from `row`, taken from the
+// value's rows from `value_row`. nullopt for indices that are not rows of dim 0.
+struct RowSpan {
+  int64_t row, value_row, count;
+};
+struct RowSelection {
+  std::vector<RowSpan> spans;
+  int64_t count = 0;     // rows selected: the value's dim 0, unless `integer`
+  bool integer = false;  // an integer index: the value has no row dim
+};
+std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size);
+
 /// The leaf read from `bytes` as `meta` says; StorageError naming `key` when their sizes
 /// disagree or the encoding is refused.
 Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::string& key,

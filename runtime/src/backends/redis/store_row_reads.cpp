@@ -1,0 +1,169 @@
+// Reads of rows of a store: an integer or a step-1 slice of dim 0 is one GETRANGE per leaf, an
+// index tensor or mask one GETRANGES script per leaf, all in one round trip.
+#include "backends/redis/store_level.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/dtype.h>
+#include <tensordict/function_ref.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/non_tensor.h>
+#include <tensordict/tensor_dict.h>
+
+#include "core/non_tensor_write.h"
+
+
+namespace tensordict {
+namespace redis {
+
+namespace {
+
+// Rows start..stop of dim 0, one byte range of every leaf: what an integer or a step-1 slice
+// selects.
+struct RowRun {
+  int64_t start, stop;
+};
+
+std::optional<RowRun> row_run(const BatchIndex& index) {
+  const auto& items = index.items();
+  if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
+  const BatchIndex::Item& item = items[0];
+  if (item.kind == BatchIndex::Item::Kind::Integer) return RowRun{item.integer, item.integer + 1};
+  if (item.kind == BatchIndex::Item::Kind::Slice && item.step == 1)
+    return RowRun{item.start, std::max(item.start, item.stop)};
+  return std::nullopt;
+}
+
+// Lua GETRANGES, as Python's store uses for index tensors: ARGV holds (offset, length) pairs,
+// and the reply is their bytes concatenated, in order.
+const char* const kGetRangesScript = R"lua(-- read-only
+local out = {}
+for i = 1, #ARGV, 2 do
+  local first = tonumber(ARGV[i])
+  out[#out + 1] = redis.call('GETRANGE', KEYS[1], first, first + tonumber(ARGV[i + 1]) - 1)
+end
+return table.concat(out)
+)lua";
+
+// The rows of dim 0 a 1-d index tensor or mask on dim 0 selects, in order, checked against
+// `size`; nullopt for any other index.
+std::optional<std::vector<int64_t>> selected_rows(const BatchIndex& index, int64_t size) {
+  std::vector<int64_t> rows;
+  const auto& items = index.items();
+  if (items.size() != 1 || index.source_dims() != 1) return std::nullopt;
+  const BatchIndex::Item& item = items[0];
+  switch (item.kind) {
+    case BatchIndex::Item::Kind::Tensor: {
+      if (item.tensor.dim() != 1) return std::nullopt;
+      at::Tensor picks = item.tensor.scalar_type() == at::kBool ? item.tensor.nonzero().view(-1) : item.tensor;
+      picks = picks.to(at::kCPU, at::kLong).contiguous();
+      const int64_t* p = picks.data_ptr<int64_t>();
+      for (int64_t i = 0; i < picks.numel(); ++i) {
+        const int64_t r = p[i] < 0 ? p[i] + size : p[i];
+        TD_CHECK(r >= 0 && r < size, IndexError, "index ", p[i], " is out of bounds for dimension 0 with size ", size);
+        rows.push_back(r);
+      }
+      break;
+    }
+    default: return std::nullopt;
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size) {
+  if (const std::optional<RowRun> run = row_run(index)) {  // one span, without listing its rows
+    const bool integer = index.items()[0].kind == BatchIndex::Item::Kind::Integer;
+    const int64_t count = run->stop - run->start;
+    return RowSelection{count == 0 ? std::vector<RowSpan>{} : std::vector<RowSpan>{{run->start, 0, count}}, count, integer};
+  }
+  const std::optional<std::vector<int64_t>> picked = selected_rows(index, size);
+  if (!picked) return std::nullopt;
+  const std::vector<int64_t>& rows = *picked;
+  RowSelection out;
+  out.count = static_cast<int64_t>(rows.size());
+  out.integer = index.items()[0].kind == BatchIndex::Item::Kind::Integer;
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    out.spans.push_back({rows[i], static_cast<int64_t>(i), static_cast<int64_t>(j - i)});
+    i = j;
+  }
+  return out;
+}
+
+TensorDict StoreLevel::index(const BatchIndex& index) const {
+  const auto guard = state_->lock();
+  // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges of
+  // every tensor leaf: one GETRANGE for a run of rows, else one Lua GETRANGES per leaf, all in
+  // one round trip. Other indices read the leaves whole (the default).
+  if (batch_size_.empty()) return TensorDictBase::index(index);
+  const std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
+  // No rows: nothing to move (and GETRANGE has no empty range).
+  if (!selection || selection->count == 0) return TensorDictBase::index(index);
+  const std::vector<RowSpan>& spans = selection->spans;
+  const Layout layout = state_->layout(true);
+  std::vector<std::string> paths;
+  std::vector<Command> commands;
+  for (const auto& [path, meta] : layout.leaves) {
+    if (!is_under_level(path, path_)) continue;
+    paths.push_back(path);
+    if (meta.is_non_tensor || meta.shape.empty()) {
+      commands.push_back({"GET", state_->keys.data(path)});
+      continue;
+    }
+    const int64_t row = leaf_bytes(c10::IntArrayRef(meta.shape).slice(1), meta.dtype, state_->keys.data(path));
+    if (spans.size() == 1) {
+      const int64_t first = spans[0].row * row;
+      commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
+                          std::to_string(first + spans[0].count * row - 1)});
+      continue;
+    }
+    Command eval{"EVAL", kGetRangesScript, "1", state_->keys.data(path)};
+    for (const RowSpan& span : spans) {
+      eval.push_back(std::to_string(span.row * row));
+      eval.push_back(std::to_string(span.count * row));
+    }
+    commands.push_back(std::move(eval));
+  }
+  Replies replies = state_->client.pipeline(commands);
+  for (size_t i = 0; i < paths.size(); ++i) state_->client.check(replies[i], commands[i]);
+  const std::map<std::string, size_t> reply_of = reply_index(paths);
+  const int64_t rows = selection->count;
+  return build(
+      layout, path_, batch_size_,
+      [&](const std::string& p, c10::IntArrayRef batch) {
+        const LeafMetadata& meta = layout.leaves.at(p);
+        const std::string key = state_->keys.data(p);
+        const ReplyRef data = replies[reply_of.at(p)];
+        TD_CHECK(!data.is_nil(), StorageError, key, ": listed in __keys__ but holds no value");
+        if (meta.is_non_tensor || commands[reply_of.at(p)][0] == "GET") {  // read whole, indexed here
+          Entry whole = decode_leaf(meta, data.str(), key, batch, device_);
+          if (whole.is_tensor()) return Entry(index.apply(whole.tensor()));
+          const NonTensorData& value = whole.non_tensor();
+          return Entry(value.is_stack() ? value.with_ids(index.apply(value.ids())) : value);
+        }
+        LeafMetadata part = meta;
+        part.shape[0] = rows;
+        Entry out = decode_leaf(part, data.str(), key, batch, device_);
+        return selection->integer ? Entry(out.tensor().squeeze(0)) : out;
+      },
+      [&](c10::IntArrayRef batch) {
+        BatchSize out(index.result_batch_size().begin(), index.result_batch_size().end());
+        out.append(batch.begin() + index.source_batch_dims(), batch.end());
+        return out;
+      });
+}
+
+}  // namespace redis
+}  // namespace tensordict

@@ -1,0 +1,331 @@
+// Writes of rows of a store (write_at_, put_at_): each leaf's rows as SETRANGEs, guarded by its
+// metadata in one transaction; per-element non-tensor values read, changed and written back.
+#include "backends/redis/store_level.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/batch_index.h>
+#include <tensordict/dtype.h>
+#include <tensordict/function_ref.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/json.h>
+#include <tensordict/non_tensor.h>
+#include <tensordict/tensor_dict.h>
+
+#include "core/non_tensor_write.h"
+
+
+namespace tensordict {
+namespace redis {
+
+namespace {
+
+// Rows of several leaves go in one round trip, written only if each leaf's metadata are still
+// those the offsets were computed from (another client may have re-shaped, re-typed or erased
+// a leaf since they were cached): WATCH the m: hashes, then this script compares them and, if
+// one changed, touches it (a field set and removed again, or a missing hash created and
+// deleted, or another type restored as it was: no net change) so that the server aborts the
+// transaction; then MULTI, the
+// SETRANGEs, EXEC. The bytes never pass through Lua, which copies its arguments at about
+// 1 us per KiB. KEYS: the m: hashes; ARGV: shape, dtype of each.
+const char* const kCheckMetadataScript = R"lua(
+for j = 1, #KEYS do
+  local m = redis.pcall('HMGET', KEYS[j], 'shape', 'dtype')
+  if m.err or m[1] ~= ARGV[2 * j - 1] or m[2] ~= ARGV[2 * j] then
+    if m.err then
+      local ttl = redis.call('PTTL', KEYS[j])
+      redis.call('RESTORE', KEYS[j], ttl > 0 and ttl or 0, redis.call('DUMP', KEYS[j]), 'REPLACE')
+    else
+      redis.call('HSET', KEYS[j], '__touch__', '1')
+      redis.call('HDEL', KEYS[j], '__touch__')
+    end
+    return 0
+  end
+end
+return 1
+)lua";
+
+// Rows of one leaf, ready for send_rows: (byte offset, bytes) per run of rows.
+struct RowWrite {
+  std::string data_key, meta_key, shape, dtype;
+  std::vector<std::pair<std::string, std::string>> ranges;
+};
+
+// `value` cast to the leaf's dtype and broadcast to the selected rows (c10::Error when it does
+// not fit the leaf as `meta` describes it), cut into one range per run of rows.
+RowWrite plan_rows(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta,
+                   const RowSelection& selection, const at::Tensor& value, int64_t max_bytes) {
+  std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
+  rows[0] = selection.count;
+  at::Tensor v = value.is_cpu() && value.scalar_type() == meta.dtype ? value : value.to(at::kCPU, meta.dtype);
+  const c10::IntArrayRef target = selection.integer ? c10::IntArrayRef(rows).slice(1) : c10::IntArrayRef(rows);
+  if (v.sizes() != target) v = v.expand(target);
+  RowWrite out;
+  out.data_key = keys.data(path);
+  out.meta_key = keys.meta(path);
+  out.shape = shape_json(meta.shape);
+  out.dtype = torch_dtype_name(meta.dtype);
+  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, out.data_key);
+  std::string bytes = tensor_bytes(v, out.data_key, max_bytes);
+  if (selection.spans.size() == 1) {
+    out.ranges.emplace_back(std::to_string(selection.spans[0].row * row), std::move(bytes));
+    return out;
+  }
+  for (const RowSpan& span : selection.spans)
+    out.ranges.emplace_back(std::to_string(span.row * row),
+                            bytes.substr(static_cast<size_t>(span.value_row * row), static_cast<size_t>(span.count * row)));
+  return out;
+}
+
+// Every leaf's rows in one round trip (kCheckMetadataScript); false, with nothing written, when
+// the server found a leaf's metadata changed.
+bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
+  const size_t n = writes.size();
+  std::vector<Command> commands;
+  commands.reserve(4 + n);
+  commands.push_back({"WATCH"});
+  commands.push_back({"EVAL", kCheckMetadataScript, std::to_string(n)});
+  for (const RowWrite& w : writes) commands[0].push_back(w.meta_key);
+  for (const RowWrite& w : writes) commands[1].push_back(w.meta_key);
+  for (RowWrite& w : writes) {
+    commands[1].push_back(std::move(w.shape));
+    commands[1].push_back(std::move(w.dtype));
+  }
+  commands.push_back({"MULTI"});
+  for (RowWrite& w : writes)
+    for (auto& [offset, bytes] : w.ranges) commands.push_back({"SETRANGE", w.data_key, std::move(offset), std::move(bytes)});
+  commands.push_back({"EXEC"});
+  Replies replies = client.pipeline(commands);
+  const bool unguarded = replies[1].is_error() && replies[1].str().rfind("NOSCRIPT", 0) == 0;
+  if (unguarded) {
+    // Someone flushed the server's scripts since this connection loaded the check, so the
+    // transaction ran unguarded. It was right if the metadata are still those it was planned
+    // with; otherwise say so rather than let it pass.
+    std::vector<Command> reread;
+    for (size_t j = 0; j < n; ++j) reread.push_back({"HMGET", commands[0][1 + j], "shape", "dtype"});
+    const Replies now = client.pipeline(reread);
+    for (size_t j = 0; j < n; ++j) {
+      const ReplyRef m = now[j];
+      const bool same = m.is_array() && m.size() == 2 && m[0].str() == commands[1][3 + n + 2 * j] &&
+                        m[1].str() == commands[1][4 + n + 2 * j];
+      TD_CHECK(same, StorageError, client.options().endpoint(), ": ", reread[j][1],
+               ": the server's scripts were flushed during a row write and the leaf changed meanwhile: its rows may "
+               "have been written with the old shape's offsets");
+    }
+  }
+  // A check script that failed otherwise left the transaction unguarded too: its error is
+  // reported, as is any other (a queued command the server refused aborts the transaction).
+  for (size_t i = 0; i + 1 < commands.size(); ++i)
+    if (i != 1 || !unguarded) client.check(replies[i], commands[i]);
+  const ReplyRef exec = replies[commands.size() - 1];
+  if (exec.is_nil()) return false;  // aborted: a watched hash changed
+  client.check(exec, commands.back());
+  for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], commands[3 + i]);
+  return true;
+}
+
+}  // namespace
+
+void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
+  const auto guard = state_->lock();
+  // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges: one
+  // SETRANGE per run of consecutive rows, of the value cast to the leaf's dtype and broadcast
+  // to the rows' shape (the bounds were checked when the index was parsed), guarded by the
+  // metadata they were computed from (send_rows). Other indices read the leaf, change it and
+  // write it back whole.
+  const std::string p = full(key);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // The cached metadata first (the handle has just read the structure to find the leaf);
+    // the server refuses them if they are stale, and they are read again once.
+    const Layout& layout = state_->layout(attempt > 0);
+    auto it = layout.leaves.find(p);
+    if (it == layout.leaves.end() && attempt == 0) continue;
+    TD_CHECK(it != layout.leaves.end() && !it->second.is_non_tensor, KeyError, "key ", NestedKey(key).repr(),
+             " is not a tensor leaf of the store");
+    const LeafMetadata meta = it->second;
+    const std::optional<RowSelection> selection =
+        meta.shape.empty() ? std::nullopt : row_selection(index, meta.shape[0]);
+    if (!selection) {
+      TensorDictBase::write_at_(key, index, value);
+      return;
+    }
+    if (selection->count == 0) return;
+    std::vector<RowWrite> writes;
+    try {
+      writes.push_back(plan_rows(state_->keys, p, meta, *selection, value, state_->client.options().max_value_bytes));
+    } catch (const c10::Error&) {
+      if (attempt == 0) continue;  // the value may fit the leaf as it is now
+      throw;
+    }
+    if (send_rows(state_->client, std::move(writes))) return;
+  }
+  TD_THROW(StorageError, state_->client.options().endpoint(), ": ", state_->keys.meta(p),
+           ": the leaf kept changing while it was written");
+}
+
+namespace {
+
+// Every leaf of `values` planned as rows of the leaf the cached structure has at its path
+// (`level`: the path prefix of the level `values` goes into). False when an entry is not a
+// tensor the structure knows, or a value does not fit its leaf: the caller goes key by key.
+bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::string& level, const TensorDict& values,
+                   const RowSelection& selection, int64_t max_bytes, std::vector<RowWrite>& out) {
+  bool ok = true;
+  values.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    if (!ok) return;
+    const std::string path = level + key_part(key);
+    if (entry.is_tensordict()) {
+      const bool known = layout.nested.count(path) > 0 ||
+                         std::any_of(layout.leaves.begin(), layout.leaves.end(),
+                                     [&](const auto& leaf) { return under(leaf.first, path); });
+      ok = known && plan_all_rows(keys, layout, path + ".", entry.tensordict_unchecked(), selection, max_bytes, out);
+      return;
+    }
+    auto it = layout.leaves.find(path);
+    if (!entry.is_tensor() || it == layout.leaves.end() || it->second.is_non_tensor || it->second.shape.empty()) {
+      ok = false;
+      return;
+    }
+    try {
+      out.push_back(plan_rows(keys, path, it->second, selection, entry.tensor_unchecked(), max_bytes));
+    } catch (const c10::Error&) {
+      ok = false;  // reported, with its key path, by the key-by-key write
+    }
+  });
+  return ok;
+}
+
+}  // namespace
+
+struct NonTensorRows {
+  NestedKey key;     // in `values`
+  std::string path;  // in the store
+  BatchSize batch;   // of the level holding it
+  NonTensorData incoming;
+};
+
+namespace {
+
+bool holds_non_tensor(const TensorDict& values) {
+  bool found = false;
+  values.impl()->for_each([&](const std::string&, const Entry& entry) {
+    found = found || entry.is_non_tensor() || (entry.is_tensordict() && holds_non_tensor(entry.tensordict_unchecked()));
+  });
+  return found;
+}
+
+void collect_non_tensor_rows(const Layout& layout, const std::string& level, c10::IntArrayRef level_batch,
+                             const TensorDict& values, const NestedKey& prefix, std::vector<NonTensorRows>& out) {
+  values.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const std::string path = level + key_part(key);
+    if (entry.is_tensordict()) {
+      auto nested = layout.nested.find(path);
+      const BatchSize batch = nested != layout.nested.end() ? nested->second : BatchSize(level_batch.begin(), level_batch.end());
+      collect_non_tensor_rows(layout, path + ".", batch, entry.tensordict_unchecked(), prefix.child(key), out);
+      return;
+    }
+    auto leaf = layout.leaves.find(path);
+    if (entry.is_non_tensor() && leaf != layout.leaves.end() && leaf->second.is_non_tensor)
+      out.push_back({prefix.child(key), path, BatchSize(level_batch.begin(), level_batch.end()), entry.non_tensor()});
+  });
+}
+
+}  // namespace
+
+bool StoreLevel::write_non_tensor_rows(const BatchIndex& index, const std::vector<NonTensorRows>& rows) {
+  // Read, change the selected elements, write back: under WATCH, so that a value another
+  // client changed in between (another row's writer) aborts the transaction, which is then
+  // redone from what the server holds. Nothing is lost to a concurrent writer.
+  const StoreKeys& keys = state_->keys;
+  RedisClient& client = state_->client;
+  constexpr int kAttempts = 100;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::vector<Command> read{{"WATCH"}};
+    for (const NonTensorRows& r : rows) {
+      read[0].push_back(keys.data(r.path));
+      read[0].push_back(keys.meta(r.path));
+    }
+    for (const NonTensorRows& r : rows) {
+      read.push_back({"GET", keys.data(r.path)});
+      read.push_back({"HGETALL", keys.meta(r.path)});
+    }
+    const Replies current = client.pipeline(read);
+    for (size_t i = 0; i < read.size(); ++i) client.check(current[i], read[i]);
+    std::vector<Command> write{{"MULTI"}};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const NonTensorRows& r = rows[i];
+      const std::string meta_key = keys.meta(r.path), data_key = keys.data(r.path);
+      const ReplyRef data = current[1 + 2 * i], hash = current[2 + 2 * i];
+      if (data.is_nil() || hash.size() == 0) {
+        client.run({"UNWATCH"});
+        return false;  // erased meanwhile: the caller writes it as a new key
+      }
+      const LeafMetadata meta = parse_metadata(hash_pairs(hash), meta_key);
+      if (!meta.is_non_tensor) {
+        client.run({"UNWATCH"});
+        return false;
+      }
+      const NonTensorData now = decode_leaf(meta, data.str(), data_key, r.batch, device_).non_tensor();
+      const NonTensorData updated = detail::assign_non_tensor(now, r.batch, index, r.incoming);
+      if (updated == now) continue;
+      add_store_commands(write, keys, r.path, Entry(updated), r.batch, client.options().max_value_bytes);
+    }
+    if (write.size() == 1) {
+      client.run({"UNWATCH"});
+      return true;
+    }
+    write.push_back({"EXEC"});
+    const Replies done = client.pipeline(write);
+    for (size_t i = 0; i + 1 < write.size(); ++i) client.check(done[i], write[i]);
+    const ReplyRef exec = done[write.size() - 1];
+    if (exec.is_nil()) continue;  // another client changed one of them: read again
+    client.check(exec, write.back());
+    for (size_t i = 0; i < exec.size(); ++i) client.check(exec[i], write[1 + i]);
+    return true;
+  }
+  TD_THROW(StorageError, client.options().endpoint(), ": ", keys.data(rows.front().path), ": the value kept changing (",
+           kAttempts, " attempts) while its rows were written");
+}
+
+void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
+  const auto guard = state_->lock();
+  // Rows of dim 0 into leaves the cached structure knows: every leaf's bytes in one round trip,
+  // as hand-written pipelined SETRANGEs, written only if the server still has the metadata
+  // they were planned with (send_rows). Anything else (a key to create, non-tensor data,
+  // another index, metadata another client changed) goes key by key, which re-reads the
+  // structure.
+  // Per-element non-tensor values of existing non-tensor keys are read, changed and written
+  // back atomically (write_non_tensor_rows); the key-by-key path would lose another writer's
+  // rows between its read and its write.
+  TensorDict rest = values;
+  if (holds_non_tensor(values)) {
+    std::vector<NonTensorRows> rows;
+    collect_non_tensor_rows(state_->layout(true), path_, batch_size_, values, NestedKey(), rows);
+    if (!rows.empty() && write_non_tensor_rows(index, rows)) {
+      std::vector<NestedKey> written;
+      for (const NonTensorRows& r : rows) written.push_back(r.key);
+      rest = values.exclude(written);
+    }
+  }
+  const std::optional<RowSelection> selection =
+      batch_size_.empty() || !state_->cached ? std::nullopt : row_selection(index, batch_size_[0]);
+  if (selection && selection->count > 0) {
+    std::vector<RowWrite> writes;
+    if (plan_all_rows(state_->keys, *state_->cached, path_, rest, *selection,
+                      state_->client.options().max_value_bytes, writes)) {
+      if (writes.empty() || send_rows(state_->client, std::move(writes))) return;
+    }
+    state_->forget_layout();
+  }
+  TensorDictBase::put_at_(index, rest);
+}
+
+}  // namespace redis
+}  // namespace tensordict
