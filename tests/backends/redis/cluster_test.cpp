@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -93,6 +94,18 @@ TEST_CASE("stores on a cluster live in their id's slot on its master and every o
     CHECK(at::equal(TensorDictStore::from_store(options.td_id, other).get("action"), td.get("action")));
   }
   CHECK(masters_used.size() >= 2);  // the six ids spread over the masters
+
+  // spread_store_ids puts ids on every master in turn.
+  const std::vector<std::string> ids = spread_store_ids("buffer", 6, cluster.options());
+  REQUIRE(ids.size() == 6);
+  std::map<int, int> per_master;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    CHECK(ids[i].rfind("buffer-" + std::to_string(i), 0) == 0);
+    ++per_master[cluster.master_of(slot_of(ids[i]), cluster.ports()[0])];
+  }
+  CHECK(per_master.size() == 3);
+  for (const auto& [port, n] : per_master) CHECK(n == 2);
+  CHECK(spread_store_ids("b", 2, StoreOptions{}) == std::vector<std::string>{"b-0", "b-1"});
 }
 
 TEST_CASE("a cluster client finds the cluster through any seed that answers and names them all when none does",

@@ -60,4 +60,11 @@ class TensorDictStore : public TensorDict {
 /// The id of the store behind `td` (a TensorDictStore handle or one of its nested levels).
 std::string store_id(const TensorDict& td);
 
+/// Ids for `count` stores that spread over a Redis Cluster's masters, round robin: a buffer
+/// larger than one node as `count` stores (docs/backends.md, "Many stores, many nodes"). Id i
+/// is "<base>-<i>", or "<base>-<i>.<k>" with the smallest k that puts its slot on master
+/// i % masters (each id's slot is its hash tag's, so the masters are read once, from the
+/// cluster's slot map). On one server: "<base>-0" ... "<base>-<count - 1>".
+std::vector<std::string> spread_store_ids(const std::string& base, int64_t count, const StoreOptions& options);
+
 }  // namespace tensordict

@@ -8,6 +8,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/redis/cluster_slot.h"
 #include "backends/redis/store_level.h"
 
 namespace tensordict {
@@ -170,5 +171,31 @@ void TensorDictStore::clear_store() {
 }
 
 std::string store_id(const TensorDict& td) { return level_of(td).state()->keys.td_id(); }
+
+std::vector<std::string> spread_store_ids(const std::string& base, int64_t count, const StoreOptions& options) {
+  TD_CHECK(count >= 0, ValueError, "spread_store_ids: count must be >= 0, got ", count);
+  std::vector<std::string> out;
+  if (options.cluster_nodes.empty()) {
+    for (int64_t i = 0; i < count; ++i) out.push_back(base + "-" + std::to_string(i));
+    return out;
+  }
+  redis::RedisClient client(options);
+  const std::vector<redis::NodeAddress> masters = client.masters();
+  for (int64_t i = 0; i < count; ++i) {
+    const redis::NodeAddress& wanted = masters[static_cast<size_t>(i) % masters.size()];
+    // Each try lands on a given master with a chance of about 1/masters: a few tries suffice.
+    for (int64_t k = 0;; ++k) {
+      const std::string id = base + "-" + std::to_string(i) + (k == 0 ? "" : "." + std::to_string(k));
+      const int slot = redis::key_hash_slot(redis::StoreKeys(options.prefix, id).batch_size());
+      if (client.node_of_slot(slot) == wanted) {
+        out.push_back(id);
+        break;
+      }
+      TD_CHECK(k < 100000, StorageError, options.endpoint(), ": no id for master ", wanted.endpoint(),
+               " (does it serve any slot?)");
+    }
+  }
+  return out;
+}
 
 }  // namespace tensordict
