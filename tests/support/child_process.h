@@ -91,6 +91,7 @@ class ChildProcess {
   }
 
   void kill() { ::kill(pid_, SIGKILL); }
+  pid_t pid() const { return pid_; }
 
   /// The wait status once the child exits, or -1 when it still runs after `timeout` (it is
   /// then killed: a test must not hang on a hung child).

@@ -137,6 +137,16 @@ std::vector<NodeAddress> RedisClient::masters() {
 NodeAddress RedisClient::node_of_slot(int slot) { return route(slot); }
 
 Replies RedisClient::pipeline(const std::vector<Command>& commands) {
+  if (!is_cluster()) {  // one server: nothing to route, the commands go as they are
+    Connection& server = *connections_.front();
+    if (options_.replicas_to_ack <= 0 || read_only(commands)) return server.pipeline(commands);
+    std::vector<Command> waited = commands;
+    waited.push_back({"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())});
+    Replies replies = server.pipeline(waited);
+    check_acks(replies[replies.size() - 1], server.node());
+    replies.pop_back();
+    return replies;
+  }
   asks_.clear();
   std::vector<Unit> units;
   for (size_t i = 0; i < commands.size();) {
@@ -257,16 +267,7 @@ std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands
     Batch& batch = batches[b];
     Replies& got = received[b];
     if (got.size() == 0) continue;
-    if (batch.wait) {
-      const ReplyRef acked = got[got.size() - 1];
-      if (acked.is_error() || acked.integer() < options_.replicas_to_ack) {
-        TD_THROW(StorageError, batch.node.endpoint(), ": WAIT ", options_.replicas_to_ack, ": ",
-                 acked.is_error() ? std::string(acked.str()) : std::to_string(acked.integer()) + " replicas",
-                 " acknowledged the write within ", options_.replica_ack_timeout.count(),
-                 " ms (StoreOptions::replicas_to_ack); it is on the master, and lost if the master fails before its "
-                 "replicas have it");
-      }
-    }
+    if (batch.wait) check_acks(got[got.size() - 1], batch.node);
     size_t k = 0;
     for (size_t u : batch.units) {
       if (batch.asking) ++k;  // ASKING's OK
@@ -297,6 +298,15 @@ std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands
   }
   std::sort(again.begin(), again.end());
   return again;
+}
+
+void RedisClient::check_acks(ReplyRef acked, const NodeAddress& node) const {
+  if (!acked.is_error() && acked.integer() >= options_.replicas_to_ack) return;
+  TD_THROW(StorageError, node.endpoint(), ": WAIT ", options_.replicas_to_ack, ": ",
+           acked.is_error() ? std::string(acked.str()) : std::to_string(acked.integer()) + " replicas",
+           " acknowledged the write within ", options_.replica_ack_timeout.count(),
+           " ms (StoreOptions::replicas_to_ack); it is on the master, and lost if the master fails before its "
+           "replicas have it");
 }
 
 Replies RedisClient::run(const Command& command) {

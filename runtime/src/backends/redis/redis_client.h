@@ -68,6 +68,8 @@ class RedisClient {
   struct Unit;
   struct Batch;
   Connection& connection(const NodeAddress& node);
+  /// StorageError unless `acked` (WAIT's reply from `node`) counts replicas_to_ack replicas.
+  void check_acks(ReplyRef acked, const NodeAddress& node) const;
   /// Reads CLUSTER SLOTS from the first node that answers: known masters, then the seeds.
   void refresh_slot_map();
   /// Where a unit of `slot` goes when not redirected.

@@ -77,6 +77,11 @@ Replies::~Replies() {
   for (redisReply* r : replies_) freeReplyObject(r);
 }
 
+void Replies::pop_back() {
+  if (replies_.back() != nullptr) freeReplyObject(replies_.back());
+  replies_.pop_back();
+}
+
 redisReply* Replies::release(size_t i) {
   redisReply* out = replies_[i];
   replies_[i] = nullptr;
@@ -201,36 +206,44 @@ void Connection::send(const std::vector<Command>& commands) {
     const std::string& body = commands[i][1];
     if (std::find(loads_.begin(), loads_.end(), body) == loads_.end()) loads_.push_back(body);
   }
-  static const std::string kScript = "SCRIPT", kLoad = "LOAD", kEvalSha = "EVALSHA";
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  auto append = [&](const Command& describe_as) {
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK)
-      fail(describe_as, std::string("cannot queue the command: ") + context_->errstr);
+  // The commands in the protocol's own format (RESP arrays of bulk strings), written into one
+  // buffer handed to hiredis once: hiredis formats each argument with sdscatfmt, which cost
+  // more than the server's work for a pipeline of short commands.
+  std::string wire;
+  size_t bytes = 0;
+  for (const Command& command : commands)
+    for (const std::string& arg : command) bytes += arg.size() + 16;
+  wire.reserve(bytes + 64 * loads_.size() + 16);
+  const auto bulk = [&](std::string_view arg) {
+    wire += '$';
+    wire += std::to_string(arg.size());
+    wire += "\r\n";
+    wire.append(arg.data(), arg.size());
+    wire += "\r\n";
+  };
+  const auto array = [&](size_t n) {
+    wire += '*';
+    wire += std::to_string(n);
+    wire += "\r\n";
   };
   for (const std::string& body : loads_) {
-    argv = {kScript.data(), kLoad.data(), body.data()};
-    lengths = {kScript.size(), kLoad.size(), body.size()};
-    append({"SCRIPT", "LOAD"});
+    array(3);
+    bulk("SCRIPT");
+    bulk("LOAD");
+    bulk(body);
   }
   for (size_t i = 0; i < commands.size(); ++i) {
     const Command& command = commands[i];
-    argv.clear();
-    lengths.clear();
-    for (const std::string& arg : command) {
-      argv.push_back(arg.data());
-      lengths.push_back(arg.size());
+    array(command.size());
+    const auto sha = by_sha[i] ? script_shas_.find(command[1]) : script_shas_.end();
+    for (size_t a = 0; a < command.size(); ++a) {
+      if (sha != script_shas_.end() && a == 0) bulk("EVALSHA");
+      else if (sha != script_shas_.end() && a == 1) bulk(sha->second);
+      else bulk(command[a]);
     }
-    if (by_sha[i]) {
-      if (auto sha = script_shas_.find(command[1]); sha != script_shas_.end()) {
-        argv[0] = kEvalSha.data();
-        lengths[0] = kEvalSha.size();
-        argv[1] = sha->second.data();
-        lengths[1] = sha->second.size();
-      }
-    }
-    append(command);
   }
+  if (!wire.empty() && redisAppendFormattedCommand(context_, wire.data(), wire.size()) != REDIS_OK)
+    fail(commands.empty() ? Command{"(pipeline)"} : commands[0], std::string("cannot queue the commands: ") + context_->errstr);
   sent_ = &commands;
   // Written out now, so that pipelines to several servers travel at the same time.
   const SigpipeGuard no_sigpipe;

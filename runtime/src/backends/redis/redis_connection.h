@@ -52,6 +52,8 @@ class Replies {
   void push_back(redisReply* reply) { replies_.push_back(reply); }
   /// Moves reply `i` out (the caller frees it or pushes it into other Replies).
   redisReply* release(size_t i);
+  /// Frees the last reply and drops it.
+  void pop_back();
   /// Replaces reply `i` with `reply`, freeing the old one.
   void replace(size_t i, redisReply* reply);
 

@@ -1,5 +1,5 @@
-// Reads of rows of a store: an integer or a step-1 slice of dim 0 is one GETRANGE per leaf, an
-// index tensor or mask one GETRANGES script per leaf, all in one round trip.
+// Reads of rows of a store: one GETRANGE per run of consecutive rows of dim 0 and leaf, all
+// leaves in one round trip.
 #include "backends/redis/store_level.h"
 
 #include <algorithm>
@@ -42,17 +42,6 @@ std::optional<RowRun> row_run(const BatchIndex& index) {
     return RowRun{item.start, std::max(item.start, item.stop)};
   return std::nullopt;
 }
-
-// Lua GETRANGES, as Python's store uses for index tensors: ARGV holds (offset, length) pairs,
-// and the reply is their bytes concatenated, in order.
-const char* const kGetRangesScript = R"lua(-- read-only
-local out = {}
-for i = 1, #ARGV, 2 do
-  local first = tonumber(ARGV[i])
-  out[#out + 1] = redis.call('GETRANGE', KEYS[1], first, first + tonumber(ARGV[i + 1]) - 1)
-end
-return table.concat(out)
-)lua";
 
 // The rows of dim 0 a 1-d index tensor or mask on dim 0 selects, in order, checked against
 // `size`; nullopt for any other index.
@@ -105,39 +94,37 @@ std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size)
 TensorDict StoreLevel::index(const BatchIndex& index) const {
   const auto guard = state_->lock();
   // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges of
-  // every tensor leaf: one GETRANGE for a run of rows, else one Lua GETRANGES per leaf, all in
-  // one round trip. Other indices read the leaves whole (the default).
+  // every tensor leaf, all in one round trip. Other indices read the leaves whole (the default).
   if (batch_size_.empty()) return TensorDictBase::index(index);
   const std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   // No rows: nothing to move (and GETRANGE has no empty range).
   if (!selection || selection->count == 0) return TensorDictBase::index(index);
   const std::vector<RowSpan>& spans = selection->spans;
   const Layout layout = state_->layout(true);
+  // One GETRANGE per run of rows and leaf, all pipelined. Python sends a Lua GETRANGES script
+  // per leaf instead; Redis 7 spends about 4 us in Lua per range (redis.call's setup) against
+  // 0.5 us for a GETRANGE command, so 256 random rows of 3 leaves took 3.9 ms that way.
   std::vector<std::string> paths;
   std::vector<Command> commands;
+  std::vector<size_t> first_reply;  // per path: its first command; its last is the next path's first - 1
   for (const auto& [path, meta] : layout.leaves) {
     if (!is_under_level(path, path_)) continue;
     paths.push_back(path);
+    first_reply.push_back(commands.size());
     if (meta.is_non_tensor || meta.shape.empty()) {
       commands.push_back({"GET", state_->keys.data(path)});
       continue;
     }
     const int64_t row = leaf_bytes(c10::IntArrayRef(meta.shape).slice(1), meta.dtype, state_->keys.data(path));
-    if (spans.size() == 1) {
-      const int64_t first = spans[0].row * row;
-      commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
-                          std::to_string(first + spans[0].count * row - 1)});
-      continue;
-    }
-    Command eval{"EVAL", kGetRangesScript, "1", state_->keys.data(path)};
     for (const RowSpan& span : spans) {
-      eval.push_back(std::to_string(span.row * row));
-      eval.push_back(std::to_string(span.count * row));
+      const int64_t first = span.row * row;
+      commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
+                          std::to_string(first + span.count * row - 1)});
     }
-    commands.push_back(std::move(eval));
   }
+  first_reply.push_back(commands.size());
   Replies replies = state_->client.pipeline(commands);
-  for (size_t i = 0; i < paths.size(); ++i) state_->client.check(replies[i], commands[i]);
+  for (size_t i = 0; i < commands.size(); ++i) state_->client.check(replies[i], commands[i]);
   const std::map<std::string, size_t> reply_of = reply_index(paths);
   const int64_t rows = selection->count;
   return build(
@@ -145,9 +132,10 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
       [&](const std::string& p, c10::IntArrayRef batch) {
         const LeafMetadata& meta = layout.leaves.at(p);
         const std::string key = state_->keys.data(p);
-        const ReplyRef data = replies[reply_of.at(p)];
+        const size_t which = reply_of.at(p);
+        const ReplyRef data = replies[first_reply[which]];
         TD_CHECK(!data.is_nil(), StorageError, key, ": listed in __keys__ but holds no value");
-        if (meta.is_non_tensor || commands[reply_of.at(p)][0] == "GET") {  // read whole, indexed here
+        if (meta.is_non_tensor || commands[first_reply[which]][0] == "GET") {  // read whole, indexed here
           Entry whole = decode_leaf(meta, data.str(), key, batch, device_);
           if (whole.is_tensor()) return Entry(index.apply(whole.tensor()));
           const NonTensorData& value = whole.non_tensor();
@@ -155,7 +143,15 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
         }
         LeafMetadata part = meta;
         part.shape[0] = rows;
-        Entry out = decode_leaf(part, data.str(), key, batch, device_);
+        std::string joined;  // the runs' bytes in order (one run: its reply as it is)
+        for (size_t r = first_reply[which] + 1; r < first_reply[which + 1]; ++r) {
+          if (joined.empty()) {
+            joined.reserve(static_cast<size_t>(rows) * data.str().size());
+            joined.assign(data.str());
+          }
+          joined.append(replies[r].str());
+        }
+        Entry out = decode_leaf(part, joined.empty() ? data.str() : std::string_view(joined), key, batch, device_);
         return selection->integer ? Entry(out.tensor().squeeze(0)) : out;
       },
       [&](c10::IntArrayRef batch) {

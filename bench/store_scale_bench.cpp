@@ -1,0 +1,206 @@
+// TensorDictStore as a replay buffer, against the same buffer in memory, and scaled over writer
+// processes and a Redis Cluster (issue 35). Fixture: 16,384 rows of obs float[64], action
+// float[4], reward float. Rows: BM_<Op>_<Store|Memory>/<rows>: filling 256 rows by slice and
+// sampling 256 random rows; BM_FillProcesses/<writers>: one store filled by 1, 2 or 4 writer
+// processes (this binary run with --writer), rows/s; BM_FillStores/<cluster>: 4 stores filled
+// by 4 writers on one server (0) or a 3-master cluster (1). The servers are started here and
+// stopped at exit. On a 2-core machine the writers and servers share the cores.
+#include <benchmark/benchmark.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <tensordict/backends/store.h>
+#include <tensordict/tensordict.h>
+
+#include "support/child_process.h"
+#include "support/redis_cluster.h"
+#include "support/redis_server.h"
+
+namespace td = tensordict;
+using at::indexing::Slice;
+
+namespace {
+
+constexpr int64_t kRows = 16384;
+constexpr int64_t kChunk = 256;
+std::string g_self;  // this binary, for the writer processes
+
+td::TensorDict zeros(int64_t n) {
+  td::TensorDict out = td::TensorDict::empty_with({n});
+  out.set("obs", at::zeros({n, 64}));
+  out.set("action", at::zeros({n, 4}));
+  out.set("reward", at::zeros({n}));
+  return out;
+}
+
+td::TensorDict chunk(float value) {
+  td::TensorDict out = td::TensorDict::empty_with({kChunk});
+  out.set("obs", at::full({kChunk, 64}, value));
+  out.set("action", at::full({kChunk, 4}, value));
+  out.set("reward", at::full({kChunk}, value));
+  return out;
+}
+
+testing_support::RedisServer& server() {
+  static testing_support::RedisServer instance;
+  return instance;
+}
+
+testing_support::RedisCluster& cluster() {
+  static testing_support::RedisCluster instance(3, 0);
+  return instance;
+}
+
+td::StoreOptions server_options(const std::string& id) {
+  td::StoreOptions out = testing_support::store_options(server());
+  out.td_id = id;
+  out.overwrite = true;
+  return out;
+}
+
+// Where a writer connects, as one argument: "unix:<socket>" or "cluster:<host:port>,...".
+std::string where(const td::StoreOptions& options) {
+  if (options.cluster_nodes.empty()) return "unix:" + options.unix_socket;
+  std::string out = "cluster:";
+  for (size_t i = 0; i < options.cluster_nodes.size(); ++i) out += (i ? "," : "") + options.cluster_nodes[i];
+  return out;
+}
+
+td::StoreOptions parse_where(const std::string& text, const std::string& id) {
+  td::StoreOptions out;
+  out.td_id = id;
+  if (text.rfind("unix:", 0) == 0) {
+    out.unix_socket = text.substr(5);
+    return out;
+  }
+  std::string rest = text.substr(8);
+  for (size_t at = 0; at <= rest.size();) {
+    const size_t comma = rest.find(',', at);
+    out.cluster_nodes.push_back(rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+// The writer process: opens the store, says "ready", waits for SIGUSR1, writes its rows in
+// 256-row slices, says "done".
+int writer_main(const std::string& at, const std::string& id, int64_t first, int64_t count) {
+  sigset_t go;
+  sigemptyset(&go);
+  sigaddset(&go, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &go, nullptr);
+  td::TensorDictStore store = td::TensorDictStore::from_store(id, parse_where(at, id));
+  const td::TensorDict values = chunk(1.f);
+  std::cout << "ready" << std::endl;
+  int signal = 0;
+  sigwait(&go, &signal);
+  for (int64_t row = first; row < first + count; row += kChunk) store.index_put_({Slice(row, row + kChunk)}, values);
+  std::cout << "done" << std::endl;
+  return 0;
+}
+
+// Fills `ids` (kRows each) with `per_store` writers each, started first and released together;
+// the time from the release to the last "done".
+double timed_fill(const td::StoreOptions& options, const std::vector<std::string>& ids, int per_store) {
+  std::vector<std::unique_ptr<testing_support::ChildProcess>> writers;
+  const int64_t share = kRows / per_store;
+  for (const std::string& id : ids)
+    for (int w = 0; w < per_store; ++w)
+      writers.push_back(std::make_unique<testing_support::ChildProcess>(std::vector<std::string>{
+          g_self, "--writer", where(options), id, std::to_string(w * share), std::to_string(share)}));
+  for (auto& w : writers)
+    if (!w->wait_for_line("ready")) throw std::runtime_error("a writer did not start");
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& w : writers) ::kill(w->pid(), SIGUSR1);
+  for (auto& w : writers)
+    if (!w->wait_for_line("done")) throw std::runtime_error("a writer failed");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& w : writers) w->wait();
+  return seconds;
+}
+
+// ---- one process: fill and sample, store against memory ---------------------------------------
+
+void BM_Fill_Memory(benchmark::State& state) {
+  td::TensorDict buffer = zeros(kRows);
+  const td::TensorDict values = chunk(1.f);
+  int64_t row = 0;
+  for (auto _ : state) {
+    buffer.index_put_({Slice(row, row + kChunk)}, values);
+    row = (row + kChunk) % kRows;
+  }
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+void BM_Fill_Store(benchmark::State& state) {
+  td::TensorDictStore store = td::TensorDictStore::from_tensordict(zeros(kRows), server_options("fill"));
+  const td::TensorDict values = chunk(1.f);
+  int64_t row = 0;
+  for (auto _ : state) {
+    store.index_put_({Slice(row, row + kChunk)}, values);
+    row = (row + kChunk) % kRows;
+  }
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+void BM_Sample_Memory(benchmark::State& state) {
+  const td::TensorDict buffer = zeros(kRows);
+  for (auto _ : state) benchmark::DoNotOptimize(buffer.index({at::randint(kRows, {kChunk}, at::kLong)}));
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+void BM_Sample_Store(benchmark::State& state) {
+  td::TensorDictStore store = td::TensorDictStore::from_tensordict(zeros(kRows), server_options("sample"));
+  for (auto _ : state) benchmark::DoNotOptimize(store.index({at::randint(kRows, {kChunk}, at::kLong)}));
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+// ---- writer processes --------------------------------------------------------------------------
+
+void BM_FillProcesses(benchmark::State& state) {
+  const td::StoreOptions options = server_options("shared");
+  td::TensorDictStore::from_tensordict(zeros(kRows), options);
+  for (auto _ : state) state.SetIterationTime(timed_fill(options, {"shared"}, static_cast<int>(state.range(0))));
+  state.SetItemsProcessed(state.iterations() * kRows);
+}
+
+void BM_FillStores(benchmark::State& state) {
+  const bool on_cluster = state.range(0) == 1;
+  td::StoreOptions options = on_cluster ? cluster().options() : server_options("");
+  options.overwrite = true;
+  const std::vector<std::string> ids = td::spread_store_ids("fill", 4, options);
+  for (const std::string& id : ids) {
+    options.td_id = id;
+    td::TensorDictStore::from_tensordict(zeros(kRows), options);
+  }
+  for (auto _ : state) state.SetIterationTime(timed_fill(options, ids, 1));
+  state.SetItemsProcessed(state.iterations() * kRows * static_cast<int64_t>(ids.size()));
+}
+
+}  // namespace
+
+BENCHMARK(BM_Fill_Memory)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Fill_Store)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sample_Memory)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sample_Store)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FillProcesses)->Arg(1)->Arg(2)->Arg(4)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FillStores)->Arg(0)->Arg(1)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+
+int main(int argc, char** argv) {
+  char self[4096] = {};
+  g_self = ::readlink("/proc/self/exe", self, sizeof(self) - 1) > 0 ? self : argv[0];
+  if (argc == 6 && std::string(argv[1]) == "--writer")
+    return writer_main(argv[2], argv[3], std::stoll(argv[4]), std::stoll(argv[5]));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
