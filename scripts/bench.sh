@@ -266,6 +266,28 @@ if command -v redis-benchmark >/dev/null; then
 fi
 fi
 
+# 6b. The store as a replay buffer (bench/store_scale_bench.cpp, issue 35): filling and sampling
+#    256 rows against the same buffer in memory, one store filled by 1, 2 and 4 writer processes,
+#    and 4 stores filled by 4 writers on one server and on a 3-master cluster it starts. The
+#    writers and servers share this machine's cores. BENCH_STORE=0 skips it too.
+if [[ "${BENCH_STORE:-1}" != 0 && -x "$build_dir/bench/store_scale_bench" ]]; then
+run_bench store_scale_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_report_aggregates_only=true
+/usr/bin/python3 - "$json" <<'PY'
+import json, sys
+med = {b["run_name"].split("/iterations")[0].replace("/real_time", ""): b
+       for b in json.load(open(sys.argv[1]))["benchmarks"] if b.get("aggregate_name") == "median"}
+us = lambda name: med[name]["real_time"] * {"us": 1, "ms": 1e3, "ns": 1e-3}[med[name]["time_unit"]]
+for op, label in [("Fill", "fill 256 rows by slice"), ("Sample", "sample 256 random rows")]:
+    store, memory = us(f"BM_{op}_Store/256"), us(f"BM_{op}_Memory/256")
+    print(f"store {label}: store {store:.1f} us, memory {memory:.1f} us, ratio {store / memory:.1f}")
+rates = {n: med[f"BM_FillProcesses/{n}"]["items_per_second"] for n in (1, 2, 4)}
+print("store one store, writers 1/2/4: " + ", ".join(f"{rates[n]:.0f}" for n in (1, 2, 4)) + " rows/s")
+one, cluster = (med[f"BM_FillStores/{k}"]["items_per_second"] for k in (0, 1))
+print(f"store 4 stores, 4 writers: one server {one:.0f} rows/s, 3-master cluster {cluster:.0f} rows/s, "
+      f"ratio {cluster / one:.2f}")
+PY
+fi
+
 # 7. send/recv and all_reduce_ over c10d (bench/dist_bench.cpp: this binary starts its own
 #    second rank) against hand-written c10d code, per leaf and through one flat buffer. Fixed
 #    iteration counts (both ranks must run the same calls), so BENCH_MIN_TIME does not apply.

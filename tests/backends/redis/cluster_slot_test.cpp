@@ -73,7 +73,7 @@ struct ErrorReply {
 
 }  // namespace
 
-TEST_CASE("redirections are read from MOVED, ASK, TRYAGAIN, CLUSTERDOWN and a script's non-local key",
+TEST_CASE("redirections are read from MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING and a script's non-local key",
           "[redis][cluster]") {
   using tensordict::redis::NodeAddress;
   using tensordict::redis::parse_redirect;
@@ -91,6 +91,7 @@ TEST_CASE("redirections are read from MOVED, ASK, TRYAGAIN, CLUSTERDOWN and a sc
   CHECK(parse_redirect(ErrorReply("TRYAGAIN Multiple keys request during rehashing of slot").ref(), from)->kind ==
         Redirect::Wait);
   CHECK(parse_redirect(ErrorReply("CLUSTERDOWN The cluster is down").ref(), from)->kind == Redirect::Wait);
+  CHECK(parse_redirect(ErrorReply("LOADING Redis is loading the dataset in memory").ref(), from)->kind == Redirect::Wait);
   CHECK(parse_redirect(ErrorReply("ERR Script attempted to access a non local key in a cluster node").ref(), from)->kind ==
         Redirect::Wait);
   CHECK_FALSE(parse_redirect(ErrorReply("WRONGTYPE Operation against a key holding the wrong kind of value").ref(), from));

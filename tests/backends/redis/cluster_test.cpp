@@ -234,7 +234,7 @@ TEST_CASE("a master killed in the middle of a fill with replicas_to_ack loses no
   StoreOptions options = cluster.options();
   options.td_id = "failover";
   options.replicas_to_ack = 1;
-  options.replica_ack_timeout = std::chrono::milliseconds(500);
+  options.replica_ack_timeout = std::chrono::milliseconds(2000);  // under load, acks can take a while
   options.command_timeout = std::chrono::milliseconds(3000);
   options.connect_timeout = std::chrono::milliseconds(300);
   const int64_t chunks = 48, rows = 32;

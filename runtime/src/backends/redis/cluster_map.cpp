@@ -95,9 +95,10 @@ std::optional<Redirect> parse_redirect(ReplyRef reply, const NodeAddress& from) 
     out.node = redirect_node(rest.substr(space + 1), from);
     return out;
   }
-  // The slot is between owners (a failover, a migration's last step) or, for a script, some of
-  // its keys have left during a migration: nothing ran, and it will run after a pause.
-  if (starts_with(text, "TRYAGAIN") || starts_with(text, "CLUSTERDOWN") ||
+  // The slot is between owners (a failover, a migration's last step), the node is loading its
+  // dataset, or, for a script, some of its keys have left during a migration: nothing ran, and
+  // it will run after a pause.
+  if (starts_with(text, "TRYAGAIN") || starts_with(text, "CLUSTERDOWN") || starts_with(text, "LOADING") ||
       text.find("non local key") != std::string_view::npos)
     return Redirect{Redirect::Wait, -1, {}};
   return std::nullopt;

@@ -42,7 +42,7 @@ struct Redirect {
   enum Kind {
     Moved,  // MOVED <slot> <host:port>: the slot is served there now
     Ask,    // ASK <slot> <host:port>: the key is being migrated there; one ASKING retry
-    Wait,   // TRYAGAIN, CLUSTERDOWN, a script's "non local key": retry after a pause
+    Wait,   // TRYAGAIN, CLUSTERDOWN, LOADING, a script's "non local key": retry after a pause
   };
   Kind kind;
   int slot = -1;

@@ -139,13 +139,29 @@ NodeAddress RedisClient::node_of_slot(int slot) { return route(slot); }
 Replies RedisClient::pipeline(const std::vector<Command>& commands) {
   if (!is_cluster()) {  // one server: nothing to route, the commands go as they are
     Connection& server = *connections_.front();
-    if (options_.replicas_to_ack <= 0 || read_only(commands)) return server.pipeline(commands);
-    std::vector<Command> waited = commands;
-    waited.push_back({"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())});
-    Replies replies = server.pipeline(waited);
-    check_acks(replies[replies.size() - 1], server.node());
-    replies.pop_back();
-    return replies;
+    const bool wait = options_.replicas_to_ack > 0 && !read_only(commands);
+    std::vector<Command> waited;
+    if (wait) {
+      waited = commands;
+      waited.push_back({"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())});
+    }
+    // A server loading its dataset (just restarted with AOF or RDB) refuses every command with
+    // LOADING: nothing ran, so the pipeline goes again after a pause, within command_timeout.
+    const Clock::time_point deadline = Clock::now() + options_.command_timeout;
+    std::chrono::milliseconds pause_for{2};
+    for (;;) {
+      Replies replies = server.pipeline(wait ? waited : commands);
+      const bool loading = replies.size() > 0 && replies[0].is_error() && replies[0].str().rfind("LOADING", 0) == 0;
+      if (!loading || Clock::now() >= deadline) {
+        if (wait) {
+          check_acks(replies[replies.size() - 1], server.node());
+          replies.pop_back();
+        }
+        return replies;
+      }
+      std::this_thread::sleep_for(pause_for);
+      pause_for = std::min(pause_for * 2, std::chrono::milliseconds(100));
+    }
   }
   asks_.clear();
   std::vector<Unit> units;

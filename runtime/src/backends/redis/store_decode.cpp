@@ -53,12 +53,24 @@ Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::s
     at::Tensor ids = at::arange(batch[0], at::kLong).view(view).expand(batch).contiguous();
     return Entry(NonTensorData::from_ids(std::vector<json::Value>(rows.begin(), rows.end()), ids).compacted());
   }
+  return decode_tensor(meta, {bytes}, key, device);
+}
+
+Entry decode_tensor(const LeafMetadata& meta, c10::ArrayRef<std::string_view> parts, const std::string& key,
+                    const std::optional<at::Device>& device) {
   const int64_t expected = leaf_bytes(meta.shape, meta.dtype, key);
-  TD_CHECK(static_cast<int64_t>(bytes.size()) == expected, StorageError, key, ": holds ", bytes.size(),
+  size_t got = 0;
+  for (std::string_view part : parts) got += part.size();
+  TD_CHECK(static_cast<int64_t>(got) == expected, StorageError, key, ": holds ", got,
            " bytes, but its metadata say shape ", shape_json(meta.shape), " of ", torch_dtype_name(meta.dtype), " (",
            expected, " bytes)");
   at::Tensor out = at::empty(meta.shape, at::TensorOptions().dtype(meta.dtype));
-  if (expected > 0) std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
+  char* at = expected > 0 ? static_cast<char*>(out.data_ptr()) : nullptr;
+  for (std::string_view part : parts) {
+    if (part.empty()) continue;
+    std::memcpy(at, part.data(), part.size());
+    at += part.size();
+  }
   if (device && !device->is_cpu()) out = out.to(*device);
   return Entry(std::move(out));
 }

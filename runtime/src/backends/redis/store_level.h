@@ -177,6 +177,10 @@ std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size)
 /// disagree or the encoding is refused.
 Entry decode_leaf(const LeafMetadata& meta, std::string_view bytes, const std::string& key,
                   c10::IntArrayRef batch, const std::optional<at::Device>& device);
+/// A tensor leaf whose bytes come in `parts`, in order (runs of rows read separately), copied
+/// once into the result; StorageError naming `key` when their sizes do not add up to `meta`'s.
+Entry decode_tensor(const LeafMetadata& meta, c10::ArrayRef<std::string_view> parts, const std::string& key,
+                    const std::optional<at::Device>& device);
 
 }  // namespace redis
 }  // namespace tensordict

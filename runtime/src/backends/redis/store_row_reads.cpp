@@ -143,15 +143,9 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
         }
         LeafMetadata part = meta;
         part.shape[0] = rows;
-        std::string joined;  // the runs' bytes in order (one run: its reply as it is)
-        for (size_t r = first_reply[which] + 1; r < first_reply[which + 1]; ++r) {
-          if (joined.empty()) {
-            joined.reserve(static_cast<size_t>(rows) * data.str().size());
-            joined.assign(data.str());
-          }
-          joined.append(replies[r].str());
-        }
-        Entry out = decode_leaf(part, joined.empty() ? data.str() : std::string_view(joined), key, batch, device_);
+        std::vector<std::string_view> runs;  // each run's bytes, copied once into the tensor
+        for (size_t r = first_reply[which]; r < first_reply[which + 1]; ++r) runs.push_back(replies[r].str());
+        Entry out = decode_tensor(part, runs, key, device_);
         return selection->integer ? Entry(out.tensor().squeeze(0)) : out;
       },
       [&](c10::IntArrayRef batch) {
