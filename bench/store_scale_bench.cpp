@@ -17,6 +17,7 @@
 
 #include <ATen/ATen.h>
 #include <tensordict/backends/store.h>
+#include <tensordict/backends/store_group.h>
 #include <tensordict/tensordict.h>
 
 #include "support/child_process.h"
@@ -185,8 +186,40 @@ void BM_FillStores(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kRows * static_cast<int64_t>(ids.size()));
 }
 
+// 256 rows from 4 stores spread over the cluster's 3 masters: through a StoreGroup (two round
+// trips per master, all masters at once) against each store read in turn (two each).
+std::vector<td::TensorDictStore> cluster_stores() {
+  td::StoreOptions options = cluster().options();
+  options.overwrite = true;
+  std::vector<td::TensorDictStore> out;
+  for (const std::string& id : td::spread_store_ids("sampled", 4, options)) {
+    options.td_id = id;
+    out.push_back(td::TensorDictStore::from_tensordict(zeros(kRows), options));
+  }
+  return out;
+}
+
+void BM_SampleStores_Group(benchmark::State& state) {
+  const td::StoreGroup group(cluster_stores());
+  for (auto _ : state) benchmark::DoNotOptimize(group.sample(kChunk));
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+void BM_SampleStores_EachStore(benchmark::State& state) {
+  const std::vector<td::TensorDictStore> stores = cluster_stores();
+  for (auto _ : state) {
+    std::vector<td::TensorDict> parts;
+    for (const td::TensorDictStore& store : stores)
+      parts.push_back(store.index({at::randint(kRows, {kChunk / 4}, at::kLong)}));
+    benchmark::DoNotOptimize(td::cat(parts, 0));
+  }
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
 }  // namespace
 
+BENCHMARK(BM_SampleStores_Group)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleStores_EachStore)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Fill_Memory)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Fill_Store)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Memory)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);

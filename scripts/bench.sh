@@ -285,6 +285,9 @@ print("store one store, writers 1/2/4: " + ", ".join(f"{rates[n]:.0f}" for n in 
 one, cluster = (med[f"BM_FillStores/{k}"]["items_per_second"] for k in (0, 1))
 print(f"store 4 stores, 4 writers: one server {one:.0f} rows/s, 3-master cluster {cluster:.0f} rows/s, "
       f"ratio {cluster / one:.2f}")
+group, each = us("BM_SampleStores_Group"), us("BM_SampleStores_EachStore")
+print(f"store sample 256 rows of 4 stores on the cluster: StoreGroup {group:.0f} us, store by store {each:.0f} us, "
+      f"ratio {group / each:.2f}")
 PY
 fi
 

@@ -16,6 +16,7 @@
 
 #include <ATen/ATen.h>
 #include <tensordict/backends/store.h>
+#include <tensordict/backends/store_group.h>
 #include <tensordict/tensordict.h>
 
 #include "backends/redis/cluster_slot.h"
@@ -343,4 +344,52 @@ TEST_CASE("without replicas_to_ack a writer goes on once the replica is promoted
   CHECK(cluster.master_of(slot, cluster.ports()[killed == cluster.ports()[0] ? 1 : 0]) != killed);
   std::cout << "failover without WAIT: master killed -> first successful write " << elapsed << " ms (" << errors
             << " typed errors on the way)\n";
+}
+
+TEST_CASE("a StoreGroup reads rows of stores spread over the masters together and samples all of them",
+          "[redis][cluster][group]") {
+  RedisCluster cluster(3, 0);
+  StoreOptions options = cluster.options();
+  const std::vector<std::string> ids = spread_store_ids("group", 4, options);
+  std::vector<TensorDictStore> stores;
+  std::vector<TensorDict> contents;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    options.td_id = ids[k];
+    TensorDict td = rows_td(64 + 16 * static_cast<int64_t>(k));  // different sizes
+    td.set("obs", td.get("obs") + 100000.f * static_cast<float>(k));  // rows tell their store
+    contents.push_back(td);
+    stores.push_back(TensorDictStore::from_tensordict(td, options));
+  }
+  const StoreGroup group(stores);
+  REQUIRE(group.size() == 4);
+  // One pipeline of every store's commands, split by master (all masters at once), replies in
+  // order: each store gets its own rows.
+  const std::vector<at::Tensor> picks = {at::tensor({5, 0, 63}, at::kLong), at::tensor({79, 1}, at::kLong),
+                                         at::tensor({2}, at::kLong), at::empty({0}, at::kLong)};
+  const std::vector<TensorDict> got = group.index(picks);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    INFO("store " << k);
+    CHECK(at::equal(got[k].get("obs"), contents[k].get("obs").index_select(0, picks[k])));
+    CHECK(at::equal(got[k].get({"next", "reward"}), contents[k].get({"next", "reward"}).index_select(0, picks[k])));
+  }
+  // sample(): rows drawn from every store, each a row of its store.
+  const TensorDict batch = group.sample(512);
+  REQUIRE(batch.batch_size() == c10::IntArrayRef({512}));
+  const at::Tensor obs = batch.get("obs");
+  std::set<int64_t> seen_stores;
+  for (int64_t r = 0; r < 512; ++r) {
+    const float first = obs[r][0].item<float>();
+    const int64_t store = static_cast<int64_t>(first) / 100000;
+    const int64_t row = (static_cast<int64_t>(first) % 100000) / 16;
+    seen_stores.insert(store);
+    REQUIRE(at::equal(obs[r], contents[static_cast<size_t>(store)].get("obs")[row]));
+  }
+  CHECK(seen_stores.size() == 4);
+  // Errors: stores of two servers, no store, the wrong number of row tensors.
+  testing_support::RedisServer other;
+  StoreOptions elsewhere = testing_support::store_options(other);
+  elsewhere.td_id = "elsewhere";
+  CHECK_THROWS_AS(StoreGroup({stores[0], TensorDictStore::from_tensordict(rows_td(4), elsewhere)}), ValueError);
+  CHECK_THROWS_AS(StoreGroup(std::vector<TensorDictStore>{}), ValueError);
+  CHECK_THROWS_AS(group.index({picks[0]}), ValueError);
 }

@@ -65,6 +65,31 @@ struct StoreState {
   mutable std::recursive_mutex mutex;
 };
 
+// The rows of dim 0 an index selects (an integer, a step-1 slice, an index tensor or a mask),
+// as runs of consecutive rows (one byte range of every leaf): each span is `count` rows from `row`, taken from the
+// value's rows from `value_row`. nullopt for indices that are not rows of dim 0.
+struct RowSpan {
+  int64_t row, value_row, count;
+};
+struct RowSelection {
+  std::vector<RowSpan> spans;
+  int64_t count = 0;     // rows selected: the value's dim 0, unless `integer`
+  bool integer = false;  // an integer index: the value has no row dim
+};
+/// The layout script's command for the store `keys` name, and its reply read into a Layout
+/// (StorageError naming the store at `endpoint` when the reply is not one).
+Command layout_command(const StoreKeys& keys);
+Layout parse_layout(ReplyRef reply, const StoreKeys& keys, const std::string& endpoint);
+
+/// The commands that read the rows an index selects from every leaf of a level, and where each
+/// leaf's replies are (store_row_reads.cpp).
+struct RowRead {
+  RowSelection selection;
+  std::vector<std::string> paths;
+  std::vector<Command> commands;
+  std::vector<size_t> first_reply;  // per path, then one past the last command
+};
+
 /// A non-tensor value of an indexed write into an existing non-tensor leaf (store_level.cpp).
 struct NonTensorRows;
 
@@ -98,6 +123,12 @@ class StoreLevel final : public TensorDictBase {
   void set_batch_size(c10::IntArrayRef batch_size) override;
   void release_resources() override;
   TensorDict index(const BatchIndex& index) const override;
+  /// index() in halves, so that reads of several stores share round trips (StoreGroup): the
+  /// commands reading the rows `index` selects by `layout`, nullopt for an index that is not rows
+  /// of dim 0; then the result from their replies, which start at `replies[offset]`.
+  std::optional<RowRead> plan_row_read(const BatchIndex& index, const Layout& layout) const;
+  TensorDict finish_row_read(const BatchIndex& index, const Layout& layout, const RowRead& read, const Replies& replies,
+                             size_t offset) const;
 
  private:
   /// The path of this level's `key` (escaped as leaf_path does).
@@ -160,17 +191,6 @@ std::string score_text(double score);
 /// One reply per path, by path.
 std::map<std::string, size_t> reply_index(const std::vector<std::string>& paths);
 
-// The rows of dim 0 an index selects (an integer, a step-1 slice, an index tensor or a mask),
-// as runs of consecutive rows (one byte range of every leaf): each span is `count` rows from `row`, taken from the
-// value's rows from `value_row`. nullopt for indices that are not rows of dim 0.
-struct RowSpan {
-  int64_t row, value_row, count;
-};
-struct RowSelection {
-  std::vector<RowSpan> spans;
-  int64_t count = 0;     // rows selected: the value's dim 0, unless `integer`
-  bool integer = false;  // an integer index: the value has no row dim
-};
 std::optional<RowSelection> row_selection(const BatchIndex& index, int64_t size);
 
 /// The leaf read from `bytes` as `meta` says; StorageError naming `key` when their sizes

@@ -99,43 +99,55 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
   const std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   // No rows: nothing to move (and GETRANGE has no empty range).
   if (!selection || selection->count == 0) return TensorDictBase::index(index);
-  const std::vector<RowSpan>& spans = selection->spans;
   const Layout layout = state_->layout(true);
+  const std::optional<RowRead> read = plan_row_read(index, layout);
+  if (!read) return TensorDictBase::index(index);
+  const Replies replies = state_->client.pipeline(read->commands);
+  return finish_row_read(index, layout, *read, replies, 0);
+}
+
+std::optional<RowRead> StoreLevel::plan_row_read(const BatchIndex& index, const Layout& layout) const {
+  if (batch_size_.empty()) return std::nullopt;
+  std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
+  if (!selection || selection->count == 0) return std::nullopt;
   // One GETRANGE per run of rows and leaf, all pipelined. Python sends a Lua GETRANGES script
   // per leaf instead; Redis 7 spends about 4 us in Lua per range (redis.call's setup) against
   // 0.5 us for a GETRANGE command, so 256 random rows of 3 leaves took 3.9 ms that way.
-  std::vector<std::string> paths;
-  std::vector<Command> commands;
-  std::vector<size_t> first_reply;  // per path: its first command; its last is the next path's first - 1
+  RowRead out{std::move(*selection), {}, {}, {}};
   for (const auto& [path, meta] : layout.leaves) {
     if (!is_under_level(path, path_)) continue;
-    paths.push_back(path);
-    first_reply.push_back(commands.size());
+    out.paths.push_back(path);
+    out.first_reply.push_back(out.commands.size());
     if (meta.is_non_tensor || meta.shape.empty()) {
-      commands.push_back({"GET", state_->keys.data(path)});
+      out.commands.push_back({"GET", state_->keys.data(path)});
       continue;
     }
     const int64_t row = leaf_bytes(c10::IntArrayRef(meta.shape).slice(1), meta.dtype, state_->keys.data(path));
-    for (const RowSpan& span : spans) {
+    for (const RowSpan& span : out.selection.spans) {
       const int64_t first = span.row * row;
-      commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
-                          std::to_string(first + span.count * row - 1)});
+      out.commands.push_back({"GETRANGE", state_->keys.data(path), std::to_string(first),
+                              std::to_string(first + span.count * row - 1)});
     }
   }
-  first_reply.push_back(commands.size());
-  Replies replies = state_->client.pipeline(commands);
-  for (size_t i = 0; i < commands.size(); ++i) state_->client.check(replies[i], commands[i]);
-  const std::map<std::string, size_t> reply_of = reply_index(paths);
-  const int64_t rows = selection->count;
+  out.first_reply.push_back(out.commands.size());
+  return out;
+}
+
+TensorDict StoreLevel::finish_row_read(const BatchIndex& index, const Layout& layout, const RowRead& read,
+                                       const Replies& replies, size_t offset) const {
+  for (size_t i = 0; i < read.commands.size(); ++i) state_->client.check(replies[offset + i], read.commands[i]);
+  const std::map<std::string, size_t> reply_of = reply_index(read.paths);
+  const int64_t rows = read.selection.count;
   return build(
       layout, path_, batch_size_,
       [&](const std::string& p, c10::IntArrayRef batch) {
         const LeafMetadata& meta = layout.leaves.at(p);
         const std::string key = state_->keys.data(p);
         const size_t which = reply_of.at(p);
-        const ReplyRef data = replies[first_reply[which]];
+        const size_t first = read.first_reply[which], last = read.first_reply[which + 1];
+        const ReplyRef data = replies[offset + first];
         TD_CHECK(!data.is_nil(), StorageError, key, ": listed in __keys__ but holds no value");
-        if (meta.is_non_tensor || commands[first_reply[which]][0] == "GET") {  // read whole, indexed here
+        if (meta.is_non_tensor || read.commands[first][0] == "GET") {  // read whole, indexed here
           Entry whole = decode_leaf(meta, data.str(), key, batch, device_);
           if (whole.is_tensor()) return Entry(index.apply(whole.tensor()));
           const NonTensorData& value = whole.non_tensor();
@@ -144,9 +156,9 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
         LeafMetadata part = meta;
         part.shape[0] = rows;
         std::vector<std::string_view> runs;  // each run's bytes, copied once into the tensor
-        for (size_t r = first_reply[which]; r < first_reply[which + 1]; ++r) runs.push_back(replies[r].str());
+        for (size_t r = first; r < last; ++r) runs.push_back(replies[offset + r].str());
         Entry out = decode_tensor(part, runs, key, device_);
-        return selection->integer ? Entry(out.tensor().squeeze(0)) : out;
+        return read.selection.integer ? Entry(out.tensor().squeeze(0)) : out;
       },
       [&](c10::IntArrayRef batch) {
         BatchSize out(index.result_batch_size().begin(), index.result_batch_size().end());

@@ -115,9 +115,16 @@ void check_value_bytes(int64_t nbytes, const std::string& key, int64_t max_bytes
 
 const Layout& StoreState::layout(bool refresh) {
   if (cached && !refresh) return *cached;
-  Replies replies = client.run({"EVAL", kLayoutScript, "1", keys.keys(), keys.base()});
-  const ReplyRef root = replies[0];
-  TD_CHECK(root.is_array() && root.size() >= 4, StorageError, client.options().endpoint(), ": ", keys.base(),
+  Replies replies = client.run(layout_command(keys));
+  cached = parse_layout(replies[0], keys, client.options().endpoint());
+  return *cached;
+}
+
+Command layout_command(const StoreKeys& keys) { return {"EVAL", kLayoutScript, "1", keys.keys(), keys.base()}; }
+
+Layout parse_layout(ReplyRef root, const StoreKeys& keys, const std::string& endpoint) {
+  const auto& client_endpoint = endpoint;
+  TD_CHECK(root.is_array() && root.size() >= 4, StorageError, client_endpoint, ": ", keys.base(),
            ": unexpected reply to the layout script");
   Layout out;
   if (!root[0].is_nil()) {
@@ -148,8 +155,7 @@ const Layout& StoreState::layout(bool refresh) {
     const std::string path(root[i].str());
     out.leaves.emplace(path, parse_metadata(hash_pairs(root[i + 1]), keys.meta(path)));
   }
-  cached = std::move(out);
-  return *cached;
+  return out;
 }
 
 bool StoreState::transaction(std::vector<Command> commands, bool watched) {
