@@ -108,7 +108,8 @@ class RedisCluster {
       const tensordict::redis::NodeAddress node{"127.0.0.1", asked, ""};
       tensordict::redis::Connection connection(options, node);
       const tensordict::redis::Replies replies = connection.pipeline({{"CLUSTER", "SLOTS"}});
-      const tensordict::redis::NodeAddress* master = tensordict::redis::SlotMap::parse(replies[0], node).master(slot);
+      const tensordict::redis::SlotMap map = tensordict::redis::SlotMap::parse(replies[0], node);
+      const tensordict::redis::NodeAddress* master = map.master(slot);
       return master == nullptr ? -1 : master->port;
     } catch (const tensordict::StorageError&) {
       return -1;
