@@ -130,8 +130,8 @@ double timed_fill(const td::StoreOptions& options, const std::vector<std::string
 
 // ---- one process: fill and sample, store against memory ---------------------------------------
 
-void BM_Fill_Memory(benchmark::State& state) {
-  td::TensorDict buffer = zeros(kRows);
+// 256-row slices written in turn into `buffer` (in memory, or a store: both are TensorDicts).
+void fill_slices(benchmark::State& state, td::TensorDict buffer) {
   const td::TensorDict values = chunk(1.f);
   int64_t row = 0;
   for (auto _ : state) {
@@ -141,15 +141,10 @@ void BM_Fill_Memory(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kChunk);
 }
 
+void BM_Fill_Memory(benchmark::State& state) { fill_slices(state, zeros(kRows)); }
+
 void BM_Fill_Store(benchmark::State& state) {
-  td::TensorDictStore store = td::TensorDictStore::from_tensordict(zeros(kRows), server_options("fill"));
-  const td::TensorDict values = chunk(1.f);
-  int64_t row = 0;
-  for (auto _ : state) {
-    store.index_put_({Slice(row, row + kChunk)}, values);
-    row = (row + kChunk) % kRows;
-  }
-  state.SetItemsProcessed(state.iterations() * kChunk);
+  fill_slices(state, td::TensorDictStore::from_tensordict(zeros(kRows), server_options("fill")));
 }
 
 void BM_Sample_Memory(benchmark::State& state) {

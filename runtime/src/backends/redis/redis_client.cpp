@@ -34,7 +34,7 @@ struct RedisClient::Batch {
   NodeAddress node;
   bool asking;
   std::vector<size_t> units;
-  std::vector<Command> commands;
+  std::vector<const Command*> commands;  // the caller's, ASKING and WAIT: never copied
   /// Whether the batch ends with WAIT (it writes, and StoreOptions::replicas_to_ack is set).
   bool wait = false;
   Connection* connection = nullptr;
@@ -52,21 +52,20 @@ std::vector<size_t> all_units(size_t n) {
 
 }  // namespace
 
-bool read_only(const std::vector<Command>& commands) {
+bool read_only(const Command& command) {
   static const std::unordered_set<std::string> reads = {
       "GET",    "GETRANGE", "MGET",  "STRLEN",  "EXISTS", "TYPE",     "HGET",   "HGETALL", "HMGET", "HLEN",
       "SMEMBERS", "SCARD",  "SISMEMBER", "ZRANGE", "ZSCORE", "ZCARD", "WATCH",  "UNWATCH", "MULTI", "EXEC",
       "DISCARD", "PING",    "CLUSTER", "INFO",   "SCRIPT", "ASKING", "PTTL",  "TTL",     "DBSIZE", "SCAN"};
-  for (const Command& command : commands) {
-    if (command.empty()) continue;
-    const std::string& name = command[0];
-    if (name == "EVAL" && command.size() > 1 && command[1].rfind(kReadOnlyScript, 0) == 0) continue;
-    if (!reads.count(name)) return false;
-  }
-  return true;
+  if (command.empty()) return true;
+  const std::string& name = command[0];
+  if (name == "EVAL" && command.size() > 1 && command[1].rfind(kReadOnlyScript, 0) == 0) return true;
+  return reads.count(name) > 0;
 }
 
-RedisClient::RedisClient(StoreOptions options) : options_(std::move(options)) {
+RedisClient::RedisClient(StoreOptions options)
+    : options_(std::move(options)),
+      wait_command_{"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())} {
   if (!is_cluster()) {
     NodeAddress node;
     node.host = options_.host;
@@ -139,18 +138,18 @@ NodeAddress RedisClient::node_of_slot(int slot) { return route(slot); }
 Replies RedisClient::pipeline(const std::vector<Command>& commands) {
   if (!is_cluster()) {  // one server: nothing to route, the commands go as they are
     Connection& server = *connections_.front();
-    const bool wait = options_.replicas_to_ack > 0 && !read_only(commands);
-    std::vector<Command> waited;
-    if (wait) {
-      waited = commands;
-      waited.push_back({"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())});
-    }
+    const bool wait = options_.replicas_to_ack > 0 &&
+                      !std::all_of(commands.begin(), commands.end(), [](const Command& c) { return read_only(c); });
+    std::vector<const Command*> refs;
+    for (const Command& command : commands) refs.push_back(&command);
+    if (wait) refs.push_back(&wait_command_);
     // A server loading its dataset (just restarted with AOF or RDB) refuses every command with
     // LOADING: nothing ran, so the pipeline goes again after a pause, within command_timeout.
     const Clock::time_point deadline = Clock::now() + options_.command_timeout;
     std::chrono::milliseconds pause_for{2};
     for (;;) {
-      Replies replies = server.pipeline(wait ? waited : commands);
+      server.send(refs);
+      Replies replies = server.receive();
       const bool loading = replies.size() > 0 && replies[0].is_error() && replies[0].str().rfind("LOADING", 0) == 0;
       if (!loading || Clock::now() >= deadline) {
         if (wait) {
@@ -225,8 +224,9 @@ std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands
     batch->units.push_back(u);
     // After ASKING a node runs the next command for a slot it is importing; inside MULTI the
     // permission lasts until EXEC.
-    if (asking) batch->commands.push_back({"ASKING"});
-    batch->commands.insert(batch->commands.end(), commands.begin() + units[u].begin, commands.begin() + units[u].end);
+    static const Command kAsking{"ASKING"};
+    if (asking) batch->commands.push_back(&kAsking);
+    for (size_t i = units[u].begin; i < units[u].end; ++i) batch->commands.push_back(&commands[i]);
   }
   const auto drop_all = [&] {
     for (Batch& b : batches)
@@ -242,10 +242,9 @@ std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands
                ": slot ", units[batch.units.front()].slot, " moved from ", watching_->endpoint(), " to ",
                batch.node.endpoint(), " between a WATCH and its transaction; nothing of the transaction was applied");
     }
-    batch.wait = options_.replicas_to_ack > 0 && !read_only(batch.commands);
-    if (batch.wait)
-      batch.commands.push_back(
-          {"WAIT", std::to_string(options_.replicas_to_ack), std::to_string(options_.replica_ack_timeout.count())});
+    batch.wait = options_.replicas_to_ack > 0 &&
+                 !std::all_of(batch.commands.begin(), batch.commands.end(), [](const Command* c) { return read_only(*c); });
+    if (batch.wait) batch.commands.push_back(&wait_command_);
     Connection& c = connection(batch.node);
     try {
       c.connect();

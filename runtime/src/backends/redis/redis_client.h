@@ -34,8 +34,8 @@ namespace redis {
 /// replicas are away.
 inline constexpr std::string_view kReadOnlyScript = "-- read-only\n";
 
-/// True when `commands` write nothing (reads, WATCH, transactions of reads, read-only scripts).
-bool read_only(const std::vector<Command>& commands);
+/// True when `command` writes nothing (a read, WATCH, MULTI/EXEC, a read-only script).
+bool read_only(const Command& command);
 
 class RedisClient {
  public:
@@ -80,6 +80,8 @@ class RedisClient {
                                  const std::vector<size_t>& pending, Replies& out, bool& pause);
 
   StoreOptions options_;
+  /// WAIT replicas_to_ack replica_ack_timeout, ending every round trip that writes when set.
+  const Command wait_command_;
   std::vector<NodeAddress> seeds_;
   std::vector<std::unique_ptr<Connection>> connections_;
   SlotMap slots_;

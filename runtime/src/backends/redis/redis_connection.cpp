@@ -135,7 +135,8 @@ Connection::~Connection() { disconnect(); }
 void Connection::disconnect() {
   if (context_ != nullptr) redisFree(context_);
   context_ = nullptr;
-  sent_ = nullptr;
+  sent_.clear();
+  has_sent_ = false;
 }
 
 void Connection::connect() {
@@ -183,11 +184,14 @@ void Connection::fail(const Command& command, const std::string& why) {
 }
 
 Replies Connection::pipeline(const std::vector<Command>& commands) {
-  send(commands);
+  std::vector<const Command*> refs;
+  refs.reserve(commands.size());
+  for (const Command& command : commands) refs.push_back(&command);
+  send(refs);
   return receive();
 }
 
-void Connection::send(const std::vector<Command>& commands) {
+void Connection::send(const std::vector<const Command*>& commands) {
   if (context_ == nullptr) connect();
   // Scripts go by their SHA1 once the server has them (EVALSHA): a script's text is sent once
   // per connection, in a SCRIPT LOAD ahead of its first use in the same round trip. Not between
@@ -195,15 +199,15 @@ void Connection::send(const std::vector<Command>& commands) {
   std::vector<bool> by_sha(commands.size(), false);
   bool queued = false;
   for (size_t i = 0; i < commands.size(); ++i) {
-    const std::string& name = commands[i].empty() ? std::string() : commands[i][0];
+    const std::string_view name = commands[i]->empty() ? std::string_view() : std::string_view((*commands[i])[0]);
     if (name == "MULTI") queued = true;
     if (name == "EXEC" || name == "DISCARD") queued = false;
-    by_sha[i] = !queued && name == "EVAL" && commands[i].size() >= 2;
+    by_sha[i] = !queued && name == "EVAL" && commands[i]->size() >= 2;
   }
   loads_.clear();
   for (size_t i = 0; i < commands.size(); ++i) {
-    if (!by_sha[i] || script_shas_.count(commands[i][1])) continue;
-    const std::string& body = commands[i][1];
+    if (!by_sha[i] || script_shas_.count((*commands[i])[1])) continue;
+    const std::string& body = (*commands[i])[1];
     if (std::find(loads_.begin(), loads_.end(), body) == loads_.end()) loads_.push_back(body);
   }
   // The commands in the protocol's own format (RESP arrays of bulk strings), written into one
@@ -211,8 +215,8 @@ void Connection::send(const std::vector<Command>& commands) {
   // more than the server's work for a pipeline of short commands.
   std::string wire;
   size_t bytes = 0;
-  for (const Command& command : commands)
-    for (const std::string& arg : command) bytes += arg.size() + 16;
+  for (const Command* command : commands)
+    for (const std::string& arg : *command) bytes += arg.size() + 16;
   wire.reserve(bytes + 64 * loads_.size() + 16);
   const auto bulk = [&](std::string_view arg) {
     wire += '$';
@@ -233,7 +237,7 @@ void Connection::send(const std::vector<Command>& commands) {
     bulk(body);
   }
   for (size_t i = 0; i < commands.size(); ++i) {
-    const Command& command = commands[i];
+    const Command& command = *commands[i];
     array(command.size());
     const auto sha = by_sha[i] ? script_shas_.find(command[1]) : script_shas_.end();
     for (size_t a = 0; a < command.size(); ++a) {
@@ -243,21 +247,23 @@ void Connection::send(const std::vector<Command>& commands) {
     }
   }
   if (!wire.empty() && redisAppendFormattedCommand(context_, wire.data(), wire.size()) != REDIS_OK)
-    fail(commands.empty() ? Command{"(pipeline)"} : commands[0], std::string("cannot queue the commands: ") + context_->errstr);
-  sent_ = &commands;
+    fail(commands.empty() ? Command{"(pipeline)"} : *commands[0], std::string("cannot queue the commands: ") + context_->errstr);
+  sent_ = commands;
+  has_sent_ = true;
   // Written out now, so that pipelines to several servers travel at the same time.
   const SigpipeGuard no_sigpipe;
   int done = 0;
   while (done == 0) {
     if (redisBufferWrite(context_, &done) != REDIS_OK)
-      fail(commands.empty() ? Command{"(pipeline)"} : commands[0], std::string("connection lost: ") + context_->errstr);
+      fail(commands.empty() ? Command{"(pipeline)"} : *commands[0], std::string("connection lost: ") + context_->errstr);
   }
 }
 
 Replies Connection::receive() {
-  TD_CHECK(sent_ != nullptr, RuntimeError, node_.endpoint(), ": no pipeline was sent");
-  const std::vector<Command>& commands = *sent_;
-  sent_ = nullptr;
+  TD_CHECK(has_sent_, RuntimeError, node_.endpoint(), ": no pipeline was sent");
+  const std::vector<const Command*> commands = std::move(sent_);
+  sent_.clear();
+  has_sent_ = false;
   const SigpipeGuard no_sigpipe;
   auto next_reply = [&](const Command& command) {
     void* reply = nullptr;
@@ -276,8 +282,8 @@ Replies Connection::receive() {
   }
   Replies replies;
   bool lost_script = false;
-  for (const Command& command : commands) {
-    replies.push_back(next_reply(command));
+  for (const Command* command : commands) {
+    replies.push_back(next_reply(*command));
     const ReplyRef last = replies[replies.size() - 1];
     lost_script = lost_script || (last.is_error() && last.str().rfind("NOSCRIPT", 0) == 0);
   }
@@ -286,7 +292,10 @@ Replies Connection::receive() {
     // it is sent again with its text; in a pipeline, the other commands have run, so the
     // NOSCRIPT reply is the caller's to handle.
     script_shas_.clear();
-    if (commands.size() == 1) return pipeline(commands);
+    if (commands.size() == 1) {
+      send(commands);
+      return receive();
+    }
   }
   return replies;
 }

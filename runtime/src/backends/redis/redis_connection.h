@@ -99,8 +99,9 @@ class Connection {
   /// the server has the script.
   Replies pipeline(const std::vector<Command>& commands);
   /// pipeline() in two halves, so that several servers work at once: send() writes every
-  /// command out, receive() reads their replies. `commands` must live until receive().
-  void send(const std::vector<Command>& commands);
+  /// command out, receive() reads their replies. The commands must live until receive();
+  /// they are taken by address, so a payload is never copied on its way out.
+  void send(const std::vector<const Command*>& commands);
   Replies receive();
 
   const NodeAddress& node() const { return node_; }
@@ -114,7 +115,8 @@ class Connection {
   /// The SHA1 the server gave each script text it has loaded on this connection.
   std::unordered_map<std::string, std::string> script_shas_;
   /// What send() left for receive(): the commands, and the script texts loaded ahead of them.
-  const std::vector<Command>* sent_ = nullptr;
+  std::vector<const Command*> sent_;
+  bool has_sent_ = false;
   std::vector<std::string> loads_;
 };
 

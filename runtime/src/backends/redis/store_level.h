@@ -131,6 +131,8 @@ class StoreLevel final : public TensorDictBase {
                              size_t offset) const;
 
  private:
+  /// The commands reading `selection`'s rows of every leaf of this level by `layout`.
+  RowRead plan_row_ranges(RowSelection selection, const Layout& layout) const;
   /// The path of this level's `key` (escaped as leaf_path does).
   std::string full(std::string_view key) const { return path_ + key_part(key); }
   EntryKind kind_in(const Layout& layout, const std::string& full_path) const;

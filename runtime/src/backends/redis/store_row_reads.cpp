@@ -96,24 +96,27 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
   // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges of
   // every tensor leaf, all in one round trip. Other indices read the leaves whole (the default).
   if (batch_size_.empty()) return TensorDictBase::index(index);
-  const std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
+  std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   // No rows: nothing to move (and GETRANGE has no empty range).
   if (!selection || selection->count == 0) return TensorDictBase::index(index);
   const Layout layout = state_->layout(true);
-  const std::optional<RowRead> read = plan_row_read(index, layout);
-  if (!read) return TensorDictBase::index(index);
-  const Replies replies = state_->client.pipeline(read->commands);
-  return finish_row_read(index, layout, *read, replies, 0);
+  const RowRead read = plan_row_ranges(std::move(*selection), layout);
+  const Replies replies = state_->client.pipeline(read.commands);
+  return finish_row_read(index, layout, read, replies, 0);
 }
 
 std::optional<RowRead> StoreLevel::plan_row_read(const BatchIndex& index, const Layout& layout) const {
   if (batch_size_.empty()) return std::nullopt;
   std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   if (!selection || selection->count == 0) return std::nullopt;
+  return plan_row_ranges(std::move(*selection), layout);
+}
+
+RowRead StoreLevel::plan_row_ranges(RowSelection selection, const Layout& layout) const {
   // One GETRANGE per run of rows and leaf, all pipelined. Python sends a Lua GETRANGES script
   // per leaf instead; Redis 7 spends about 4 us in Lua per range (redis.call's setup) against
   // 0.5 us for a GETRANGE command, so 256 random rows of 3 leaves took 3.9 ms that way.
-  RowRead out{std::move(*selection), {}, {}, {}};
+  RowRead out{std::move(selection), {}, {}, {}};
   for (const auto& [path, meta] : layout.leaves) {
     if (!is_under_level(path, path_)) continue;
     out.paths.push_back(path);
