@@ -221,6 +221,24 @@ struct StoreBackend {
     return tensordict::TensorDictStore::from_store(tensordict::store_id(td), options());
   }
 };
+
+/// The same server, in this port's per-row layout (StoreLayout::per_row): the tensor leaves
+/// are fixed when the store is created, so its handle is locked, as memmap's is.
+struct RowStoreBackend : StoreBackend {
+  static constexpr const char* name = "TensorDictStore per_row";
+  static constexpr bool kMutableKeys = false;
+  static tensordict::StoreOptions options() {
+    tensordict::StoreOptions out = StoreBackend::options();
+    out.layout = tensordict::StoreLayout::per_row;
+    return out;
+  }
+  static tensordict::TensorDict make(const tensordict::TensorDict& reference) {
+    return tensordict::TensorDictStore::from_tensordict(reference, options());
+  }
+  static tensordict::TensorDict reload(const tensordict::TensorDict& td) {
+    return tensordict::TensorDictStore::from_store(tensordict::store_id(td), options());
+  }
+};
 #endif
 
 template <class... A, class... B>
@@ -234,7 +252,8 @@ using ContractBackendsWithoutRedis =
     std::tuple<InMemoryBackend, MemmapBackend, ConsolidatedBackend, CopyOnReadBackend, LazyStackBackend>;
 #endif
 #ifdef TENSORDICT_TEST_REDIS
-using ContractBackends = decltype(concat(ContractBackendsWithoutRedis{}, std::tuple<StoreBackend>{}));
+using ContractBackends =
+    decltype(concat(ContractBackendsWithoutRedis{}, std::tuple<StoreBackend, RowStoreBackend>{}));
 #else
 using ContractBackends = ContractBackendsWithoutRedis;
 #endif

@@ -96,6 +96,22 @@ TEST_CASE("stores on a cluster live in their id's slot on its master and every o
   }
   CHECK(masters_used.size() >= 2);  // the six ids spread over the masters
 
+  // The per-row layout: its records' MGETs and MSETs (many keys, one slot) go to the master.
+  StoreOptions rows = cluster.options();
+  rows.layout = StoreLayout::per_row;
+  TensorDictStore records = TensorDictStore::from_tensordict(td, rows);
+  TensorDict memory = td.clone();
+  const at::Tensor picks = at::tensor({30, 1, 17, 1}, at::kLong);
+  const TensorDict written({{"obs", at::full({4, 16}, 5.f)}, {"action", at::full({4, 2}, 6, at::kLong)},
+                            {"next", TensorDict({{"reward", at::full({4}, 7.0, at::kDouble)}}, {4})}},
+                           {4});
+  records.index_put_({picks}, written);
+  memory.index_put_({picks}, written);
+  for (const NestedKey& key : {NestedKey("obs"), NestedKey("action"), NestedKey{"next", "reward"}}) {
+    CHECK(at::equal(records.index({picks}).get(key), memory.index({picks}).get(key)));
+    CHECK(at::equal(records.get(key), memory.get(key)));
+  }
+
   // spread_store_ids puts ids on every master in turn.
   const std::vector<std::string> ids = spread_store_ids("buffer", 6, cluster.options());
   REQUIRE(ids.size() == 6);

@@ -465,6 +465,29 @@ TEST_CASE("a row write through a stale structure cache lands where the store is 
   CHECK_THROWS_WITH(reader.index_put_({2}, row), Catch::Contains("scripts were flushed"));
 }
 
+TEST_CASE("a row read is one transaction with the structure; through a stale cache it reads the store as it is now",
+          "[redis][store][index]") {
+  RedisServer server;
+  TensorDictStore writer = TensorDictStore::from_tensordict(sample(), store_options(server));
+  TensorDictStore reader = TensorDictStore::from_store(writer.td_id(), store_options(server));
+  redis::RedisClient raw(store_options(server));
+  const int64_t execs = stat(raw, "commandstats", "cmdstat_exec:calls=");
+  const int64_t layouts = stat(raw, "commandstats", "cmdstat_evalsha:calls=") + stat(raw, "commandstats", "cmdstat_eval:calls=");
+  check_equal(reader.index({1}), sample().index({1}));
+  // The structure and the rows planned from the cached one, in one MULTI/EXEC.
+  CHECK(stat(raw, "commandstats", "cmdstat_exec:calls=") - execs == 1);
+  CHECK(stat(raw, "commandstats", "cmdstat_evalsha:calls=") + stat(raw, "commandstats", "cmdstat_eval:calls=") -
+            layouts == 1);
+
+  writer.set("obs", at::arange(24, at::kDouble).reshape({4, 6}) + 100);  // another client re-types one leaf
+  writer.erase("done");                                                   // and erases another
+  const TensorDict row = reader.index({1});
+  CHECK(row.get("obs").scalar_type() == at::kDouble);
+  CHECK(at::equal(row.get("obs"), at::arange(106, 112, at::kDouble)));
+  CHECK_FALSE(row.contains("done"));
+  check_equal(reader.index({at::tensor({3, 0}, at::kLong)}), writer.to_tensordict().index({at::tensor({3, 0}, at::kLong)}));
+}
+
 TEST_CASE("an indexed write of an index tensor or a mask moves only the selected rows", "[redis][store][index]") {
   RedisServer server;
   TensorDict td = sample();

@@ -10,6 +10,18 @@
 
 namespace tensordict {
 
+/// How a new store keeps its tensor bytes (docs/backends.md, "Row records").
+enum class StoreLayout {
+  /// Python tensordict v0.14's: one value per leaf (`d:<path>`). Either side reads the other's.
+  per_leaf,
+  /// This port's: one value per row of dim 0 (`r:<row>`), holding that row of every tensor leaf
+  /// whose dim 0 is the batch's. A random row of every leaf is one key, so a sample is one MGET
+  /// and a full row write one MSET. The tensor leaves are fixed at creation (the handle is
+  /// locked; adding, removing, renaming or re-shaping one is a StorageError), a whole-leaf read
+  /// costs a range per row, and Python v0.14 cannot read the tensor leaves.
+  per_row,
+};
+
 struct StoreOptions {
   std::string host = "localhost";
   int port = 6379;
@@ -27,6 +39,8 @@ struct StoreOptions {
   /// from_tensordict and from_schema refuse a `td_id` the server already holds a store under
   /// (StorageError: creating it again would replace its data) unless this is set.
   bool overwrite = false;
+  /// How from_tensordict and from_schema lay the store out; from_store reads it from the server.
+  StoreLayout layout = StoreLayout::per_leaf;
   /// Connecting gives up after this long (StorageError naming the server).
   std::chrono::milliseconds connect_timeout{2000};
   /// A command's reply must arrive within this long (StorageError naming the command and key).

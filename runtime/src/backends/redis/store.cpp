@@ -2,6 +2,9 @@
 
 #include <tensordict/backends/store.h>
 
+#include <algorithm>
+#include <optional>
+
 #include <ATen/ATen.h>
 
 #include <tensordict/dtype.h>
@@ -10,6 +13,7 @@
 
 #include "backends/redis/cluster_slot.h"
 #include "backends/redis/store_level.h"
+#include "backends/redis/store_records.h"
 
 namespace tensordict {
 
@@ -53,7 +57,13 @@ std::shared_ptr<StoreState> new_store_state(StoreOptions& options) {
 void add_clear(std::vector<Command>& out, const StoreState& state, const redis::Layout& layout) {
   const redis::StoreKeys& k = state.keys;
   for (const auto& [path, meta] : layout.leaves) out.push_back({"DEL", k.data(path), k.meta(path)});
-  out.push_back({"DEL", k.keys(), k.nested(), k.order(), k.batch_size(), k.device()});
+  out.push_back({"DEL", k.keys(), k.nested(), k.order(), k.batch_size(), k.device(), k.rows()});
+  const int64_t records = layout.records ? layout.records->rows : 0;
+  for (int64_t first = 0; first < records; first += redis::kRecordsPerCommand) {
+    Command del{"DEL"};
+    for (int64_t r = first; r < std::min(records, first + redis::kRecordsPerCommand); ++r) del.push_back(k.record(r));
+    out.push_back(std::move(del));
+  }
 }
 
 void add_header(std::vector<Command>& out, const redis::StoreKeys& k, c10::IntArrayRef batch,
@@ -62,9 +72,21 @@ void add_header(std::vector<Command>& out, const redis::StoreKeys& k, c10::IntAr
   out.push_back({"SET", k.device(), device ? device->str() : std::string()});
 }
 
+// A per-row store's handle is locked, as a memory-mapped tensordict is: its tensor leaves are
+// fixed (StoreLayout::per_row).
 TensorDictStore root_of(const std::shared_ptr<StoreState>& state) {
   const redis::Layout& layout = state->layout(true);
-  return TensorDictStore::from(TensorDict(c10::make_intrusive<StoreLevel>(state, "", layout.batch, layout.device)));
+  TensorDictStore out =
+      TensorDictStore::from(TensorDict(c10::make_intrusive<StoreLevel>(state, "", layout.batch, layout.device)));
+  if (layout.records) out.lock_();
+  return out;
+}
+
+// The records of a per-row store of `batch` (nullopt for the per-leaf layout). A batch of no
+// dims has no rows: no record, every leaf kept whole, the leaves fixed all the same.
+std::optional<redis::RecordBuilder> record_builder(const StoreOptions& options, c10::IntArrayRef batch) {
+  if (options.layout != StoreLayout::per_row) return std::nullopt;
+  return redis::RecordBuilder(batch.empty() ? std::nullopt : std::optional<int64_t>(batch[0]));
 }
 
 const StoreLevel& level_of(const TensorDict& td) {
@@ -98,10 +120,12 @@ TensorDictStore TensorDictStore::from_tensordict(const TensorDict& td, StoreOpti
   std::vector<Command> commands;
   add_clear(commands, *state, state->layout(false));
   add_header(commands, state->keys, td.batch_size(), td.device());
+  std::optional<redis::RecordBuilder> records = record_builder(options, td.batch_size());
   td.impl()->for_each([&](const std::string& key, const Entry& entry) {
     redis::add_store_commands(commands, state->keys, redis::leaf_path(NestedKey(key)), entry, td.batch_size(),
-                              options.max_value_bytes);
+                              options.max_value_bytes, records ? &*records : nullptr);
   });
+  if (records) records->add_commands(commands, state->keys, options.max_value_bytes);
   return create(state, std::move(commands));
 }
 
@@ -113,6 +137,7 @@ TensorDictStore TensorDictStore::from_schema(const LeafSpecs& schema, c10::IntAr
   std::vector<Command> commands;
   add_clear(commands, *state, state->layout(false));
   add_header(commands, k, batch_size, std::nullopt);
+  std::optional<redis::RecordBuilder> records = record_builder(options, batch_size);
   for (const auto& [key, spec] : schema) {
     const std::string path = redis::leaf_path(key);
     add_levels(commands, k, key, batch_size);
@@ -125,16 +150,23 @@ TensorDictStore TensorDictStore::from_schema(const LeafSpecs& schema, c10::IntAr
     std::vector<int64_t> shape(batch_size.begin(), batch_size.end());
     shape.insert(shape.end(), spec.event_shape().begin(), spec.event_shape().end());
     const int64_t nbytes = redis::leaf_bytes(shape, spec.dtype(), k.data(path));
-    redis::check_value_bytes(nbytes, k.data(path), options.max_value_bytes);
-    // The server zero-fills up to the byte written: no tensor bytes leave the client.
-    if (nbytes > 0) {
-      commands.push_back({"SETRANGE", k.data(path), std::to_string(nbytes - 1), std::string(1, '\0')});
+    const int64_t offset = records ? records->add_zeros(shape, spec.dtype(), k.data(path)) : -1;
+    Command meta{"HSET", k.meta(path), "shape", redis::shape_json(shape), "dtype", torch_dtype_name(spec.dtype())};
+    if (offset >= 0) {
+      meta.insert(meta.end(), {"row_offset", std::to_string(offset)});
     } else {
-      commands.push_back({"SET", k.data(path), ""});
+      redis::check_value_bytes(nbytes, k.data(path), options.max_value_bytes);
+      // The server zero-fills up to the byte written: no tensor bytes leave the client.
+      if (nbytes > 0) {
+        commands.push_back({"SETRANGE", k.data(path), std::to_string(nbytes - 1), std::string(1, '\0')});
+      } else {
+        commands.push_back({"SET", k.data(path), ""});
+      }
     }
-    commands.push_back({"HSET", k.meta(path), "shape", redis::shape_json(shape), "dtype", torch_dtype_name(spec.dtype())});
+    commands.push_back(std::move(meta));
     commands.push_back({"SADD", k.keys(), path});
   }
+  if (records) records->add_commands(commands, k, options.max_value_bytes);
   return create(state, std::move(commands));
 }
 

@@ -85,7 +85,9 @@ std::vector<TensorDict> StoreGroup::index(const std::vector<at::Tensor>& rows) c
       out.push_back(stores[i].index({rows[i]}));
       continue;
     }
-    out.push_back(level_of(stores[i]).finish_row_read(indices[i], layouts[i], *reads[i], replies, offsets[i]));
+    std::vector<redis::ReplyRef> mine;
+    for (size_t j = 0; j < reads[i]->commands.size(); ++j) mine.push_back(replies[offsets[i] + j]);
+    out.push_back(level_of(stores[i]).finish_row_read(indices[i], layouts[i], *reads[i], mine));
   }
   return out;
 }

@@ -140,6 +140,12 @@ LeafMetadata parse_metadata(const std::vector<std::pair<std::string, std::string
   TD_CHECK(parsed.has_value(), StorageError, key, ": unknown dtype '", dtype->substr(0, 64), "'");
   meta.dtype = *parsed;
   leaf_bytes(meta.shape, meta.dtype, key);  // refuse sizes that overflow before anyone allocates
+  if (const std::string* offset = find("row_offset")) {
+    const std::vector<int64_t> parsed_offset = parse_shape("[" + *offset + "]", key + " (field 'row_offset')");
+    TD_CHECK(parsed_offset.size() == 1 && !meta.shape.empty(), StorageError, key,
+             ": 'row_offset' must be one integer >= 0, on a leaf with a row dim");
+    meta.row_offset = parsed_offset[0];
+  }
   return meta;
 }
 

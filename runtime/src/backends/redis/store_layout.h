@@ -8,6 +8,11 @@
 //   {prefix}:{<td_id>}:d:<path>         a tensor's C-order bytes, or a non-tensor's JSON
 //   {prefix}:{<td_id>}:m:<path>         hash: shape, dtype | is_non_tensor, encoding
 //
+// and, in this port's per-row layout (StoreLayout::per_row), instead of a tensor leaf's d: key:
+//
+//   {prefix}:{<td_id>}:__rows__         hash: rows, row_bytes (the records' count and size)
+//   {prefix}:{<td_id>}:r:<row>          row <row> of every such leaf, each at its m: row_offset
+//
 // Everything read from the server is untrusted: every parser here checks what it reads and
 // names the key it came from.
 
@@ -43,6 +48,9 @@ class StoreKeys {
   std::string order() const { return base_ + "__order__"; }
   std::string data(std::string_view path) const { return base_ + "d:" + std::string(path); }
   std::string meta(std::string_view path) const { return base_ + "m:" + std::string(path); }
+  /// The per-row layout's header and records (StoreLayout::per_row).
+  std::string rows() const { return base_ + "__rows__"; }
+  std::string record(int64_t row) const { return base_ + "r:" + std::to_string(row); }
 
  private:
   std::string td_id_;
@@ -81,6 +89,8 @@ struct LeafMetadata {
   /// whole batch (this port's `elements` field, for batches of several dims), rather than
   /// Python's one value per row of the first dim.
   bool per_element = false;
+  /// Per-row layout: where the leaf's row starts in each record; -1 for a leaf kept whole (d:).
+  int64_t row_offset = -1;
 };
 
 /// Parses the field/value pairs of an m: hash (HGETALL). StorageError naming `key` and the

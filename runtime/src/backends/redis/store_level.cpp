@@ -18,6 +18,7 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/redis/store_records.h"
 #include "core/non_tensor_write.h"
 
 
@@ -129,6 +130,12 @@ Entry StoreLevel::get(std::string_view key) const {
       return Entry();
     }
     if (k == EntryKind::TensorDict) return Entry(TensorDict(child(layout, p)));
+    if (const LeafMetadata& planned = layout.leaves.at(p); Layout::in_records(planned)) {
+      std::optional<Entry> read = get_from_records(p, planned, *layout.records);
+      if (read) return std::move(*read);
+      if (attempt == 0) continue;  // changed since the layout was read
+      return Entry();
+    }
     // The leaf's metadata and bytes together, in one transaction: writers change both in one,
     // so they always agree, whatever another client did since the layout was read.
     const std::vector<Command> commands = {{"MULTI"}, {"HGETALL", meta_key}, {"GET", data_key}, {"EXEC"}};
@@ -144,6 +151,45 @@ Entry StoreLevel::get(std::string_view key) const {
     return decode_leaf(parse_metadata(hash_pairs(exec[0]), meta_key), exec[1].str(), data_key, batch_size_, device_);
   }
   return Entry();
+}
+
+std::optional<Entry> StoreLevel::get_from_records(const std::string& p, const LeafMetadata& planned,
+                                                  const Layout::Records& records) const {
+  // The leaf's metadata and rows in one transaction: whole records (MGET) when a row of this
+  // leaf is a good part of them, else its range of each (GETRANGE per row).
+  const std::string meta_key = state_->keys.meta(p), data_key = state_->keys.data(p);
+  const int64_t row = row_bytes_of(planned, meta_key);
+  const bool whole = records.row_bytes <= std::max<int64_t>(4096, 4 * row);
+  std::vector<int64_t> rows(static_cast<size_t>(records.rows));
+  for (int64_t r = 0; r < records.rows; ++r) rows[static_cast<size_t>(r)] = r;
+  std::vector<Command> commands = {{"MULTI"}, {"HGETALL", meta_key}};
+  if (whole) {
+    add_record_reads(commands, state_->keys, rows);
+  } else if (row > 0) {
+    for (int64_t r : rows)
+      commands.push_back({"GETRANGE", state_->keys.record(r), std::to_string(planned.row_offset),
+                          std::to_string(planned.row_offset + row - 1)});
+  }
+  commands.push_back({"EXEC"});
+  Replies replies = state_->client.pipeline(commands);
+  for (size_t i = 0; i < commands.size(); ++i) state_->client.check(replies[i], commands[i]);
+  const ReplyRef exec = replies[replies.size() - 1];
+  TD_CHECK(exec.is_array() && exec.size() == commands.size() - 2, StorageError, state_->client.options().endpoint(),
+           ": ", data_key, ": the read transaction was aborted");
+  if (exec[0].size() == 0) return std::nullopt;  // erased
+  const LeafMetadata now = parse_metadata(hash_pairs(exec[0]), meta_key);
+  if (now.row_offset != planned.row_offset || now.shape != planned.shape || now.dtype != planned.dtype) return std::nullopt;
+  if (whole) {
+    std::vector<ReplyRef> mgets;
+    for (size_t i = 1; i < exec.size(); ++i) mgets.push_back(exec[i]);
+    return record_leaf(now, record_views(mgets, rows, records, state_->keys), data_key, device_);
+  }
+  std::vector<std::string_view> parts;
+  for (size_t i = 1; i < exec.size(); ++i) {
+    TD_CHECK(!exec[i].is_nil(), StorageError, state_->keys.record(static_cast<int64_t>(i - 1)), ": the store's record is missing");
+    parts.push_back(exec[i].str());
+  }
+  return decode_tensor(now, parts, data_key, device_);
 }
 
 TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c10::IntArrayRef stored_batch,
@@ -168,23 +214,37 @@ TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c1
 TensorDict StoreLevel::snapshot() const {
   const auto guard = state_->lock();
   const Layout layout = state_->layout(true);
-  std::vector<std::string> paths;
+  // Every record (the per-row layout), then every other leaf's value.
+  std::vector<int64_t> rows(static_cast<size_t>(layout.records ? layout.records->rows : 0));
+  for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
   std::vector<Command> commands;
+  add_record_reads(commands, state_->keys, rows);
+  const size_t record_commands = commands.size();
+  std::vector<std::string> paths;
   for (const auto& [path, meta] : layout.leaves) {
-    if (!is_under_level(path, path_)) continue;
+    if (!is_under_level(path, path_) || Layout::in_records(meta)) continue;
     paths.push_back(path);
     commands.push_back({"GET", state_->keys.data(path)});
   }
   Replies replies = state_->client.pipeline(commands);
-  for (size_t i = 0; i < paths.size(); ++i) {
+  for (size_t i = 0; i < commands.size(); ++i) {
     state_->client.check(replies[i], commands[i]);
-    TD_CHECK(!replies[i].is_nil(), StorageError, commands[i][1], ": listed in __keys__ but holds no value");
+    TD_CHECK(i < record_commands || !replies[i].is_nil(), StorageError, commands[i][1],
+             ": listed in __keys__ but holds no value");
+  }
+  std::vector<std::string_view> records;
+  if (layout.records) {
+    std::vector<ReplyRef> mgets;
+    for (size_t i = 0; i < record_commands; ++i) mgets.push_back(replies[i]);
+    records = record_views(mgets, rows, *layout.records, state_->keys);
   }
   const std::map<std::string, size_t> reply_of = reply_index(paths);
   return build(
       layout, path_, batch_size_,
       [&](const std::string& p, c10::IntArrayRef batch) {
-        return decode_leaf(layout.leaves.at(p), replies[reply_of.at(p)].str(), state_->keys.data(p), batch, device_);
+        const LeafMetadata& meta = layout.leaves.at(p);
+        if (Layout::in_records(meta)) return record_leaf(meta, records, state_->keys.data(p), device_);
+        return decode_leaf(meta, replies[record_commands + reply_of.at(p)].str(), state_->keys.data(p), batch, device_);
       },
       [](c10::IntArrayRef batch) { return BatchSize(batch.begin(), batch.end()); });
 }
@@ -221,8 +281,24 @@ void StoreLevel::insert_or_assign(std::string_view key, Entry value) {
     const StoreLevel* level = as_store_level(*value.tensordict().impl());
     if (level != nullptr && level->state_ == state_ && level->path_ == p + ".") return;
   }
+  const Layout& layout = state_->layout(false);
+  if (layout.records) {
+    // A tensor leaf of the records takes a value of its shape and dtype, in place; a non-tensor
+    // value replaces one. Nothing else can change (StoreLayout::per_row).
+    auto it = layout.leaves.find(p);
+    const bool known = it != layout.leaves.end();
+    if (known && Layout::in_records(it->second) && value.is_tensor() &&
+        value.tensor().sizes() == c10::IntArrayRef(it->second.shape) && value.tensor().scalar_type() == it->second.dtype &&
+        !value.tensor().requires_grad()) {
+      write_(key, value.tensor());
+      return;
+    }
+    if (!(known && it->second.is_non_tensor && value.is_non_tensor()))
+      throw_fixed_records(state_->keys, state_->client.options().endpoint(), known ? "replace" : "add",
+                          NestedKey(key).repr());
+  }
   std::vector<Command> commands;
-  add_removal(commands, state_->keys, state_->layout(false), p, /*keep_place=*/true);
+  add_removal(commands, state_->keys, layout, p, /*keep_place=*/true);
   add_store_commands(commands, state_->keys, p, value, batch_size_, state_->client.options().max_value_bytes);
   drop_children(p);
   state_->forget_layout();
@@ -234,8 +310,10 @@ void StoreLevel::erase(std::string_view key) {
   const auto guard = state_->lock();
   const std::string p = full(key);
   std::vector<Command> commands;
-  add_removal(commands, state_->keys, state_->layout(true), p);
+  const Layout& layout = state_->layout(true);
+  add_removal(commands, state_->keys, layout, p);
   if (commands.empty()) return;
+  if (layout.records) throw_fixed_records(state_->keys, state_->client.options().endpoint(), "erase", NestedKey(key).repr());
   drop_children(p);
   state_->forget_layout();
   state_->transaction(std::move(commands));
@@ -246,6 +324,8 @@ void StoreLevel::rename(std::string_view from, std::string_view to) {
   const auto guard = state_->lock();
   const std::string source = full(from), target = full(to);
   const Layout layout = state_->layout(true);
+  if (layout.records)
+    throw_fixed_records(state_->keys, state_->client.options().endpoint(), "rename", NestedKey(from).repr());
   std::vector<Command> commands;
   add_removal(commands, state_->keys, layout, target);
   const StoreKeys& k = state_->keys;
@@ -275,18 +355,11 @@ void StoreLevel::rename(std::string_view from, std::string_view to) {
   bump_layout_version();
 }
 
-void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
-  const auto guard = state_->lock();
-  const LeafMeta meta = leaf_meta(key);
-  // Cast and broadcast as at::Tensor::copy_ does, then the whole leaf in one SET.
-  const at::Tensor stored = value.to(at::kCPU, meta.dtype).expand(meta.shape);
-  const std::string p = full(key);
-  state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p), state_->client.options().max_value_bytes)});
-}
-
 TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
   const auto guard = state_->lock();
   const std::string p = full(key);
+  if (state_->layout(false).records)
+    throw_fixed_records(state_->keys, state_->client.options().endpoint(), "add the level", NestedKey(key).repr());
   state_->forget_layout();
   state_->transaction({{"HSET", state_->keys.nested(), p, shape_json(batch_size)},
                        {"ZADD", state_->keys.order(), "NX", next_order_score(), p}});

@@ -40,6 +40,13 @@ struct Layout {
   std::map<std::string, BatchSize> nested;
   /// When each path was first written (__order__); paths a Python client wrote have none.
   std::map<std::string, double> order;
+  /// The per-row layout's records (__rows__, StoreLayout::per_row): `rows` of `row_bytes` each.
+  struct Records {
+    int64_t rows = 0, row_bytes = 0;
+  };
+  std::optional<Records> records;
+  /// True when `meta`'s bytes are in the records rather than in a d: value.
+  static bool in_records(const LeafMetadata& meta) { return !meta.is_non_tensor && meta.row_offset >= 0; }
 };
 
 struct StoreState {
@@ -80,6 +87,9 @@ struct RowSelection {
 /// (StorageError naming the store at `endpoint` when the reply is not one).
 Command layout_command(const StoreKeys& keys);
 Layout parse_layout(ReplyRef reply, const StoreKeys& keys, const std::string& endpoint);
+/// True when rows read by `a`'s placement of the leaves read the same from `b` (the key order
+/// aside): the same batch size, device, nested levels, leaves and records.
+bool same_structure(const Layout& a, const Layout& b);
 
 /// The commands that read the rows an index selects from every leaf of a level, and where each
 /// leaf's replies are (store_row_reads.cpp).
@@ -88,6 +98,10 @@ struct RowRead {
   std::vector<std::string> paths;
   std::vector<Command> commands;
   std::vector<size_t> first_reply;  // per path, then one past the last command
+  /// The per-row layout: the records of the selected rows, read by the first commands (MGETs);
+  /// the leaves kept in them are not in `paths`.
+  std::vector<int64_t> record_rows;
+  size_t record_commands = 0;
 };
 
 /// A non-tensor value of an indexed write into an existing non-tensor leaf (store_level.cpp).
@@ -125,10 +139,10 @@ class StoreLevel final : public TensorDictBase {
   TensorDict index(const BatchIndex& index) const override;
   /// index() in halves, so that reads of several stores share round trips (StoreGroup): the
   /// commands reading the rows `index` selects by `layout`, nullopt for an index that is not rows
-  /// of dim 0; then the result from their replies, which start at `replies[offset]`.
+  /// of dim 0; then the result from their replies (one per command of `read`).
   std::optional<RowRead> plan_row_read(const BatchIndex& index, const Layout& layout) const;
-  TensorDict finish_row_read(const BatchIndex& index, const Layout& layout, const RowRead& read, const Replies& replies,
-                             size_t offset) const;
+  TensorDict finish_row_read(const BatchIndex& index, const Layout& layout, const RowRead& read,
+                             const std::vector<ReplyRef>& replies) const;
 
  private:
   /// The commands reading `selection`'s rows of every leaf of this level by `layout`.
@@ -143,6 +157,10 @@ class StoreLevel final : public TensorDictBase {
                    FunctionRef<Entry(const std::string&, c10::IntArrayRef)> leaf,
                    FunctionRef<BatchSize(c10::IntArrayRef)> result_batch) const;
 
+  /// A leaf kept in the records (the per-row layout), read with its metadata in one
+  /// transaction; nullopt when they are no longer `planned`.
+  std::optional<Entry> get_from_records(const std::string& full_path, const LeafMetadata& planned,
+                                        const Layout::Records& records) const;
   /// The indexed write of per-element non-tensor values into existing non-tensor leaves, each
   /// read, changed and written back under WATCH; false (nothing written) when one of them is
   /// no longer a non-tensor leaf.
@@ -168,11 +186,14 @@ std::vector<std::string> keys_in(const Layout& layout, const std::string& level)
 /// StorageError naming `key` when a value of `nbytes` is over the server's limit (`max_bytes`).
 void check_value_bytes(int64_t nbytes, const std::string& key, int64_t max_bytes);
 
+class RecordBuilder;
 /// The commands that store `entry` at `full_path` (its batch size `batch`): leaves as SET d: /
-/// HSET m: / SADD, nested levels recursively, recorded in __nested__.
+/// HSET m: / SADD, nested levels recursively, recorded in __nested__; with `records` (a store
+/// created in the per-row layout), tensors whose dim 0 is the rows go there instead of d:.
 /// Values over `max_bytes` are refused (StorageError) before anything is sent.
 void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
-                        const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes);
+                        const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes,
+                        RecordBuilder* records = nullptr);
 
 // Helpers the store's files share (store_state.cpp, store_row_reads.cpp).
 

@@ -19,6 +19,7 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/redis/store_records.h"
 #include "core/non_tensor_write.h"
 
 
@@ -99,10 +100,39 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
   std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   // No rows: nothing to move (and GETRANGE has no empty range).
   if (!selection || selection->count == 0) return TensorDictBase::index(index);
-  const Layout layout = state_->layout(true);
+  if (state_->cached) {
+    // One round trip: the rows as the cached structure places them, read in one transaction
+    // with the structure as it is now, and used only if that is still the same.
+    RowRead read = plan_row_ranges(*selection, *state_->cached);
+    std::vector<Command> commands;
+    commands.reserve(read.commands.size() + 3);
+    commands.push_back({"MULTI"});
+    commands.push_back(layout_command(state_->keys));
+    for (Command& c : read.commands) commands.push_back(std::move(c));
+    commands.push_back({"EXEC"});
+    const Replies replies = state_->client.pipeline(commands);
+    for (size_t i = 0; i < commands.size(); ++i) state_->client.check(replies[i], commands[i]);
+    const ReplyRef exec = replies[commands.size() - 1];
+    TD_CHECK(exec.is_array() && exec.size() == commands.size() - 2, StorageError, state_->client.options().endpoint(),
+             ": ", state_->keys.base(), ": the read transaction was aborted");
+    for (size_t i = 0; i < read.commands.size(); ++i) read.commands[i] = std::move(commands[i + 2]);
+    Layout now = parse_layout(exec[0], state_->keys, state_->client.options().endpoint());
+    const bool same = same_structure(now, *state_->cached);
+    state_->cached = std::move(now);
+    if (same) {
+      std::vector<ReplyRef> rows;
+      rows.reserve(read.commands.size());
+      for (size_t i = 1; i < exec.size(); ++i) rows.push_back(exec[i]);
+      return finish_row_read(index, *state_->cached, read, rows);
+    }
+  }
+  const Layout layout = state_->layout(!state_->cached);
   const RowRead read = plan_row_ranges(std::move(*selection), layout);
   const Replies replies = state_->client.pipeline(read.commands);
-  return finish_row_read(index, layout, read, replies, 0);
+  std::vector<ReplyRef> rows;
+  rows.reserve(replies.size());
+  for (size_t i = 0; i < replies.size(); ++i) rows.push_back(replies[i]);
+  return finish_row_read(index, layout, read, rows);
 }
 
 std::optional<RowRead> StoreLevel::plan_row_read(const BatchIndex& index, const Layout& layout) const {
@@ -116,9 +146,18 @@ RowRead StoreLevel::plan_row_ranges(RowSelection selection, const Layout& layout
   // One GETRANGE per run of rows and leaf, all pipelined. Python sends a Lua GETRANGES script
   // per leaf instead; Redis 7 spends about 4 us in Lua per range (redis.call's setup) against
   // 0.5 us for a GETRANGE command, so 256 random rows of 3 leaves took 3.9 ms that way.
+  // The per-row layout: the selected rows of every leaf held in records are one MGET.
   RowRead out{std::move(selection), {}, {}, {}};
+  const bool records = std::any_of(layout.leaves.begin(), layout.leaves.end(), [&](const auto& leaf) {
+    return Layout::in_records(leaf.second) && is_under_level(leaf.first, path_);
+  });
+  if (records) {
+    out.record_rows = selected_record_rows(out.selection);
+    add_record_reads(out.commands, state_->keys, out.record_rows);
+    out.record_commands = out.commands.size();
+  }
   for (const auto& [path, meta] : layout.leaves) {
-    if (!is_under_level(path, path_)) continue;
+    if (!is_under_level(path, path_) || Layout::in_records(meta)) continue;
     out.paths.push_back(path);
     out.first_reply.push_back(out.commands.size());
     if (meta.is_non_tensor || meta.shape.empty()) {
@@ -137,18 +176,30 @@ RowRead StoreLevel::plan_row_ranges(RowSelection selection, const Layout& layout
 }
 
 TensorDict StoreLevel::finish_row_read(const BatchIndex& index, const Layout& layout, const RowRead& read,
-                                       const Replies& replies, size_t offset) const {
-  for (size_t i = 0; i < read.commands.size(); ++i) state_->client.check(replies[offset + i], read.commands[i]);
+                                       const std::vector<ReplyRef>& replies) const {
+  TD_CHECK(replies.size() == read.commands.size(), StorageError, state_->client.options().endpoint(), ": ",
+           state_->keys.base(), ": ", replies.size(), " replies to ", read.commands.size(), " row reads");
+  for (size_t i = 0; i < read.commands.size(); ++i) state_->client.check(replies[i], read.commands[i]);
   const std::map<std::string, size_t> reply_of = reply_index(read.paths);
   const int64_t rows = read.selection.count;
+  std::vector<std::string_view> records;
+  if (read.record_commands > 0) {
+    std::vector<ReplyRef> mgets;
+    for (size_t i = 0; i < read.record_commands; ++i) mgets.push_back(replies[i]);
+    records = record_views(mgets, read.record_rows, *layout.records, state_->keys);
+  }
   return build(
       layout, path_, batch_size_,
       [&](const std::string& p, c10::IntArrayRef batch) {
         const LeafMetadata& meta = layout.leaves.at(p);
         const std::string key = state_->keys.data(p);
+        if (Layout::in_records(meta)) {
+          Entry out = record_leaf(meta, records, key, device_);
+          return read.selection.integer ? Entry(out.tensor().squeeze(0)) : out;
+        }
         const size_t which = reply_of.at(p);
         const size_t first = read.first_reply[which], last = read.first_reply[which + 1];
-        const ReplyRef data = replies[offset + first];
+        const ReplyRef data = replies[first];
         TD_CHECK(!data.is_nil(), StorageError, key, ": listed in __keys__ but holds no value");
         if (meta.is_non_tensor || read.commands[first][0] == "GET") {  // read whole, indexed here
           Entry whole = decode_leaf(meta, data.str(), key, batch, device_);
@@ -159,7 +210,7 @@ TensorDict StoreLevel::finish_row_read(const BatchIndex& index, const Layout& la
         LeafMetadata part = meta;
         part.shape[0] = rows;
         std::vector<std::string_view> runs;  // each run's bytes, copied once into the tensor
-        for (size_t r = first; r < last; ++r) runs.push_back(replies[offset + r].str());
+        for (size_t r = first; r < last; ++r) runs.push_back(replies[r].str());
         Entry out = decode_tensor(part, runs, key, device_);
         return read.selection.integer ? Entry(out.tensor().squeeze(0)) : out;
       },

@@ -19,6 +19,7 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/redis/store_records.h"
 #include "core/non_tensor_write.h"
 
 
@@ -32,13 +33,13 @@ namespace {
 // a leaf since they were cached): WATCH the m: hashes, then this script compares them and, if
 // one changed, touches it (a field set and removed again, or a missing hash created and
 // deleted, or another type restored as it was: no net change) so that the server aborts the
-// transaction; then MULTI, the
-// SETRANGEs, EXEC. The bytes never pass through Lua, which copies its arguments at about
-// 1 us per KiB. KEYS: the m: hashes; ARGV: shape, dtype of each.
+// transaction; then MULTI, the writes, EXEC. The bytes never pass through Lua, which copies
+// its arguments at about 1 us per KiB. KEYS: the m: hashes; ARGV: shape, dtype, row_offset
+// ("" for a leaf kept whole) of each.
 const char* const kCheckMetadataScript = R"lua(
 for j = 1, #KEYS do
-  local m = redis.pcall('HMGET', KEYS[j], 'shape', 'dtype')
-  if m.err or m[1] ~= ARGV[2 * j - 1] or m[2] ~= ARGV[2 * j] then
+  local m = redis.pcall('HMGET', KEYS[j], 'shape', 'dtype', 'row_offset')
+  if m.err or m[1] ~= ARGV[3 * j - 2] or m[2] ~= ARGV[3 * j - 1] or (m[3] or '') ~= ARGV[3 * j] then
     if m.err then
       local ttl = redis.call('PTTL', KEYS[j])
       redis.call('RESTORE', KEYS[j], ttl > 0 and ttl or 0, redis.call('DUMP', KEYS[j]), 'REPLACE')
@@ -52,55 +53,88 @@ end
 return 1
 )lua";
 
-// Rows of one leaf, ready for send_rows: (byte offset, bytes) per run of rows.
-struct RowWrite {
-  std::string data_key, meta_key, shape, dtype;
-  std::vector<std::pair<std::string, std::string>> ranges;
+// The metadata a write was planned with, which the server must still hold.
+struct LeafGuard {
+  std::string meta_key, shape, dtype, row_offset;
 };
 
+LeafGuard guard_of(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta) {
+  return {keys.meta(path), shape_json(meta.shape), torch_dtype_name(meta.dtype),
+          meta.row_offset >= 0 ? std::to_string(meta.row_offset) : std::string()};
+}
+
 // `value` cast to the leaf's dtype and broadcast to the selected rows (c10::Error when it does
-// not fit the leaf as `meta` describes it), cut into one range per run of rows.
-RowWrite plan_rows(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta,
-                   const RowSelection& selection, const at::Tensor& value, int64_t max_bytes) {
+// not fit the leaf as `meta` describes it), as C-order bytes.
+std::string rows_bytes(const std::string& key, const LeafMetadata& meta, const RowSelection& selection,
+                       const at::Tensor& value, int64_t max_bytes) {
   std::vector<int64_t> rows(meta.shape.begin(), meta.shape.end());
   rows[0] = selection.count;
   at::Tensor v = value.is_cpu() && value.scalar_type() == meta.dtype ? value : value.to(at::kCPU, meta.dtype);
   const c10::IntArrayRef target = selection.integer ? c10::IntArrayRef(rows).slice(1) : c10::IntArrayRef(rows);
   if (v.sizes() != target) v = v.expand(target);
-  RowWrite out;
-  out.data_key = keys.data(path);
-  out.meta_key = keys.meta(path);
-  out.shape = shape_json(meta.shape);
-  out.dtype = torch_dtype_name(meta.dtype);
-  const int64_t row = leaf_bytes(c10::IntArrayRef(rows).slice(1), meta.dtype, out.data_key);
-  std::string bytes = tensor_bytes(v, out.data_key, max_bytes);
-  if (selection.spans.size() == 1) {
-    out.ranges.emplace_back(std::to_string(selection.spans[0].row * row), std::move(bytes));
-    return out;
-  }
-  for (const RowSpan& span : selection.spans)
-    out.ranges.emplace_back(std::to_string(span.row * row),
-                            bytes.substr(static_cast<size_t>(span.value_row * row), static_cast<size_t>(span.count * row)));
-  return out;
+  return tensor_bytes(v, key, max_bytes);
 }
 
-// Every leaf's rows in one round trip (kCheckMetadataScript); false, with nothing written, when
-// the server found a leaf's metadata changed.
-bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
-  const size_t n = writes.size();
+// The writes of rows of several leaves, and what they were planned with.
+struct RowWritePlan {
+  std::vector<LeafGuard> guards;
+  std::vector<Command> writes;      // SETRANGEs into d: values
+  std::vector<RecordPiece> pieces;  // rows of leaves in records (the per-row layout)
+};
+
+// Rows of one leaf into `plan`: ranges of its d: value (one per run of rows), or its pieces of
+// the records. c10::Error when the value does not fit the leaf.
+void plan_rows(RowWritePlan& plan, const StoreKeys& keys, const std::string& path, const LeafMetadata& meta,
+               const RowSelection& selection, const at::Tensor& value, int64_t max_bytes) {
+  const std::string data_key = keys.data(path);
+  std::string bytes = rows_bytes(data_key, meta, selection, value, max_bytes);
+  plan.guards.push_back(guard_of(keys, path, meta));
+  const int64_t row = row_bytes_of(meta, data_key);
+  if (Layout::in_records(meta)) {
+    plan.pieces.push_back({meta.row_offset, row, std::move(bytes)});
+    return;
+  }
+  if (selection.spans.size() == 1) {
+    plan.writes.push_back({"SETRANGE", data_key, std::to_string(selection.spans[0].row * row), std::move(bytes)});
+    return;
+  }
+  for (const RowSpan& span : selection.spans)
+    plan.writes.push_back({"SETRANGE", data_key, std::to_string(span.row * row),
+                           bytes.substr(static_cast<size_t>(span.value_row * row), static_cast<size_t>(span.count * row))});
+}
+
+// `plan`'s record pieces as commands: whole records (MSET) when they cover every leaf the
+// records hold, else a SETRANGE per row and leaf.
+void add_piece_writes(RowWritePlan& plan, const StoreKeys& keys, const Layout& layout, const RowSelection& selection) {
+  if (plan.pieces.empty()) return;
+  const std::vector<int64_t> rows = selected_record_rows(selection);
+  const auto held = std::count_if(layout.leaves.begin(), layout.leaves.end(),
+                                  [](const auto& leaf) { return Layout::in_records(leaf.second); });
+  if (static_cast<size_t>(held) == plan.pieces.size()) {
+    add_record_writes(plan.writes, keys, rows, plan.pieces, layout.records->row_bytes);
+  } else {
+    for (const RecordPiece& piece : plan.pieces) add_leaf_row_writes(plan.writes, keys, rows, piece);
+  }
+  plan.pieces.clear();
+}
+
+// Every write in one round trip (kCheckMetadataScript); false, with nothing written, when the
+// server found a leaf's metadata changed.
+bool send_guarded(RedisClient& client, RowWritePlan plan) {
+  const size_t n = plan.guards.size();
   std::vector<Command> commands;
-  commands.reserve(4 + n);
+  commands.reserve(4 + plan.writes.size());
   commands.push_back({"WATCH"});
   commands.push_back({"EVAL", kCheckMetadataScript, std::to_string(n)});
-  for (const RowWrite& w : writes) commands[0].push_back(w.meta_key);
-  for (const RowWrite& w : writes) commands[1].push_back(w.meta_key);
-  for (RowWrite& w : writes) {
-    commands[1].push_back(std::move(w.shape));
-    commands[1].push_back(std::move(w.dtype));
+  for (const LeafGuard& g : plan.guards) commands[0].push_back(g.meta_key);
+  for (const LeafGuard& g : plan.guards) commands[1].push_back(g.meta_key);
+  for (LeafGuard& g : plan.guards) {
+    commands[1].push_back(std::move(g.shape));
+    commands[1].push_back(std::move(g.dtype));
+    commands[1].push_back(std::move(g.row_offset));
   }
   commands.push_back({"MULTI"});
-  for (RowWrite& w : writes)
-    for (auto& [offset, bytes] : w.ranges) commands.push_back({"SETRANGE", w.data_key, std::move(offset), std::move(bytes)});
+  for (Command& w : plan.writes) commands.push_back(std::move(w));
   commands.push_back({"EXEC"});
   Replies replies = client.pipeline(commands);
   const bool unguarded = replies[1].is_error() && replies[1].str().rfind("NOSCRIPT", 0) == 0;
@@ -109,12 +143,13 @@ bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
     // transaction ran unguarded. It was right if the metadata are still those it was planned
     // with; otherwise say so rather than let it pass.
     std::vector<Command> reread;
-    for (size_t j = 0; j < n; ++j) reread.push_back({"HMGET", commands[0][1 + j], "shape", "dtype"});
+    for (size_t j = 0; j < n; ++j) reread.push_back({"HMGET", commands[0][1 + j], "shape", "dtype", "row_offset"});
     const Replies now = client.pipeline(reread);
     for (size_t j = 0; j < n; ++j) {
       const ReplyRef m = now[j];
-      const bool same = m.is_array() && m.size() == 2 && m[0].str() == commands[1][3 + n + 2 * j] &&
-                        m[1].str() == commands[1][4 + n + 2 * j];
+      const bool same = m.is_array() && m.size() == 3 && m[0].str() == commands[1][3 + n + 3 * j] &&
+                        m[1].str() == commands[1][4 + n + 3 * j] &&
+                        (m[2].is_nil() ? std::string_view() : m[2].str()) == commands[1][5 + n + 3 * j];
       TD_CHECK(same, StorageError, client.options().endpoint(), ": ", reread[j][1],
                ": the server's scripts were flushed during a row write and the leaf changed meanwhile: its rows may "
                "have been written with the old shape's offsets");
@@ -133,12 +168,35 @@ bool send_rows(RedisClient& client, std::vector<RowWrite> writes) {
 
 }  // namespace
 
+void StoreLevel::write_(std::string_view key, const at::Tensor& value) {
+  const auto guard = state_->lock();
+  const LeafMeta meta = leaf_meta(key);
+  // Cast and broadcast as at::Tensor::copy_ does.
+  const at::Tensor stored = value.to(at::kCPU, meta.dtype).expand(meta.shape);
+  const std::string p = full(key);
+  const Layout& layout = state_->layout(false);
+  const LeafMetadata leaf = layout.leaves.at(p);
+  if (!Layout::in_records(leaf)) {  // the whole leaf in one SET
+    state_->client.run({"SET", state_->keys.data(p), tensor_bytes(stored, state_->keys.data(p), state_->client.options().max_value_bytes)});
+    return;
+  }
+  // Every row of it, guarded as write_at_'s rows are.
+  const int64_t rows = leaf.shape[0];
+  if (rows == 0) return;
+  const RowSelection all{{{0, 0, rows}}, rows, false};
+  RowWritePlan plan;
+  plan_rows(plan, state_->keys, p, leaf, all, stored, state_->client.options().max_value_bytes);
+  add_piece_writes(plan, state_->keys, layout, all);
+  TD_CHECK(send_guarded(state_->client, std::move(plan)), StorageError, state_->client.options().endpoint(), ": ",
+           state_->keys.meta(p), ": the leaf changed while it was written");
+}
+
 void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
   const auto guard = state_->lock();
   // Rows of dim 0 (an integer, a step-1 slice, an index tensor or a mask) are byte ranges: one
   // SETRANGE per run of consecutive rows, of the value cast to the leaf's dtype and broadcast
   // to the rows' shape (the bounds were checked when the index was parsed), guarded by the
-  // metadata they were computed from (send_rows). Other indices read the leaf, change it and
+  // metadata they were computed from (send_guarded). Other indices read the leaf, change it and
   // write it back whole.
   const std::string p = full(key);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -157,14 +215,15 @@ void StoreLevel::write_at_(std::string_view key, const BatchIndex& index, const 
       return;
     }
     if (selection->count == 0) return;
-    std::vector<RowWrite> writes;
+    RowWritePlan plan;
     try {
-      writes.push_back(plan_rows(state_->keys, p, meta, *selection, value, state_->client.options().max_value_bytes));
+      plan_rows(plan, state_->keys, p, meta, *selection, value, state_->client.options().max_value_bytes);
     } catch (const c10::Error&) {
       if (attempt == 0) continue;  // the value may fit the leaf as it is now
       throw;
     }
-    if (send_rows(state_->client, std::move(writes))) return;
+    add_piece_writes(plan, state_->keys, layout, *selection);
+    if (send_guarded(state_->client, std::move(plan))) return;
   }
   TD_THROW(StorageError, state_->client.options().endpoint(), ": ", state_->keys.meta(p),
            ": the leaf kept changing while it was written");
@@ -176,7 +235,7 @@ namespace {
 // (`level`: the path prefix of the level `values` goes into). False when an entry is not a
 // tensor the structure knows, or a value does not fit its leaf: the caller goes key by key.
 bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::string& level, const TensorDict& values,
-                   const RowSelection& selection, int64_t max_bytes, std::vector<RowWrite>& out) {
+                   const RowSelection& selection, int64_t max_bytes, RowWritePlan& out) {
   bool ok = true;
   values.impl()->for_each([&](const std::string& key, const Entry& entry) {
     if (!ok) return;
@@ -194,7 +253,7 @@ bool plan_all_rows(const StoreKeys& keys, const Layout& layout, const std::strin
       return;
     }
     try {
-      out.push_back(plan_rows(keys, path, it->second, selection, entry.tensor_unchecked(), max_bytes));
+      plan_rows(out, keys, path, it->second, selection, entry.tensor_unchecked(), max_bytes);
     } catch (const c10::Error&) {
       ok = false;  // reported, with its key path, by the key-by-key write
     }
@@ -298,7 +357,7 @@ void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
   const auto guard = state_->lock();
   // Rows of dim 0 into leaves the cached structure knows: every leaf's bytes in one round trip,
   // as hand-written pipelined SETRANGEs, written only if the server still has the metadata
-  // they were planned with (send_rows). Anything else (a key to create, non-tensor data,
+  // they were planned with (send_guarded). Anything else (a key to create, non-tensor data,
   // another index, metadata another client changed) goes key by key, which re-reads the
   // structure.
   // Per-element non-tensor values of existing non-tensor keys are read, changed and written
@@ -317,10 +376,11 @@ void StoreLevel::put_at_(const BatchIndex& index, const TensorDict& values) {
   const std::optional<RowSelection> selection =
       batch_size_.empty() || !state_->cached ? std::nullopt : row_selection(index, batch_size_[0]);
   if (selection && selection->count > 0) {
-    std::vector<RowWrite> writes;
+    RowWritePlan plan;
     if (plan_all_rows(state_->keys, *state_->cached, path_, rest, *selection,
-                      state_->client.options().max_value_bytes, writes)) {
-      if (writes.empty() || send_rows(state_->client, std::move(writes))) return;
+                      state_->client.options().max_value_bytes, plan)) {
+      add_piece_writes(plan, state_->keys, *state_->cached, *selection);
+      if (plan.guards.empty() || send_guarded(state_->client, std::move(plan))) return;
     }
     state_->forget_layout();
   }

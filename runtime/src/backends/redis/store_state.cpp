@@ -18,6 +18,7 @@
 #include <tensordict/non_tensor.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/redis/store_records.h"
 #include "core/non_tensor_write.h"
 
 
@@ -27,8 +28,8 @@ namespace redis {
 namespace {
 
 
-// The whole structure in one round trip: batch size, device, nested levels, then each leaf
-// path followed by its metadata hash.
+// The whole structure in one round trip: batch size, device, nested levels, key order, the
+// per-row layout's header, then each leaf path followed by its metadata hash.
 const char* const kLayoutScript = R"lua(-- read-only
 local base = ARGV[1]
 local out = {}
@@ -36,6 +37,7 @@ out[1] = redis.call('GET', base .. '__batch_size__')
 out[2] = redis.call('GET', base .. '__device__')
 out[3] = redis.call('HGETALL', base .. '__nested__')
 out[4] = redis.call('ZRANGE', base .. '__order__', 0, -1, 'WITHSCORES')
+out[5] = redis.call('HGETALL', base .. '__rows__')
 local members = redis.call('SMEMBERS', base .. '__keys__')
 for i = 1, #members do
   out[#out + 1] = members[i]
@@ -124,7 +126,7 @@ Command layout_command(const StoreKeys& keys) { return {"EVAL", kLayoutScript, "
 
 Layout parse_layout(ReplyRef root, const StoreKeys& keys, const std::string& endpoint) {
   const auto& client_endpoint = endpoint;
-  TD_CHECK(root.is_array() && root.size() >= 4, StorageError, client_endpoint, ": ", keys.base(),
+  TD_CHECK(root.is_array() && root.size() >= 5, StorageError, client_endpoint, ": ", keys.base(),
            ": unexpected reply to the layout script");
   Layout out;
   if (!root[0].is_nil()) {
@@ -151,11 +153,26 @@ Layout parse_layout(ReplyRef root, const StoreKeys& keys, const std::string& end
       TD_THROW(StorageError, keys.order(), ": the score of '", path.substr(0, 64), "' is not a number");
     }
   }
-  for (size_t i = 4; i + 1 < root.size(); i += 2) {
+  if (root[4].size() > 0) out.records = parse_records(hash_pairs(root[4]), keys.rows());
+  for (size_t i = 5; i + 1 < root.size(); i += 2) {
     const std::string path(root[i].str());
-    out.leaves.emplace(path, parse_metadata(hash_pairs(root[i + 1]), keys.meta(path)));
+    const LeafMetadata& meta =
+        out.leaves.emplace(path, parse_metadata(hash_pairs(root[i + 1]), keys.meta(path))).first->second;
+    if (Layout::in_records(meta)) check_record_leaf(meta, out.records, keys.meta(path));
   }
   return out;
+}
+
+bool same_structure(const Layout& a, const Layout& b) {
+  const auto same_leaf = [](const auto& x, const auto& y) {
+    const LeafMetadata &m = x.second, &n = y.second;
+    return x.first == y.first && m.is_non_tensor == n.is_non_tensor && m.shape == n.shape && m.dtype == n.dtype &&
+           m.encoding == n.encoding && m.per_element == n.per_element && m.row_offset == n.row_offset;
+  };
+  const bool same_records = a.records.has_value() == b.records.has_value() &&
+                            (!a.records || (a.records->rows == b.records->rows && a.records->row_bytes == b.records->row_bytes));
+  return a.exists == b.exists && a.batch == b.batch && a.device == b.device && a.nested == b.nested && same_records &&
+         a.leaves.size() == b.leaves.size() && std::equal(a.leaves.begin(), a.leaves.end(), b.leaves.begin(), same_leaf);
 }
 
 bool StoreState::transaction(std::vector<Command> commands, bool watched) {
@@ -183,14 +200,14 @@ std::string next_order_score() {
 }
 
 void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const std::string& full_path,
-                        const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes) {
+                        const Entry& entry, c10::IntArrayRef batch, int64_t max_bytes, RecordBuilder* records) {
   // NX: a replaced entry keeps its place.
   out.push_back({"ZADD", keys.order(), "NX", next_order_score(), full_path});
   if (entry.is_tensordict()) {
     const TensorDict& td = entry.tensordict();
     out.push_back({"HSET", keys.nested(), full_path, shape_json(td.batch_size())});
     td.impl()->for_each([&](const std::string& key, const Entry& child) {
-      add_store_commands(out, keys, full_path + "." + key_part(key), child, td.batch_size(), max_bytes);
+      add_store_commands(out, keys, full_path + "." + key_part(key), child, td.batch_size(), max_bytes, records);
     });
     return;
   }
@@ -201,8 +218,14 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     const at::Tensor& t = entry.tensor();
     TD_CHECK(!t.requires_grad(), RuntimeError, keys.data(full_path),
              ": cannot store a tensor that requires grad (the store keeps bytes, not the graph); detach() it first");
-    out.push_back({"SET", keys.data(full_path), tensor_bytes(t, keys.data(full_path), max_bytes)});
-    out.push_back({"HSET", keys.meta(full_path), "shape", shape_json(t.sizes()), "dtype", torch_dtype_name(t.scalar_type())});
+    const int64_t offset = records != nullptr ? records->add(t, keys.data(full_path), max_bytes) : -1;
+    Command meta{"HSET", keys.meta(full_path), "shape", shape_json(t.sizes()), "dtype", torch_dtype_name(t.scalar_type())};
+    if (offset >= 0) {
+      meta.insert(meta.end(), {"row_offset", std::to_string(offset)});
+    } else {
+      out.push_back({"SET", keys.data(full_path), tensor_bytes(t, keys.data(full_path), max_bytes)});
+    }
+    out.push_back(std::move(meta));
   } else {
     const NonTensorData& value = entry.non_tensor();
     std::string encoding = "json";
