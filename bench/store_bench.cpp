@@ -5,7 +5,6 @@
 // 256-row slice, and to_tensordict; BM_FromSchemaRss reports the client's peak RSS while it
 // preallocates 100,000 rows (about 2 GB on the server).
 #include <benchmark/benchmark.h>
-#include <hiredis/hiredis.h>
 #include <sys/resource.h>
 
 #include <cstring>
@@ -19,6 +18,7 @@
 #include <tensordict/backends/store.h>
 #include <tensordict/tensordict.h>
 
+#include "hiredis_floor.h"
 #include "store_replay.td.h"
 #include "support/redis_server.h"
 
@@ -43,36 +43,9 @@ td::StoreOptions options(const std::string& id) {
 
 // ---- the floor: hiredis, by hand ------------------------------------------------------------
 
-struct Hiredis {
-  Hiredis() : c(redisConnectUnix(server().socket().c_str())) {
-    if (c == nullptr || c->err) throw std::runtime_error("hiredis: cannot connect");
-  }
-  ~Hiredis() { redisFree(c); }
-  void append(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-    ++pending;
-  }
-  // Reads every pending reply; returns the last one (the caller frees it).
-  std::vector<redisReply*> flush() {
-    std::vector<redisReply*> out;
-    for (; pending > 0; --pending) {
-      void* r = nullptr;
-      if (redisGetReply(c, &r) != REDIS_OK) throw std::runtime_error("hiredis: no reply");
-      out.push_back(static_cast<redisReply*>(r));
-    }
-    return out;
-  }
-  void drain() {
-    for (redisReply* r : flush()) freeReplyObject(r);
-  }
-  redisContext* c;
-  int pending = 0;
+// Hiredis on this binary's server.
+struct ServerHiredis : Hiredis {
+  ServerHiredis() : Hiredis(server().socket()) {}
 };
 
 struct Leaf {
@@ -102,13 +75,13 @@ td::LeafSpecs schema() {
 }
 
 void flushall() {
-  Hiredis h;
+  ServerHiredis h;
   h.append({"FLUSHALL"});
   h.drain();
 }
 
 void floor_from_schema(const std::string& id, int64_t rows) {
-  Hiredis h;
+  ServerHiredis h;
   h.append({"MULTI"});
   h.append({"SET", key(id, "__batch_size__"), "[" + std::to_string(rows) + "]"});
   h.append({"SET", key(id, "__device__"), ""});
@@ -195,7 +168,7 @@ void BM_RowWrite_Cpp(benchmark::State& state) {
 
 void BM_RowWrite_Floor(benchmark::State& state) {
   buffer();
-  Hiredis h;
+  ServerHiredis h;
   const at::Tensor obs = at::full({84, 84, 3}, 7, at::kByte), action = at::ones({4}), reward = at::scalar_tensor(1.f);
   int64_t i = 0;
   for (auto _ : state) {
@@ -233,7 +206,7 @@ void BM_RandomRows_Cpp(benchmark::State& state) {
 
 void BM_RandomRows_Floor(benchmark::State& state) {
   buffer();
-  Hiredis h;
+  ServerHiredis h;
   for (auto _ : state) {
     const at::Tensor idx = random_rows(state.range(0));
     const int64_t* p = idx.data_ptr<int64_t>();
@@ -275,7 +248,7 @@ void BM_SliceRows_Cpp(benchmark::State& state) {
 
 void BM_SliceRows_Floor(benchmark::State& state) {
   buffer();
-  Hiredis h;
+  ServerHiredis h;
   int64_t start = 0;
   for (auto _ : state) {
     for (const Leaf& l : kLeaves)
@@ -299,7 +272,7 @@ void BM_ToTensorDict_Cpp(benchmark::State& state) {
 
 void BM_ToTensorDict_Floor(benchmark::State& state) {
   buffer();
-  Hiredis h;
+  ServerHiredis h;
   for (auto _ : state) {
     for (const Leaf& l : kLeaves) h.append({"GET", key("buffer", std::string("d:") + l.name)});
     std::vector<redisReply*> replies = h.flush();

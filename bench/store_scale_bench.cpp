@@ -1,7 +1,10 @@
 // TensorDictStore as a replay buffer, against the same buffer in memory, and scaled over writer
 // processes and a Redis Cluster (issue 35). Fixture: 16,384 rows of obs float[64], action
-// float[4], reward float. Rows: BM_<Op>_<Store|Memory>/<rows>: filling 256 rows by slice and
-// sampling 256 random rows; BM_FillProcesses/<writers>: one store filled by 1, 2 or 4 writer
+// float[4], reward float. Rows: BM_<Op>_<Store|StorePerRow|Memory>/<rows>: filling 256 rows by
+// slice and sampling 256 random rows, in the per-leaf (Python's) and per-row layouts, with the
+// hand-written hiredis floors of the per-row layout's commands (BM_<Op>_RecordFloor: one MSET or
+// MGET of 256 records, and their bytes moved to or from the tensors) and the least any layout
+// sends for a fill (BM_Fill_OneValueFloor: the 256 rows' bytes in one SETRANGE); BM_FillProcesses/<writers>: one store filled by 1, 2 or 4 writer
 // processes (this binary run with --writer), rows/s; BM_FillStores/<cluster>: 4 stores filled
 // by 4 writers on one server (0) or a 3-master cluster (1). The servers are started here and
 // stopped at exit. On a 2-core machine the writers and servers share the cores.
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -20,6 +24,7 @@
 #include <tensordict/backends/store_group.h>
 #include <tensordict/tensordict.h>
 
+#include "hiredis_floor.h"
 #include "support/child_process.h"
 #include "support/redis_cluster.h"
 #include "support/redis_server.h"
@@ -159,6 +164,96 @@ void BM_Sample_Store(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kChunk);
 }
 
+void BM_Fill_StorePerRow(benchmark::State& state) {
+  td::StoreOptions options = server_options("fill_rows");
+  options.layout = td::StoreLayout::per_row;
+  td::TensorDict store = td::TensorDictStore::from_tensordict(zeros(kRows), options);
+  store.unlock_();  // as the other buffers; a per-row store's leaves are fixed anyway
+  fill_slices(state, store);
+}
+
+void BM_Sample_StorePerRow(benchmark::State& state) {
+  td::StoreOptions options = server_options("sample_rows");
+  options.layout = td::StoreLayout::per_row;
+  td::TensorDictStore store = td::TensorDictStore::from_tensordict(zeros(kRows), options);
+  for (auto _ : state) benchmark::DoNotOptimize(store.index({at::randint(kRows, {kChunk}, at::kLong)}));
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+// ---- hand-written floors (hiredis) ----------------------------------------------------------
+
+constexpr size_t kRecordBytes = (64 + 4 + 1) * sizeof(float);
+
+std::string record_key(int64_t row) { return "floor:{f}:r:" + std::to_string(row); }
+
+// Rows of the chunk's three leaves packed into records and sent as one MSET, as by hand.
+void BM_Fill_RecordFloor(benchmark::State& state) {
+  Hiredis h(server().socket());
+  const td::TensorDict values = chunk(1.f);
+  const at::Tensor obs = values.get("obs"), action = values.get("action"), reward = values.get("reward");
+  int64_t row = 0;
+  for (auto _ : state) {
+    std::vector<std::string> mset{"MSET"};
+    for (int64_t i = 0; i < kChunk; ++i) {
+      std::string record(kRecordBytes, '\0');
+      std::memcpy(&record[0], obs.data_ptr<float>() + i * 64, 64 * sizeof(float));
+      std::memcpy(&record[64 * sizeof(float)], action.data_ptr<float>() + i * 4, 4 * sizeof(float));
+      std::memcpy(&record[68 * sizeof(float)], reward.data_ptr<float>() + i, sizeof(float));
+      mset.push_back(record_key(row + i));
+      mset.push_back(std::move(record));
+    }
+    h.append(mset);
+    h.drain();
+    row = (row + kChunk) % kRows;
+  }
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+// The least a fill of these rows can send through Redis, whatever the layout: their bytes as
+// one value (one SETRANGE), one round trip.
+void BM_Fill_OneValueFloor(benchmark::State& state) {
+  Hiredis h(server().socket());
+  const std::string bytes(static_cast<size_t>(kChunk) * kRecordBytes, '\1');
+  int64_t row = 0;
+  for (auto _ : state) {
+    h.append({"SETRANGE", "floor:{f}:all", std::to_string(row * kRecordBytes), bytes});
+    h.drain();
+    row = (row + kChunk) % kRows;
+  }
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
+// 256 random records read with one MGET and cut into three new tensors, as by hand.
+void BM_Sample_RecordFloor(benchmark::State& state) {
+  Hiredis h(server().socket());
+  for (int64_t first = 0; first < kRows; first += 1024) {
+    std::vector<std::string> mset{"MSET"};
+    for (int64_t r = first; r < first + 1024; ++r) {
+      mset.push_back(record_key(r));
+      mset.push_back(std::string(kRecordBytes, '\0'));
+    }
+    h.append(mset);
+  }
+  h.drain();
+  for (auto _ : state) {
+    const at::Tensor picks = at::randint(kRows, {kChunk}, at::kLong);
+    std::vector<std::string> mget{"MGET"};
+    for (int64_t i = 0; i < kChunk; ++i) mget.push_back(record_key(picks.data_ptr<int64_t>()[i]));
+    h.append(mget);
+    std::vector<redisReply*> replies = h.flush();
+    at::Tensor obs = at::empty({kChunk, 64}), action = at::empty({kChunk, 4}), reward = at::empty({kChunk});
+    for (int64_t i = 0; i < kChunk; ++i) {
+      const char* record = replies[0]->element[i]->str;
+      std::memcpy(obs.data_ptr<float>() + i * 64, record, 64 * sizeof(float));
+      std::memcpy(action.data_ptr<float>() + i * 4, record + 64 * sizeof(float), 4 * sizeof(float));
+      std::memcpy(reward.data_ptr<float>() + i, record + 68 * sizeof(float), sizeof(float));
+    }
+    freeReplyObject(replies[0]);
+    benchmark::DoNotOptimize(obs);
+  }
+  state.SetItemsProcessed(state.iterations() * kChunk);
+}
+
 // ---- writer processes --------------------------------------------------------------------------
 
 void BM_FillProcesses(benchmark::State& state) {
@@ -219,6 +314,11 @@ BENCHMARK(BM_Fill_Memory)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosec
 BENCHMARK(BM_Fill_Store)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Memory)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sample_Store)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Fill_StorePerRow)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sample_StorePerRow)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Fill_RecordFloor)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Fill_OneValueFloor)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sample_RecordFloor)->Arg(kChunk)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FillProcesses)->Arg(1)->Arg(2)->Arg(4)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FillStores)->Arg(0)->Arg(1)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 
