@@ -123,6 +123,33 @@ TEST_CASE("store_like preallocates a typed buffer on the server from the schema 
             .name_list() == std::vector<std::string>{"", "b", "c"});
 }
 
+TEST_CASE("store_like with the per-row layout: a typed buffer sampled by records", "[typed][redis][rows]") {
+  RedisServer server;
+  StoreOptions options = store_options(server);
+  options.layout = StoreLayout::per_row;
+  options.td_id = "replay-rows";
+  Transition buffer = Transition::store_like({32}, options);
+  redis::RedisClient raw(store_options(server));
+  // camera 192 + proprio 48 + action 24 + reward 4 + done 1 bytes a row; the string stays whole.
+  CHECK(raw.run({"HGET", "tensordict:{replay-rows}:__rows__", "row_bytes"})[0].str() == "269");
+  CHECK(raw.run({"EXISTS", "tensordict:{replay-rows}:d:obs.info"})[0].integer() == 1);
+  for (int i = 0; i < 32; ++i) buffer.index_put_({i}, row(static_cast<float>(i), "r" + std::to_string(i)));
+  buffer.index_put_({at::indexing::Slice(4, 6)}, Transition::stack({row(40, "x"), row(50, "y")}));
+
+  Transition reader = Transition::from_tensordict(TensorDictStore::from_store("replay-rows", store_options(server)));
+  const at::Tensor picks = at::tensor({5, 31, 4, 5}, at::kLong);
+  Transition sample = reader.index({picks});
+  CHECK(at::equal(sample.reward(), at::tensor({50.f, 31.f, 40.f, 50.f})));
+  CHECK(at::equal(sample.obs().camera()[1], at::full({3, 8, 8}, 31, at::kByte)));
+  CHECK(at::equal(sample.action().select(1, 0), at::tensor({50.f, 31.f, 40.f, 50.f})));
+  CHECK(sample.obs().info_list()[0].value() == "y");
+  CHECK(at::equal(reader.done(), at::arange(32) >= 4));  // rows 4 and 5 hold 40 and 50
+  // Typed checks still run first; a whole field of its schema's shape is written in place.
+  REQUIRE_THROWS_AS(buffer.set_reward_(at::zeros({32}, at::kInt)), TypeError);
+  buffer.set_reward_(at::zeros({32}));
+  CHECK(reader.reward().abs().sum().item<float>() == 0.f);
+}
+
 TEST_CASE("checking a typed class over a store reads its metadata, not its data", "[typed][redis]") {
   RedisServer server;
   const int64_t rows = 100000;  // 19 MB of camera frames on the server
