@@ -184,7 +184,8 @@ void BM_Sample_StorePerRow(benchmark::State& state) {
 
 constexpr size_t kRecordBytes = (64 + 4 + 1) * sizeof(float);
 
-std::string record_key(int64_t row) { return "floor:{f}:r:" + std::to_string(row); }
+// Keys as long as a store's (its prefix and a uuid4 id): the server hashes and compares them.
+std::string record_key(int64_t row) { return "tensordict:{00000000-0000-4000-8000-00000000f100}:r:" + std::to_string(row); }
 
 // Rows of the chunk's three leaves packed into records and sent as one MSET, as by hand.
 void BM_Fill_RecordFloor(benchmark::State& state) {
@@ -216,7 +217,7 @@ void BM_Fill_OneValueFloor(benchmark::State& state) {
   const std::string bytes(static_cast<size_t>(kChunk) * kRecordBytes, '\1');
   int64_t row = 0;
   for (auto _ : state) {
-    h.append({"SETRANGE", "floor:{f}:all", std::to_string(row * kRecordBytes), bytes});
+    h.append({"SETRANGE", "tensordict:{00000000-0000-4000-8000-00000000f100}:all", std::to_string(row * kRecordBytes), bytes});
     h.drain();
     row = (row + kChunk) % kRows;
   }
