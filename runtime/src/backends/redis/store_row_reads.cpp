@@ -116,9 +116,14 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
     TD_CHECK(exec.is_array() && exec.size() == commands.size() - 2, StorageError, state_->client.options().endpoint(),
              ": ", state_->keys.base(), ": the read transaction was aborted");
     for (size_t i = 0; i < read.commands.size(); ++i) read.commands[i] = std::move(commands[i + 2]);
-    Layout now = parse_layout(exec[0], state_->keys, state_->client.options().endpoint());
-    const bool same = same_structure(now, *state_->cached);
-    state_->cached = std::move(now);
+    // A command that failed when run (in a cluster, a script meeting a key its slot's migration
+    // has moved) is left to the path below, whose commands the client retries one by one.
+    bool failed = false;
+    for (size_t i = 0; i < exec.size(); ++i) failed = failed || exec[i].is_error();
+    std::optional<Layout> now;
+    if (!failed) now = parse_layout(exec[0], state_->keys, state_->client.options().endpoint());
+    const bool same = now && same_structure(*now, *state_->cached);
+    if (now) state_->cached = std::move(*now);
     if (same) {
       std::vector<ReplyRef> rows;
       rows.reserve(read.commands.size());
@@ -126,7 +131,7 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
       return finish_row_read(index, *state_->cached, read, rows);
     }
   }
-  const Layout layout = state_->layout(!state_->cached);
+  const Layout layout = state_->layout(true);
   const RowRead read = plan_row_ranges(std::move(*selection), layout);
   const Replies replies = state_->client.pipeline(read.commands);
   std::vector<ReplyRef> rows;
