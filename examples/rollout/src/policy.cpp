@@ -1,6 +1,11 @@
 #include "policy.h"
 
-#include <torch/torch.h>
+// The parts of the C++ frontend this file uses, not <torch/torch.h> (a third of the compile).
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+#include <torch/optim/adam.h>
+#include <torch/utils.h>
 
 namespace rollout {
 

@@ -56,6 +56,22 @@ long long ask_node_int(int port, const redis::Command& command) {
   return connection.pipeline({command})[0].integer();
 }
 
+// Moves `slot` and its keys from the master on `source` to the one on `target` in one go (as
+// redis-cli --cluster reshard does) and tells every master.
+void move_slot(const RedisCluster& cluster, int slot, int source, int target) {
+  const std::string source_id = ask_node(source, {"CLUSTER", "MYID"});
+  const std::string target_id = ask_node(target, {"CLUSTER", "MYID"});
+  REQUIRE(ask_node(target, {"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", source_id}) == "OK");
+  REQUIRE(ask_node(source, {"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", target_id}) == "OK");
+  StoreOptions direct;
+  redis::Connection connection(direct, redis::NodeAddress{"127.0.0.1", source, ""});
+  const redis::Replies keys = connection.pipeline({{"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1000"}});
+  redis::Command migrate = {"MIGRATE", "127.0.0.1", std::to_string(target), "", "0", "5000", "KEYS"};
+  for (size_t i = 0; i < keys[0].size(); ++i) migrate.emplace_back(keys[0][i].str());
+  if (migrate.size() > 7) REQUIRE(ask_node(source, migrate) == "OK");
+  for (int port : cluster.ports()) ask_node(port, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", target_id});
+}
+
 }  // namespace
 
 TEST_CASE("stores on a cluster live in their id's slot on its master and every operation works there",
@@ -123,6 +139,29 @@ TEST_CASE("stores on a cluster live in their id's slot on its master and every o
   CHECK(per_master.size() == 3);
   for (const auto& [port, n] : per_master) CHECK(n == 2);
   CHECK(spread_store_ids("b", 2, StoreOptions{}) == std::vector<std::string>{"b-0", "b-1"});
+
+  // A WATCH on the node that held a slot, the slot moved, then the transaction: a WATCH on the
+  // old node cannot guard it on the new one, so it is refused and nothing of it is applied.
+  const std::string key = "tensordict:{watched}:k";
+  const int watched_slot = redis::key_hash_slot(key);
+  const int from = cluster.master_of(watched_slot, cluster.ports()[0]);
+  const int to = cluster.ports()[0] == from ? cluster.ports()[1] : cluster.ports()[0];
+  redis::RedisClient client(cluster.options());
+  client.run({"SET", key, "1"});
+  client.run({"WATCH", key});
+  move_slot(cluster, watched_slot, from, to);
+  CHECK_THROWS_AS(client.pipeline({{"MULTI"}, {"SET", key, "2"}, {"EXEC"}}), StorageError);
+  redis::RedisClient fresh(cluster.options());
+  CHECK(fresh.run({"GET", key})[0].str() == "1");
+  client.run({"WATCH", key});
+  move_slot(cluster, watched_slot, to, from);
+  CHECK_THROWS_WITH(client.pipeline({{"MULTI"}, {"SET", key, "2"}, {"EXEC"}}),
+                    Catch::Contains("between a WATCH and its transaction") &&
+                        Catch::Contains("nothing of the transaction was applied") && Catch::Contains(key));
+  CHECK(redis::RedisClient(cluster.options()).run({"GET", key})[0].str() == "1");
+  // Without a WATCH the transaction follows the slot.
+  client.pipeline({{"MULTI"}, {"SET", key, "3"}, {"EXEC"}});
+  CHECK(redis::RedisClient(cluster.options()).run({"GET", key})[0].str() == "3");
 }
 
 TEST_CASE("a cluster client finds the cluster through any seed that answers and names them all when none does",

@@ -237,10 +237,14 @@ std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands
   for (Batch& batch : batches) {
     const bool has_block = std::any_of(batch.units.begin(), batch.units.end(), [&](size_t u) { return units[u].block; });
     if (has_block && watching_ && *watching_ != batch.node) {
+      const Unit& unit = units[batch.units.front()];
+      size_t keyed = unit.begin;  // the block's first command with a key names it
+      while (keyed + 1 < unit.end && command_slot(commands[keyed]) < 0) ++keyed;
+      const std::string watched = watching_->endpoint();
       drop_all();
-      TD_THROW(StorageError, options_.endpoint(), ": ", describe(commands[units[batch.units.front()].begin]),
-               ": slot ", units[batch.units.front()].slot, " moved from ", watching_->endpoint(), " to ",
-               batch.node.endpoint(), " between a WATCH and its transaction; nothing of the transaction was applied");
+      TD_THROW(StorageError, options_.endpoint(), ": ", describe(commands[keyed]), ": slot ", unit.slot, " moved from ",
+               watched, " to ", batch.node.endpoint(),
+               " between a WATCH and its transaction; nothing of the transaction was applied");
     }
     batch.wait = options_.replicas_to_ack > 0 &&
                  !std::all_of(batch.commands.begin(), batch.commands.end(), [](const Command* c) { return read_only(*c); });
