@@ -519,6 +519,40 @@ TEST_CASE("an indexed write of an index tensor or a mask moves only the selected
                   IndexError);
 }
 
+TEST_CASE("a server still loading its data is waited for within command_timeout, then a StorageError",
+          "[redis][store][persistence]") {
+  // key-load-delay (a Redis test option) makes the restarted server load 20,000 keys for about
+  // a second, answering LOADING meanwhile.
+  RedisServer server({"--appendonly", "yes", "--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"});
+  StoreOptions options = store_options(server);
+  options.td_id = "loading";
+  TensorDictStore::from_tensordict(sample(), options);
+  {
+    redis::RedisClient raw(store_options(server));
+    raw.run({"EVAL", "for i = 1, 20000 do redis.call('SET', 'filler:' .. i, 'v') end return 1", "0"});
+    raw.run({"BGREWRITEAOF"});  // the delay applies to the rewritten file's keys
+    for (int i = 0; i < 500; ++i) {
+      const std::string info(raw.run({"INFO", "persistence"})[0].str());
+      if (info.find("aof_rewrite_in_progress:0") != std::string::npos &&
+          info.find("aof_rewrite_scheduled:0") != std::string::npos)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  server.kill();
+  server.start();  // accepts connections at once
+  {
+    StoreOptions direct = store_options(server);
+    redis::Connection probe(direct, redis::NodeAddress{"", 0, server.socket()});
+    REQUIRE(std::string(probe.pipeline({{"PING"}})[0].str()).rfind("LOADING", 0) == 0);  // still loading
+  }
+  StoreOptions impatient = options;
+  impatient.command_timeout = std::chrono::milliseconds(50);
+  CHECK_THROWS_WITH(TensorDictStore::from_store("loading", impatient), Catch::Contains("LOADING"));
+  // Waited out: the store reads back whole once the server has loaded.
+  check_equal(TensorDictStore::from_store("loading", options).to_tensordict(), sample());
+}
+
 TEST_CASE("a store survives a crash of a server with appendonly on, and not one without persistence",
           "[redis][store][persistence]") {
   for (const bool aof : {true, false}) {
