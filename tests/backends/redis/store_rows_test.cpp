@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <tensordict/backends/store.h>
 #include <tensordict/backends/store_group.h>
+#include <tensordict/batch_index.h>
 #include <tensordict/tensordict.h>
 
 #include "backends/redis/redis_client.h"
@@ -41,6 +42,13 @@ TensorDict transitions(int64_t rows, int64_t seed) {
                      {"next", TensorDict({{"reward", at::randn({rows}, at::kDouble)}}, {rows})},
                      {"label", "episode"}},
                     {rows});
+}
+
+// A counter from INFO (commandstats' "cmdstat_mget:calls=" and the like); 0 when absent.
+int64_t stat(redis::RedisClient& raw, const std::string& section, const std::string& tag) {
+  const std::string info(raw.run({"INFO", section})[0].str());
+  const size_t at = info.find(tag);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
 }
 
 void check_same(const TensorDict& got, const TensorDict& want) {
@@ -133,8 +141,42 @@ TEST_CASE("a per_row leaf is read whole by ranges when its records are much larg
   at::manual_seed(3);
   const TensorDict td({{"image", at::randint(0, 255, {8, 8192}, at::kByte)}, {"reward", at::randn({8})}}, {8});
   TensorDictStore store = TensorDictStore::from_tensordict(td, per_row(server));
+  redis::RedisClient raw(testing_support::store_options(server));
+  const int64_t ranges = stat(raw, "commandstats", "cmdstat_getrange:calls="), mgets = stat(raw, "commandstats", "cmdstat_mget:calls=");
   CHECK(at::equal(store.get("reward"), td.get("reward")));  // a GETRANGE per row
-  CHECK(at::equal(store.get("image"), td.get("image")));    // whole records (MGET)
+  CHECK(stat(raw, "commandstats", "cmdstat_getrange:calls=") - ranges == 8);
+  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 0);
+  CHECK(at::equal(store.get("image"), td.get("image")));  // whole records (one MGET)
+  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 1);
+}
+
+TEST_CASE("a per_row store of more than 1,024 rows reads and writes its records in chunks", "[redis][store][rows]") {
+  RedisServer server;
+  constexpr int64_t kRows = 2500;  // three MGETs or MSETs of at most 1,024 records
+  at::manual_seed(5);
+  TensorDict memory({{"x", at::randn({kRows, 3})}, {"n", at::randint(0, 9, {kRows}, at::kLong)}}, {kRows});
+  TensorDictStore store = TensorDictStore::from_tensordict(memory, per_row(server, "big"));
+  redis::RedisClient raw(testing_support::store_options(server));
+  CHECK(raw.run({"EXISTS", "tensordict:{big}:r:2499"})[0].integer() == 1);
+  CHECK(at::equal(store.get("x"), memory.get("x")));
+  CHECK(at::equal(store.to_tensordict().get("n"), memory.get("n")));
+  const at::Tensor picks = at::randint(0, kRows, {2100}, at::kLong);
+  const int64_t mgets = stat(raw, "commandstats", "cmdstat_mget:calls=");
+  const TensorDict sample = store.index({picks});
+  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
+  CHECK(at::equal(sample.get("x"), memory.get("x").index_select(0, picks)));
+  CHECK(at::equal(sample.get("n"), memory.get("n").index_select(0, picks)));
+  const TensorDict written({{"x", at::full({2200, 3}, 4.f)}, {"n", at::arange(2200)}}, {2200});
+  const int64_t msets = stat(raw, "commandstats", "cmdstat_mset:calls=");
+  store.index_put_({at::indexing::Slice(150, 2350)}, written);
+  memory.index_put_({at::indexing::Slice(150, 2350)}, written);
+  CHECK(stat(raw, "commandstats", "cmdstat_mset:calls=") - msets == 3);
+  CHECK(at::equal(store.get("x"), memory.get("x")));
+  CHECK(at::equal(store.get("n"), memory.get("n")));
+  // Made again with fewer rows: the old records are gone, all of them.
+  TensorDictStore::from_schema({{"x", {{3}, at::kFloat}}}, {10}, per_row(server, "big", /*overwrite=*/true));
+  CHECK(raw.run({"EXISTS", "tensordict:{big}:r:9"})[0].integer() == 1);
+  CHECK(raw.run({"EXISTS", "tensordict:{big}:r:10", "tensordict:{big}:r:1500", "tensordict:{big}:r:2499"})[0].integer() == 0);
 }
 
 TEST_CASE("a per_row store's leaves are fixed: typed errors, nothing changed", "[redis][store][rows][errors]") {
@@ -153,6 +195,8 @@ TEST_CASE("a per_row store's leaves are fixed: typed errors, nothing changed", "
   CHECK_THROWS_WITH(store.erase("action"), NAMES_IT("cannot erase", "'action'"));
   CHECK_THROWS_WITH(store.rename_key_("action", "act"), NAMES_IT("cannot rename", "'action'"));
   CHECK_THROWS_WITH(store.set({"new", "x"}, at::zeros({4})), NAMES_IT("cannot add", "'new'"));
+  // Dim 0 of the batch is the records' rows; it can go (the leaves stay) but not change.
+  CHECK_THROWS_WITH(store.impl()->set_batch_size({2}), NAMES_IT("change dim 0 of the batch size", "[2]"));
 #undef NAMES_IT
   check_same(TensorDictStore::from_store("fixed", testing_support::store_options(server)), td);
 
@@ -192,6 +236,15 @@ TEST_CASE("damaged records and headers are StorageErrors naming the key", "[redi
   raw.run({"HSET", base + "m:action", "row_offset", "-3"});
   CHECK_THROWS_WITH(open(), Catch::Contains(base + "m:action") && Catch::Contains("row_offset"));
   raw.run({"HSET", base + "m:action", "row_offset", "24"});
+  // A count of records that is not the batch's is refused before anything reads or deletes them.
+  raw.run({"HSET", base + "__rows__", "rows", "1000000000000"});
+  CHECK_THROWS_AS(open(), StorageError);
+  CHECK_THROWS_WITH(open(), Catch::Contains("1000000000000"));
+  raw.run({"HSET", base + "__rows__", "rows", "4"});
+  TensorDictStore::from_tensordict(TensorDict({{"label", "only"}}, {4}), per_row(server, "labels"));
+  raw.run({"HSET", "tensordict:{labels}:__rows__", "rows", "1000000000000"});  // no leaf ties it
+  CHECK_THROWS_WITH(TensorDictStore::from_store("labels", testing_support::store_options(server)),
+                    Catch::Contains("tensordict:{labels}:__rows__: 1000000000000 records for a store of batch size [4]"));
   raw.run({"HDEL", base + "__rows__", "row_bytes"});
   CHECK_THROWS_WITH(open(), Catch::Contains(base + "__rows__") && Catch::Contains("row_bytes"));
   raw.run({"DEL", base + "__rows__"});
@@ -204,6 +257,11 @@ TEST_CASE("a stale per_row handle writes and reads by the leaves the server has 
       TensorDict({{"a", at::zeros({8})}, {"b", at::zeros({8})}}, {8}), per_row(server, "moved"));
   stale.index({0});  // its structure is cached: a at offset 0, b at 4
   // Another client recreates the store with the leaves in the other order: b at 0, a at 4.
+  TensorDictStore::from_tensordict(TensorDict({{"b", at::arange(8.f)}, {"a", at::arange(8.f) + 10}}, {8}),
+                                   per_row(server, "moved", /*overwrite=*/true));
+  // A read through the stale structure: planned from it, checked against the server's, read again.
+  CHECK(at::equal(stale.index({at::tensor({1, 6}, at::kLong)}).get("a"), at::tensor({11.f, 16.f})));
+  stale.index({0});
   TensorDictStore::from_tensordict(TensorDict({{"b", at::zeros({8})}, {"a", at::zeros({8})}}, {8}),
                                    per_row(server, "moved", /*overwrite=*/true));
   stale.index_put_({Slice(0, 2)}, TensorDict({{"a", at::ones({2})}, {"b", at::full({2}, 2.f)}}, {2}));
@@ -212,9 +270,26 @@ TEST_CASE("a stale per_row handle writes and reads by the leaves the server has 
   CHECK(at::equal(fresh.get("a"), at::tensor({1.f, 1.f, 0.f, 0.f, 0.f, 0.f, 0.f, 5.f})));
   CHECK(at::equal(fresh.get("b"), at::tensor({2.f, 2.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f})));
   CHECK(at::equal(stale.index({Slice(0, 2)}).get("b"), at::full({2}, 2.f)));
+
+  // Made again with one more leaf after them, a and b where they were (b at 0, a at 4), the
+  // records longer: whole records written through the stale structure (a and b, all it knows)
+  // would cut c off; the records' size is guarded too, and the write goes where the leaves are.
+  stale.index({0});
+  TensorDictStore::from_tensordict(
+      TensorDict({{"b", at::zeros({8})}, {"a", at::zeros({8})}, {"c", at::full({8}, 3.f)}}, {8}),
+      per_row(server, "moved", /*overwrite=*/true));
+  // The backend's row write itself (index_put_ re-reads the structure when it checks the keys,
+  // which would hide the stale one).
+  const at::indexing::TensorIndex rows(Slice(2, 4));
+  stale.impl()->put_at_(BatchIndex(c10::ArrayRef<at::indexing::TensorIndex>(&rows, 1), stale.batch_size()),
+                        TensorDict({{"a", at::ones({2})}, {"b", at::ones({2})}}, {2}));
+  TensorDictStore now = TensorDictStore::from_store("moved", testing_support::store_options(server));
+  CHECK(at::equal(now.get("c"), at::full({8}, 3.f)));
+  CHECK(at::equal(now.get("a"), at::tensor({0.f, 0.f, 1.f, 1.f, 0.f, 0.f, 0.f, 0.f})));
+  CHECK(at::equal(now.get("b"), now.get("a")));
 }
 
-TEST_CASE("StoreGroup samples per_row stores in one MGET per store", "[redis][store][rows]") {
+TEST_CASE("StoreGroup reads per_row stores with one MGET each and samples them", "[redis][store][rows]") {
   RedisServer server;
   std::vector<TensorDictStore> stores;
   for (int64_t i = 0; i < 3; ++i) {
@@ -229,8 +304,11 @@ TEST_CASE("StoreGroup samples per_row stores in one MGET per store", "[redis][st
   const at::Tensor ids = batch.get("id");
   CHECK(ids.slice(0, 1).ge(ids.slice(0, 0, -1)).all().item<bool>());  // store by store
   CHECK(batch.get("row").max().item<int64_t>() < 16);
+  redis::RedisClient raw(testing_support::store_options(server));
+  const int64_t mgets = stat(raw, "commandstats", "cmdstat_mget:calls=");
   const std::vector<TensorDict> parts = group.index({at::tensor({3, 3}, at::kLong), at::tensor({0}, at::kLong),
                                                      at::tensor({15}, at::kLong)});
+  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
   CHECK(at::equal(parts[0].get("row"), at::tensor({3, 3}, at::kLong)));
   CHECK(at::equal(parts[2].get("id"), at::tensor({2}, at::kLong)));
 }

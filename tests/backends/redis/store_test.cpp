@@ -521,9 +521,9 @@ TEST_CASE("an indexed write of an index tensor or a mask moves only the selected
 
 TEST_CASE("a server still loading its data is waited for within command_timeout, then a StorageError",
           "[redis][store][persistence]") {
-  // key-load-delay (a Redis test option) makes the restarted server load 20,000 keys for about
-  // a second, answering LOADING meanwhile.
-  RedisServer server({"--appendonly", "yes", "--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"});
+  // key-load-delay (a Redis test option) makes the restarted server load 20,000 keys for at
+  // least 2 s, answering LOADING meanwhile.
+  RedisServer server({"--appendonly", "yes", "--key-load-delay", "100", "--loading-process-events-interval-bytes", "1024"});
   StoreOptions options = store_options(server);
   options.td_id = "loading";
   TensorDictStore::from_tensordict(sample(), options);

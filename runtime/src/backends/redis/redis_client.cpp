@@ -237,7 +237,7 @@ std::vector<size_t> RedisClient::send_round(const std::vector<Command>& commands
   for (Batch& batch : batches) {
     const bool has_block = std::any_of(batch.units.begin(), batch.units.end(), [&](size_t u) { return units[u].block; });
     if (has_block && watching_ && *watching_ != batch.node) {
-      const Unit& unit = units[batch.units.front()];
+      const Unit& unit = units[*std::find_if(batch.units.begin(), batch.units.end(), [&](size_t u) { return units[u].block; })];
       size_t keyed = unit.begin;  // the block's first command with a key names it
       while (keyed + 1 < unit.end && command_slot(commands[keyed]) < 0) ++keyed;
       const std::string watched = watching_->endpoint();

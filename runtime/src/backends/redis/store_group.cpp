@@ -1,6 +1,7 @@
 #include <tensordict/backends/store_group.h>
 
 #include <mutex>
+#include <optional>
 
 #include <ATen/ATen.h>
 
@@ -75,19 +76,36 @@ std::vector<TensorDict> StoreGroup::index(const std::vector<at::Tensor>& rows) c
     indices.emplace_back(c10::ArrayRef<at::indexing::TensorIndex>(&index, 1), stores[i].batch_size());
     reads.push_back(level.plan_row_read(indices.back(), layouts.back()));
     offsets.push_back(commands.size());
-    if (reads.back()) commands.insert(commands.end(), reads.back()->commands.begin(), reads.back()->commands.end());
+    if (!reads.back()) continue;
+    // In one transaction with the structure, to check that the rows were planned from it.
+    commands.push_back({"MULTI"});
+    commands.push_back(redis::layout_command(level.state()->keys));
+    commands.insert(commands.end(), reads.back()->commands.begin(), reads.back()->commands.end());
+    commands.push_back({"EXEC"});
   }
   // Round trip 2: every store's rows.
   const redis::Replies replies = client.pipeline(commands);
   std::vector<TensorDict> out;
   for (size_t i = 0; i < stores.size(); ++i) {
-    if (!reads[i]) {  // no rows, or not rows of dim 0: the store reads them itself
+    const redis::StoreLevel& level = level_of(stores[i]);
+    std::optional<redis::ReplyRef> exec;
+    if (reads[i]) {
+      const size_t n = reads[i]->commands.size();
+      for (size_t j = 0; j < n + 3; ++j) client.check(replies[offsets[i] + j], commands[offsets[i] + j]);
+      exec = replies[offsets[i] + n + 2];
+      bool usable = exec->is_array() && exec->size() == n + 1;
+      for (size_t j = 0; usable && j <= n; ++j) usable = !(*exec)[j].is_error();
+      usable = usable && redis::same_structure(redis::parse_layout((*exec)[0], level.state()->keys, client.options().endpoint()),
+                                               layouts[i]);
+      if (!usable) exec.reset();
+    }
+    if (!exec) {  // no rows, not rows of dim 0, or the store changed since round trip 1: it reads them itself
       out.push_back(stores[i].index({rows[i]}));
       continue;
     }
     std::vector<redis::ReplyRef> mine;
-    for (size_t j = 0; j < reads[i]->commands.size(); ++j) mine.push_back(replies[offsets[i] + j]);
-    out.push_back(level_of(stores[i]).finish_row_read(indices[i], layouts[i], *reads[i], mine));
+    for (size_t j = 1; j < exec->size(); ++j) mine.push_back((*exec)[j]);
+    out.push_back(level.finish_row_read(indices[i], layouts[i], *reads[i], mine));
   }
   return out;
 }

@@ -162,7 +162,7 @@ std::optional<Entry> StoreLevel::get_from_records(const std::string& p, const Le
   const bool whole = records.row_bytes <= std::max<int64_t>(4096, 4 * row);
   std::vector<int64_t> rows(static_cast<size_t>(records.rows));
   for (int64_t r = 0; r < records.rows; ++r) rows[static_cast<size_t>(r)] = r;
-  std::vector<Command> commands = {{"MULTI"}, {"HGETALL", meta_key}};
+  std::vector<Command> commands = {{"MULTI"}, {"HGETALL", meta_key}, {"HMGET", state_->keys.rows(), "rows", "row_bytes"}};
   if (whole) {
     add_record_reads(commands, state_->keys, rows);
   } else if (row > 0) {
@@ -176,17 +176,22 @@ std::optional<Entry> StoreLevel::get_from_records(const std::string& p, const Le
   const ReplyRef exec = replies[replies.size() - 1];
   TD_CHECK(exec.is_array() && exec.size() == commands.size() - 2, StorageError, state_->client.options().endpoint(),
            ": ", data_key, ": the read transaction was aborted");
+  for (size_t i = 0; i < exec.size(); ++i) state_->client.check(exec[i], commands[i + 1]);
   if (exec[0].size() == 0) return std::nullopt;  // erased
   const LeafMetadata now = parse_metadata(hash_pairs(exec[0]), meta_key);
   if (now.row_offset != planned.row_offset || now.shape != planned.shape || now.dtype != planned.dtype) return std::nullopt;
+  const ReplyRef header = exec[1];  // the records as planned (a store made again may differ)
+  if (!header.is_array() || header.size() != 2 || header[0].is_nil() || header[1].is_nil() ||
+      header[0].str() != std::to_string(records.rows) || header[1].str() != std::to_string(records.row_bytes))
+    return std::nullopt;
   if (whole) {
     std::vector<ReplyRef> mgets;
-    for (size_t i = 1; i < exec.size(); ++i) mgets.push_back(exec[i]);
+    for (size_t i = 2; i < exec.size(); ++i) mgets.push_back(exec[i]);
     return record_leaf(now, record_views(mgets, rows, records, state_->keys), data_key, device_);
   }
   std::vector<std::string_view> parts;
-  for (size_t i = 1; i < exec.size(); ++i) {
-    TD_CHECK(!exec[i].is_nil(), StorageError, state_->keys.record(static_cast<int64_t>(i - 1)), ": the store's record is missing");
+  for (size_t i = 2; i < exec.size(); ++i) {
+    TD_CHECK(!exec[i].is_nil(), StorageError, state_->keys.record(static_cast<int64_t>(i - 2)), ": the store's record is missing");
     parts.push_back(exec[i].str());
   }
   return decode_tensor(now, parts, data_key, device_);
@@ -214,8 +219,12 @@ TensorDict StoreLevel::build(const Layout& layout, const std::string& prefix, c1
 TensorDict StoreLevel::snapshot() const {
   const auto guard = state_->lock();
   const Layout layout = state_->layout(true);
-  // Every record (the per-row layout), then every other leaf's value.
-  std::vector<int64_t> rows(static_cast<size_t>(layout.records ? layout.records->rows : 0));
+  // Every record (the per-row layout) when a leaf of this level is in them, then every other
+  // leaf's value.
+  const bool held = std::any_of(layout.leaves.begin(), layout.leaves.end(), [&](const auto& leaf) {
+    return Layout::in_records(leaf.second) && is_under_level(leaf.first, path_);
+  });
+  std::vector<int64_t> rows(static_cast<size_t>(held ? layout.records->rows : 0));
   for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
   std::vector<Command> commands;
   add_record_reads(commands, state_->keys, rows);
@@ -233,7 +242,7 @@ TensorDict StoreLevel::snapshot() const {
              ": listed in __keys__ but holds no value");
   }
   std::vector<std::string_view> records;
-  if (layout.records) {
+  if (held) {
     std::vector<ReplyRef> mgets;
     for (size_t i = 0; i < record_commands; ++i) mgets.push_back(replies[i]);
     records = record_views(mgets, rows, *layout.records, state_->keys);
@@ -370,6 +379,11 @@ TensorDict StoreLevel::make_child(std::string_view key, c10::IntArrayRef batch_s
 
 void StoreLevel::set_batch_size(c10::IntArrayRef batch_size) {
   const auto guard = state_->lock();
+  // The records are rows of dim 0: that dim stays (or goes, leaving the leaves as they are).
+  if (const Layout& layout = state_->layout(true); layout.records && path_.empty() && !batch_size.empty() &&
+                                                   batch_size[0] != layout.records->rows)
+    throw_fixed_records(state_->keys, state_->client.options().endpoint(), "change dim 0 of the batch size to",
+                        shape_json(batch_size));
   if (path_.empty()) {
     state_->client.run({"SET", state_->keys.batch_size(), shape_json(batch_size)});
   } else {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <ATen/ATen.h>
 
@@ -46,10 +47,11 @@ int64_t RecordBuilder::next(int64_t row_bytes) {
   return offset;
 }
 
-int64_t RecordBuilder::add(const at::Tensor& t, const std::string& key, int64_t max_bytes) {
+int64_t RecordBuilder::add(const at::Tensor& t, const std::string& key) {
   if (!has_rows_ || t.dim() == 0 || t.size(0) != rows_) return -1;
   const int64_t offset = next(leaf_bytes(t.sizes().slice(1), t.scalar_type(), key));
-  leaves_.emplace_back(offset, tensor_bytes(t, key, max_bytes));
+  // Only a record's size is limited (add_commands): the leaf goes out a row per value.
+  leaves_.emplace_back(offset, tensor_bytes(t, key, std::numeric_limits<int64_t>::max()));
   return offset;
 }
 
@@ -106,7 +108,10 @@ std::vector<std::string_view> record_views(const std::vector<ReplyRef>& mgets, c
   out.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const ReplyRef reply = mgets[i / static_cast<size_t>(kRecordsPerCommand)];
-    const ReplyRef record = reply[i % static_cast<size_t>(kRecordsPerCommand)];
+    const size_t in_reply = i % static_cast<size_t>(kRecordsPerCommand);
+    TD_CHECK(reply.is_array() && in_reply < reply.size(), StorageError, keys.record(rows[i]),
+             ": the reply to the MGET of the store's records is not one value per record");
+    const ReplyRef record = reply[in_reply];
     TD_CHECK(!record.is_nil(), StorageError, keys.record(rows[i]), ": the store's record of row ", rows[i],
              " is missing");
     const std::string_view bytes = record.str();

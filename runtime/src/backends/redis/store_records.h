@@ -36,8 +36,8 @@ class RecordBuilder {
   /// `rows`: the batch's dim 0; nullopt for a batch of no dims (no leaf goes in records).
   explicit RecordBuilder(std::optional<int64_t> rows) : rows_(rows.value_or(0)), has_rows_(rows.has_value()) {}
   /// The offset of `t`'s rows (its bytes are kept for the records), or -1 when its dim 0 is not
-  /// the rows (it is then stored whole).
-  int64_t add(const at::Tensor& t, const std::string& key, int64_t max_bytes);
+  /// the rows (it is then stored whole). Only a record's size is limited, not the leaf's.
+  int64_t add(const at::Tensor& t, const std::string& key);
   /// The offset of a zero-filled leaf of `shape` and `dtype` (from_schema), or -1.
   int64_t add_zeros(c10::IntArrayRef shape, c10::ScalarType dtype, const std::string& key);
   /// HSET __rows__, then the records: MSETs of their bytes, or, when every leaf is zeros,

@@ -100,9 +100,11 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
   std::optional<RowSelection> selection = row_selection(index, batch_size_[0]);
   // No rows: nothing to move (and GETRANGE has no empty range).
   if (!selection || selection->count == 0) return TensorDictBase::index(index);
-  if (state_->cached) {
-    // One round trip: the rows as the cached structure places them, read in one transaction
-    // with the structure as it is now, and used only if that is still the same.
+  // The rows as the cached structure places them, read in one transaction with the structure as
+  // it is now, and used only if that is still the same: one round trip, one more per change.
+  bool failed = false;
+  for (int attempt = 0; attempt < 4 && !failed; ++attempt) {
+    if (!state_->cached) state_->layout(true);
     RowRead read = plan_row_ranges(*selection, *state_->cached);
     std::vector<Command> commands;
     commands.reserve(read.commands.size() + 3);
@@ -118,12 +120,11 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
     for (size_t i = 0; i < read.commands.size(); ++i) read.commands[i] = std::move(commands[i + 2]);
     // A command that failed when run (in a cluster, a script meeting a key its slot's migration
     // has moved) is left to the path below, whose commands the client retries one by one.
-    bool failed = false;
     for (size_t i = 0; i < exec.size(); ++i) failed = failed || exec[i].is_error();
-    std::optional<Layout> now;
-    if (!failed) now = parse_layout(exec[0], state_->keys, state_->client.options().endpoint());
-    const bool same = now && same_structure(*now, *state_->cached);
-    if (now) state_->cached = std::move(*now);
+    if (failed) break;
+    Layout now = parse_layout(exec[0], state_->keys, state_->client.options().endpoint());
+    const bool same = same_structure(now, *state_->cached);
+    state_->cached = std::move(now);
     if (same) {
       std::vector<ReplyRef> rows;
       rows.reserve(read.commands.size());
@@ -131,13 +132,21 @@ TensorDict StoreLevel::index(const BatchIndex& index) const {
       return finish_row_read(index, *state_->cached, read, rows);
     }
   }
-  const Layout layout = state_->layout(true);
-  const RowRead read = plan_row_ranges(std::move(*selection), layout);
-  const Replies replies = state_->client.pipeline(read.commands);
-  std::vector<ReplyRef> rows;
-  rows.reserve(replies.size());
-  for (size_t i = 0; i < replies.size(); ++i) rows.push_back(replies[i]);
-  return finish_row_read(index, layout, read, rows);
+  TD_CHECK(failed, StorageError, state_->client.options().endpoint(), ": ", state_->keys.base(),
+           ": the store's structure kept changing while its rows were read (4 attempts)");
+  // The structure, the rows, and the structure again: the rows are used only if it stayed the same.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const Layout layout = state_->layout(true);
+    const RowRead read = plan_row_ranges(*selection, layout);
+    const Replies replies = state_->client.pipeline(read.commands);
+    if (!same_structure(state_->layout(true), layout)) continue;
+    std::vector<ReplyRef> rows;
+    rows.reserve(replies.size());
+    for (size_t i = 0; i < replies.size(); ++i) rows.push_back(replies[i]);
+    return finish_row_read(index, layout, read, rows);
+  }
+  TD_THROW(StorageError, state_->client.options().endpoint(), ": ", state_->keys.base(),
+           ": the store's structure kept changing while its rows were read (4 attempts)");
 }
 
 std::optional<RowRead> StoreLevel::plan_row_read(const BatchIndex& index, const Layout& layout) const {

@@ -30,16 +30,22 @@ namespace {
 
 // Rows of several leaves go in one round trip, written only if each leaf's metadata are still
 // those the offsets were computed from (another client may have re-shaped, re-typed or erased
-// a leaf since they were cached): WATCH the m: hashes, then this script compares them and, if
-// one changed, touches it (a field set and removed again, or a missing hash created and
-// deleted, or another type restored as it was: no net change) so that the server aborts the
-// transaction; then MULTI, the writes, EXEC. The bytes never pass through Lua, which copies
-// its arguments at about 1 us per KiB. KEYS: the m: hashes; ARGV: shape, dtype, row_offset
-// ("" for a leaf kept whole) of each.
+// a leaf, or re-created the store with other records, since they were cached): WATCH the
+// hashes, then this script compares the fields and, if one changed, touches the hash (a field
+// set and removed again, or another type restored as it was: no net change) so that the server
+// aborts the transaction; then MULTI, the writes, EXEC. The bytes never pass through Lua, which
+// copies its arguments at about 1 us per KiB. KEYS: the hashes; ARGV, for each: the number of
+// fields n, n field names, n values ("" for a field that must be absent).
 const char* const kCheckMetadataScript = R"lua(
+local a = 1
 for j = 1, #KEYS do
-  local m = redis.pcall('HMGET', KEYS[j], 'shape', 'dtype', 'row_offset')
-  if m.err or m[1] ~= ARGV[3 * j - 2] or m[2] ~= ARGV[3 * j - 1] or (m[3] or '') ~= ARGV[3 * j] then
+  local n = tonumber(ARGV[a])
+  local m = redis.pcall('HMGET', KEYS[j], unpack(ARGV, a + 1, a + n))
+  local changed = m.err ~= nil
+  for f = 1, n do
+    if not changed and (m[f] or '') ~= ARGV[a + n + f] then changed = true end
+  end
+  if changed then
     if m.err then
       local ttl = redis.call('PTTL', KEYS[j])
       redis.call('RESTORE', KEYS[j], ttl > 0 and ttl or 0, redis.call('DUMP', KEYS[j]), 'REPLACE')
@@ -49,18 +55,23 @@ for j = 1, #KEYS do
     end
     return 0
   end
+  a = a + 1 + 2 * n
 end
 return 1
 )lua";
 
-// The metadata a write was planned with, which the server must still hold.
-struct LeafGuard {
-  std::string meta_key, shape, dtype, row_offset;
+// Fields of a hash a write was planned with, which the server must still hold.
+struct HashGuard {
+  std::string key;
+  std::vector<std::pair<std::string, std::string>> fields;
 };
 
-LeafGuard guard_of(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta) {
-  return {keys.meta(path), shape_json(meta.shape), torch_dtype_name(meta.dtype),
-          meta.row_offset >= 0 ? std::to_string(meta.row_offset) : std::string()};
+// A leaf's m: hash: its shape, dtype and row_offset ("" for a leaf kept whole).
+HashGuard guard_of(const StoreKeys& keys, const std::string& path, const LeafMetadata& meta) {
+  return {keys.meta(path),
+          {{"shape", shape_json(meta.shape)},
+           {"dtype", torch_dtype_name(meta.dtype)},
+           {"row_offset", meta.row_offset >= 0 ? std::to_string(meta.row_offset) : std::string()}}};
 }
 
 // `value` cast to the leaf's dtype and broadcast to the selected rows (c10::Error when it does
@@ -77,7 +88,7 @@ std::string rows_bytes(const std::string& key, const LeafMetadata& meta, const R
 
 // The writes of rows of several leaves, and what they were planned with.
 struct RowWritePlan {
-  std::vector<LeafGuard> guards;
+  std::vector<HashGuard> guards;
   std::vector<Command> writes;      // SETRANGEs into d: values
   std::vector<RecordPiece> pieces;  // rows of leaves in records (the per-row layout)
 };
@@ -87,10 +98,14 @@ struct RowWritePlan {
 void plan_rows(RowWritePlan& plan, const StoreKeys& keys, const std::string& path, const LeafMetadata& meta,
                const RowSelection& selection, const at::Tensor& value, int64_t max_bytes) {
   const std::string data_key = keys.data(path);
-  std::string bytes = rows_bytes(data_key, meta, selection, value, max_bytes);
+  // A leaf in records is sent a row per value: only the records' size is limited (checked when
+  // they were made).
+  const bool records = Layout::in_records(meta);
+  std::string bytes =
+      rows_bytes(data_key, meta, selection, value, records ? std::numeric_limits<int64_t>::max() : max_bytes);
   plan.guards.push_back(guard_of(keys, path, meta));
   const int64_t row = row_bytes_of(meta, data_key);
-  if (Layout::in_records(meta)) {
+  if (records) {
     plan.pieces.push_back({meta.row_offset, row, std::move(bytes)});
     return;
   }
@@ -107,6 +122,10 @@ void plan_rows(RowWritePlan& plan, const StoreKeys& keys, const std::string& pat
 // records hold, else a SETRANGE per row and leaf.
 void add_piece_writes(RowWritePlan& plan, const StoreKeys& keys, const Layout& layout, const RowSelection& selection) {
   if (plan.pieces.empty()) return;
+  // The records' size too: whole records written with a stale one would cut another leaf off.
+  plan.guards.push_back({keys.rows(),
+                         {{"rows", std::to_string(layout.records->rows)},
+                          {"row_bytes", std::to_string(layout.records->row_bytes)}}});
   const std::vector<int64_t> rows = selected_record_rows(selection);
   const auto held = std::count_if(layout.leaves.begin(), layout.leaves.end(),
                                   [](const auto& leaf) { return Layout::in_records(leaf.second); });
@@ -121,17 +140,16 @@ void add_piece_writes(RowWritePlan& plan, const StoreKeys& keys, const Layout& l
 // Every write in one round trip (kCheckMetadataScript); false, with nothing written, when the
 // server found a leaf's metadata changed.
 bool send_guarded(RedisClient& client, RowWritePlan plan) {
-  const size_t n = plan.guards.size();
   std::vector<Command> commands;
   commands.reserve(4 + plan.writes.size());
   commands.push_back({"WATCH"});
-  commands.push_back({"EVAL", kCheckMetadataScript, std::to_string(n)});
-  for (const LeafGuard& g : plan.guards) commands[0].push_back(g.meta_key);
-  for (const LeafGuard& g : plan.guards) commands[1].push_back(g.meta_key);
-  for (LeafGuard& g : plan.guards) {
-    commands[1].push_back(std::move(g.shape));
-    commands[1].push_back(std::move(g.dtype));
-    commands[1].push_back(std::move(g.row_offset));
+  commands.push_back({"EVAL", kCheckMetadataScript, std::to_string(plan.guards.size())});
+  for (const HashGuard& g : plan.guards) commands[0].push_back(g.key);
+  for (const HashGuard& g : plan.guards) commands[1].push_back(g.key);
+  for (const HashGuard& g : plan.guards) {
+    commands[1].push_back(std::to_string(g.fields.size()));
+    for (const auto& field : g.fields) commands[1].push_back(field.first);
+    for (const auto& field : g.fields) commands[1].push_back(field.second);
   }
   commands.push_back({"MULTI"});
   for (Command& w : plan.writes) commands.push_back(std::move(w));
@@ -143,14 +161,18 @@ bool send_guarded(RedisClient& client, RowWritePlan plan) {
     // transaction ran unguarded. It was right if the metadata are still those it was planned
     // with; otherwise say so rather than let it pass.
     std::vector<Command> reread;
-    for (size_t j = 0; j < n; ++j) reread.push_back({"HMGET", commands[0][1 + j], "shape", "dtype", "row_offset"});
+    for (const HashGuard& g : plan.guards) {
+      reread.push_back({"HMGET", g.key});
+      for (const auto& field : g.fields) reread.back().push_back(field.first);
+    }
     const Replies now = client.pipeline(reread);
-    for (size_t j = 0; j < n; ++j) {
+    for (size_t j = 0; j < plan.guards.size(); ++j) {
       const ReplyRef m = now[j];
-      const bool same = m.is_array() && m.size() == 3 && m[0].str() == commands[1][3 + n + 3 * j] &&
-                        m[1].str() == commands[1][4 + n + 3 * j] &&
-                        (m[2].is_nil() ? std::string_view() : m[2].str()) == commands[1][5 + n + 3 * j];
-      TD_CHECK(same, StorageError, client.options().endpoint(), ": ", reread[j][1],
+      const auto& fields = plan.guards[j].fields;
+      bool same = m.is_array() && m.size() == fields.size();
+      for (size_t f = 0; same && f < fields.size(); ++f)
+        same = (m[f].is_nil() ? std::string_view() : m[f].str()) == fields[f].second;
+      TD_CHECK(same, StorageError, client.options().endpoint(), ": ", plan.guards[j].key,
                ": the server's scripts were flushed during a row write and the leaf changed meanwhile: its rows may "
                "have been written with the old shape's offsets");
     }

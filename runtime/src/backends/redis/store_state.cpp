@@ -160,6 +160,13 @@ Layout parse_layout(ReplyRef root, const StoreKeys& keys, const std::string& end
         out.leaves.emplace(path, parse_metadata(hash_pairs(root[i + 1]), keys.meta(path))).first->second;
     if (Layout::in_records(meta)) check_record_leaf(meta, out.records, keys.meta(path));
   }
+  // The records are the batch's rows (a store whose batch lost its dims keeps them, tied to its
+  // leaves above); a count that is neither is refused before anything reads or deletes them.
+  if (out.records && out.records->rows != 0) {
+    const bool held = std::any_of(out.leaves.begin(), out.leaves.end(), [](const auto& l) { return Layout::in_records(l.second); });
+    TD_CHECK(out.batch.empty() ? held : out.batch[0] == out.records->rows, StorageError, keys.rows(), ": ",
+             out.records->rows, " records for a store of batch size ", shape_json(out.batch));
+  }
   return out;
 }
 
@@ -218,7 +225,7 @@ void add_store_commands(std::vector<Command>& out, const StoreKeys& keys, const 
     const at::Tensor& t = entry.tensor();
     TD_CHECK(!t.requires_grad(), RuntimeError, keys.data(full_path),
              ": cannot store a tensor that requires grad (the store keeps bytes, not the graph); detach() it first");
-    const int64_t offset = records != nullptr ? records->add(t, keys.data(full_path), max_bytes) : -1;
+    const int64_t offset = records != nullptr ? records->add(t, keys.data(full_path)) : -1;
     Command meta{"HSET", keys.meta(full_path), "shape", shape_json(t.sizes()), "dtype", torch_dtype_name(t.scalar_type())};
     if (offset >= 0) {
       meta.insert(meta.end(), {"row_offset", std::to_string(offset)});
