@@ -311,4 +311,15 @@ TEST_CASE("StoreGroup reads per_row stores with one MGET each and samples them",
   CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
   CHECK(at::equal(parts[0].get("row"), at::tensor({3, 3}, at::kLong)));
   CHECK(at::equal(parts[2].get("id"), at::tensor({2}, at::kLong)));
+
+  // Store 1 made again by another client, its leaves in the other order: the group's rows,
+  // planned from the structure store 1's handle cached, are read again where they are now.
+  StoreOptions again = per_row(server, stores[1].td_id(), /*overwrite=*/true);
+  TensorDictStore::from_tensordict(
+      TensorDict({{"row", at::arange(16, at::kLong) + 100}, {"id", at::full({16}, 7, at::kLong)}}, {16}), again);
+  const std::vector<TensorDict> moved = group.index({at::tensor({1}, at::kLong), at::tensor({4, 5}, at::kLong),
+                                                     at::tensor({2}, at::kLong)});
+  CHECK(at::equal(moved[1].get("row"), at::tensor({104, 105}, at::kLong)));
+  CHECK(at::equal(moved[1].get("id"), at::tensor({7, 7}, at::kLong)));
+  CHECK(at::equal(moved[0].get("row"), at::tensor({1}, at::kLong)));
 }

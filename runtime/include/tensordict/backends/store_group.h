@@ -1,9 +1,9 @@
 #pragma once
 // StoreGroup: a replay buffer or dataset larger than one Redis node, as several TensorDictStores
 // whose ids spread over a cluster's masters (spread_store_ids). Actors each write their own
-// store; a learner reads rows of every store together: one round trip per master for the
-// stores' structures and one for their rows, all masters at once (docs/backends.md, "Many
-// stores, many nodes").
+// store; a learner reads rows of every store together: one round trip per master, all masters
+// at once, each store's rows planned from its cached structure and read in one transaction with
+// the structure the server holds (docs/backends.md, "Many stores, many nodes").
 //
 //   auto ids = tensordict::spread_store_ids("replay", 8, options);
 //   // actor k: TensorDictStore::from_schema(schema, {capacity}, options with td_id = ids[k])
@@ -30,7 +30,8 @@ class StoreGroup {
   const TensorDictStore& store(size_t i) const;
 
   /// Rows of every store: `rows[i]` (a 1-d index tensor or mask on dim 0) of store i, as
-  /// `store(i).index({rows[i]})` returns them, read in two round trips per node.
+  /// `store(i).index({rows[i]})` returns them, read in one round trip per node (a store whose
+  /// structure changed since it was cached reads its rows again itself).
   std::vector<TensorDict> index(const std::vector<at::Tensor>& rows) const;
   /// `count` rows drawn uniformly with replacement from the rows of all stores together, in one
   /// tensordict (store by store); the stores' leaves must match. `generator`: as at::randint's.

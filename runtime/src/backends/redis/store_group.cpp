@@ -57,10 +57,9 @@ std::vector<TensorDict> StoreGroup::index(const std::vector<at::Tensor>& rows) c
            stores.size(), " stores");
   std::lock_guard<std::mutex> lock(impl_->mutex);
   redis::RedisClient& client = impl_->client;
-  // Round trip 1: every store's structure (the refresh rule: a read sees the store as it is).
-  std::vector<redis::Command> layout_commands;
-  for (const TensorDictStore& store : stores) layout_commands.push_back(redis::layout_command(level_of(store).state()->keys));
-  const redis::Replies layout_replies = client.pipeline(layout_commands);
+  // Each store's rows as its cached structure places them (read first by a store that has
+  // none), in one transaction with the structure the server holds, which must be the same: one
+  // round trip per master when no store changed.
   std::vector<redis::Layout> layouts;
   std::vector<BatchIndex> indices;
   std::vector<std::optional<redis::RowRead>> reads;
@@ -68,10 +67,10 @@ std::vector<TensorDict> StoreGroup::index(const std::vector<at::Tensor>& rows) c
   std::vector<size_t> offsets;
   for (size_t i = 0; i < stores.size(); ++i) {
     const redis::StoreLevel& level = level_of(stores[i]);
-    client.check(layout_replies[i], layout_commands[i]);
-    layouts.push_back(redis::parse_layout(layout_replies[i], level.state()->keys, client.options().endpoint()));
-    TD_CHECK(layouts.back().exists, KeyError, "StoreGroup: no TensorDictStore with id '", stores[i].td_id(), "' at ",
-             client.options().endpoint());
+    {
+      const auto guard = level.state()->lock();
+      layouts.push_back(level.state()->layout(false));
+    }
     const at::indexing::TensorIndex index(rows[i]);
     indices.emplace_back(c10::ArrayRef<at::indexing::TensorIndex>(&index, 1), stores[i].batch_size());
     reads.push_back(level.plan_row_read(indices.back(), layouts.back()));
@@ -83,7 +82,6 @@ std::vector<TensorDict> StoreGroup::index(const std::vector<at::Tensor>& rows) c
     commands.insert(commands.end(), reads.back()->commands.begin(), reads.back()->commands.end());
     commands.push_back({"EXEC"});
   }
-  // Round trip 2: every store's rows.
   const redis::Replies replies = client.pipeline(commands);
   std::vector<TensorDict> out;
   for (size_t i = 0; i < stores.size(); ++i) {
@@ -95,11 +93,15 @@ std::vector<TensorDict> StoreGroup::index(const std::vector<at::Tensor>& rows) c
       exec = replies[offsets[i] + n + 2];
       bool usable = exec->is_array() && exec->size() == n + 1;
       for (size_t j = 0; usable && j <= n; ++j) usable = !(*exec)[j].is_error();
-      usable = usable && redis::same_structure(redis::parse_layout((*exec)[0], level.state()->keys, client.options().endpoint()),
-                                               layouts[i]);
+      if (usable) {
+        const redis::Layout now = redis::parse_layout((*exec)[0], level.state()->keys, client.options().endpoint());
+        TD_CHECK(now.exists, KeyError, "StoreGroup: no TensorDictStore with id '", stores[i].td_id(), "' at ",
+                 client.options().endpoint());
+        usable = redis::same_structure(now, layouts[i]);
+      }
       if (!usable) exec.reset();
     }
-    if (!exec) {  // no rows, not rows of dim 0, or the store changed since round trip 1: it reads them itself
+    if (!exec) {  // no rows, not rows of dim 0, or the store changed since it was cached: it reads them itself
       out.push_back(stores[i].index({rows[i]}));
       continue;
     }
