@@ -160,8 +160,7 @@ std::optional<Entry> StoreLevel::get_from_records(const std::string& p, const Le
   const std::string meta_key = state_->keys.meta(p), data_key = state_->keys.data(p);
   const int64_t row = row_bytes_of(planned, meta_key);
   const bool whole = records.row_bytes <= std::max<int64_t>(4096, 4 * row);
-  std::vector<int64_t> rows(static_cast<size_t>(records.rows));
-  for (int64_t r = 0; r < records.rows; ++r) rows[static_cast<size_t>(r)] = r;
+  const std::vector<int64_t> rows = all_record_rows(records.rows);
   std::vector<Command> commands = {{"MULTI"}, {"HGETALL", meta_key}, {"HMGET", state_->keys.rows(), "rows", "row_bytes"}};
   if (whole) {
     add_record_reads(commands, state_->keys, rows);
@@ -221,11 +220,8 @@ TensorDict StoreLevel::snapshot() const {
   const Layout layout = state_->layout(true);
   // Every record (the per-row layout) when a leaf of this level is in them, then every other
   // leaf's value.
-  const bool held = std::any_of(layout.leaves.begin(), layout.leaves.end(), [&](const auto& leaf) {
-    return Layout::in_records(leaf.second) && is_under_level(leaf.first, path_);
-  });
-  std::vector<int64_t> rows(static_cast<size_t>(held ? layout.records->rows : 0));
-  for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
+  const bool held = records_under(layout, path_);
+  const std::vector<int64_t> rows = all_record_rows(held ? layout.records->rows : 0);
   std::vector<Command> commands;
   add_record_reads(commands, state_->keys, rows);
   const size_t record_commands = commands.size();

@@ -85,6 +85,18 @@ void RecordBuilder::add_commands(std::vector<Command>& out, const StoreKeys& key
   }
 }
 
+bool records_under(const Layout& layout, const std::string& level) {
+  return std::any_of(layout.leaves.begin(), layout.leaves.end(), [&](const auto& leaf) {
+    return Layout::in_records(leaf.second) && is_under_level(leaf.first, level);
+  });
+}
+
+std::vector<int64_t> all_record_rows(int64_t rows) {
+  std::vector<int64_t> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(r)] = r;
+  return out;
+}
+
 std::vector<int64_t> selected_record_rows(const RowSelection& selection) {
   std::vector<int64_t> rows(static_cast<size_t>(selection.count));
   for (const RowSpan& span : selection.spans)

@@ -51,6 +51,10 @@ class RecordBuilder {
   std::vector<std::pair<int64_t, std::string>> leaves_;  // offset, C-order bytes
 };
 
+/// True when a leaf of the level at path prefix `level` ("" or "next.") is kept in records.
+bool records_under(const Layout& layout, const std::string& level);
+/// Rows 0 .. rows - 1 (every record).
+std::vector<int64_t> all_record_rows(int64_t rows);
 /// The rows a selection reads or writes, in the order of the value's rows.
 std::vector<int64_t> selected_record_rows(const RowSelection& selection);
 /// MGETs of the records of `rows`.

@@ -162,10 +162,7 @@ RowRead StoreLevel::plan_row_ranges(RowSelection selection, const Layout& layout
   // 0.5 us for a GETRANGE command, so 256 random rows of 3 leaves took 3.9 ms that way.
   // The per-row layout: the selected rows of every leaf held in records are one MGET.
   RowRead out{std::move(selection), {}, {}, {}};
-  const bool records = std::any_of(layout.leaves.begin(), layout.leaves.end(), [&](const auto& leaf) {
-    return Layout::in_records(leaf.second) && is_under_level(leaf.first, path_);
-  });
-  if (records) {
+  if (records_under(layout, path_)) {
     out.record_rows = selected_record_rows(out.selection);
     add_record_reads(out.commands, state_->keys, out.record_rows);
     out.record_commands = out.commands.size();
