@@ -24,6 +24,7 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/tensordict.h>
 
 namespace {
@@ -35,6 +36,38 @@ TensorDict fixture(int64_t rows, int64_t cols) {
   for (int g = 0; g < 3; ++g)
     for (int x = 0; x < 10; ++x) td.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({rows, cols}));
   return td;
+}
+
+// Exits 1 unless `moved` is consolidated with every leaf of `td`, equal, on its storage's device.
+void require_same_leaves(const TensorDict& moved, const TensorDict& td, const char* what) {
+  const at::Device device = tensordict::consolidated_storage(moved).device();
+  bool ok = tensordict::is_consolidated(moved);
+  for (const tensordict::NestedKey& key : td.keys(true, true)) {
+    const at::Tensor leaf = moved.get(key);
+    if (!ok || leaf.device() != device || leaf.scalar_type() != td.get(key).scalar_type() ||
+        !at::equal(leaf.cpu(), td.get(key))) {
+      std::fprintf(stderr, "cuda_transfer: %s, the consolidated copy is wrong at %s\n", what, key.repr().c_str());
+      std::exit(1);
+    }
+  }
+}
+
+// Leaves of several dtypes (a 0-size one), nested, beside a lazy stack: checked both ways, untimed.
+void check_mixed() {
+  TensorDict td({{"f", at::randn({4, 3})},
+                 {"i", at::arange(4, at::kLong)},
+                 {"b", at::rand({4, 5}) > 0.5},
+                 {"n", {{"h", at::randn({4, 7}).to(at::kHalf)}, {"e", at::empty({4, 0})}}}},
+                {4});
+  td.set_non_tensor("s", "text");
+  td.set("ls", tensordict::lazy_stack({TensorDict({{"x", at::randn({2})}}, {}), TensorDict({{"x", at::randn({2})}}, {}),
+                                       TensorDict({{"x", at::randn({2})}}, {}), TensorDict({{"x", at::randn({2})}}, {})}));
+  tensordict::ConsolidateOptions pin;
+  pin.pin_memory = true;
+  const TensorDict on_gpu = tensordict::consolidate(td, pin).to(at::Device(at::kCUDA), /*non_blocking=*/true);
+  require_same_leaves(on_gpu, td, "mixed dtypes to the GPU");
+  require_same_leaves(on_gpu.to(at::Device(at::kCPU)), td, "mixed dtypes back");
+  std::printf("mixed dtypes, nested levels and a lazy stack: every leaf equal both ways\n");
 }
 
 // Median microseconds of `fn` over `reps` runs after 3 warm-ups, each ended by a device sync.
@@ -72,13 +105,8 @@ void run(const char* name, int64_t rows, int64_t cols, int reps) {
   const double floor = median_us(reps, [&] { sink_t = storage.to(gpu, /*non_blocking=*/true); });
   const double back_per_leaf = median_us(reps, [&] { sink = on_gpu.to(at::Device(at::kCPU)); });
   const double back_consolidated = median_us(reps, [&] { sink = packed_gpu.to(at::Device(at::kCPU)); });
-  if (!tensordict::is_consolidated(packed_gpu) || !packed_gpu.get({"g1", "x3"}).is_cuda() ||
-      !at::equal(packed_gpu.get({"g1", "x3"}).cpu(), td.get({"g1", "x3"}))) {
-    std::fprintf(stderr, "cuda_transfer: the consolidated copy is wrong (consolidated %d, leaf on %s)\n",
-                 static_cast<int>(tensordict::is_consolidated(packed_gpu)),
-                 packed_gpu.get({"g1", "x3"}).device().str().c_str());
-    std::exit(1);
-  }
+  require_same_leaves(packed_gpu, td, "to the GPU");
+  require_same_leaves(packed_gpu.to(at::Device(at::kCPU)), td, "back");
   std::printf("%s (%.2f MiB)\n", name, mib);
   std::printf("  %-18s %10.1f us\n", "per_leaf", per_leaf);
   std::printf("  %-18s %10.1f us\n", "per_leaf_pinned", per_leaf_pinned);
@@ -99,6 +127,7 @@ int main(int argc, char** argv) {
   }
   const int reps = argc > 1 ? std::atoi(argv[1]) : 50;
   at::manual_seed(0);
+  check_mixed();
   run("fixture F: 30 x [64, 16] float32", 64, 16, reps);
   run("fixture B: 30 x [4096, 256] float32", 4096, 256, std::max(5, reps / 5));
   return 0;

@@ -100,6 +100,26 @@ TEST_CASE("to(device) of a consolidated tensordict moves the storage once", "[co
   CHECK(moved.get({"b", "d"}).device().type() == at::kMeta);
   CHECK((moved.get("h").sizes() == c10::IntArrayRef{2, 3}));
   CHECK(moved.is_locked());
+  // Every leaf is the same view of the moved storage as of the original: dtype, shape, strides
+  // and byte offset; non-tensors, batch sizes and dim names come along.
+  const at::Tensor storage = consolidated_storage(c);
+  const at::Tensor moved_storage = consolidated_storage(moved);
+  for (const NestedKey& k : c.keys(true, true)) {
+    INFO(k.repr());
+    const at::Tensor from = c.get(k);
+    const at::Tensor to = moved.get(k);
+    CHECK(to.scalar_type() == from.scalar_type());
+    CHECK(to.sizes() == from.sizes());
+    CHECK(to.strides() == from.strides());
+    CHECK(to.is_alias_of(moved_storage));
+    CHECK(to.storage_offset() * to.element_size() - moved_storage.storage_offset() ==
+          static_cast<const char*>(from.data_ptr()) - static_cast<const char*>(storage.data_ptr()));
+  }
+  CHECK(moved.get_non_tensor("s").value() == json::Value("a string!"));
+  CHECK((moved.get_tensordict("b").batch_size() == c10::IntArrayRef{2}));
+  TensorDict named = sample();
+  named.set_names({std::string("env")});
+  CHECK(consolidate(named).to(at::Device(at::kMeta)).names() == named.names());
   // A dtype conversion is not a move: leaves are converted one by one.
   TensorDict cast = c.to(at::kDouble);
   CHECK_FALSE(is_consolidated(cast));

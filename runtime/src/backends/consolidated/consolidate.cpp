@@ -2,6 +2,7 @@
 
 #include <tensordict/backends/consolidated.h>
 
+#include <array>
 #include <cstring>
 #include <utility>
 
@@ -52,6 +53,10 @@ class ConsolidatedRoot final : public TableBackend {
   TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn, std::optional<at::Device> device) const override;
 
  private:
+  /// This tree over `moved` (a copy of the storage): every leaf the view of `moved` it is of the
+  /// storage, taken from the leaf itself rather than parsed again from the metadata.
+  TensorDict rebased(const at::Tensor& moved, std::optional<at::Device> device) const;
+
   at::Tensor storage_;
   json::Value metadata_;
 };
@@ -354,6 +359,14 @@ const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
 // non-tensor values, every tensor leaf still the contiguous view of `storage` it was made as.
 // Key order is not compared: rebuilding puts a level's leaves before its children, whatever
 // order the source had (Python's loader does the same).
+// `v` is the JSON list of `values` (compared in place: this runs on every device move).
+bool same_ints(const json::Value& v, c10::IntArrayRef values) {
+  if (!v.is_array() || v.as_array().size() != values.size()) return false;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!v.as_array()[i].is_int() || v.as_array()[i].as_int() != values[i]) return false;
+  return true;
+}
+
 bool level_matches(const TensorDictBase& level, const json::Value& meta, const at::Tensor& storage) {
   const json::Value* cls = meta.find("cls");
   const json::Value* cm = meta.find("cls_metadata");
@@ -371,7 +384,7 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
     return true;
   }
   const json::Value* batch = cm->find("batch_size");
-  if (cls->as_string() != "TensorDict" || !batch || *batch != int_list(level.batch_size())) return false;
+  if (cls->as_string() != "TensorDict" || !batch || !same_ints(*batch, level.batch_size())) return false;
   const auto* base = static_cast<const char*>(storage.data_ptr());
   size_t expected = 0;
   if (const json::Value* leaves = meta.find("leaves")) {
@@ -381,7 +394,7 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
       if (!e.is_tensor()) return false;
       const at::Tensor& t = e.tensor();
       const auto& a = spec.as_array();
-      if (a[0].as_string() != torch_dtype_name(t.scalar_type()) || a[1] != int_list(t.sizes())) return false;
+      if (a[0].as_string() != torch_dtype_name(t.scalar_type()) || !same_ints(a[1], t.sizes())) return false;
       if (t.numel() > 0 && (!t.is_contiguous() || t.data_ptr() != base + a[2].as_int())) return false;
     }
   }
@@ -424,11 +437,40 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
     // (A device named without an index, "cuda", is the current one: the moved storage's.)
     const bool on_device = moved.device().type() == device->type() &&
                            (!device->has_index() || moved.device().index() == device->index());
-    if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && on_device) {
-      return rebuild_views(moved, metadata_, device, "consolidated tensordict");
-    }
+    if (moved.scalar_type() == at::kByte && moved.numel() == storage_.numel() && on_device) return rebased(moved, device);
   }
   return TableBackend::map_leaves(fn, device);
+}
+
+TensorDict ConsolidatedRoot::rebased(const at::Tensor& moved, std::optional<at::Device> device) const {
+  // One typed view of `moved` per dtype met, then one as_strided per leaf: parsing the metadata
+  // again (the JSON walk, three view ops per leaf) cost several times the copy of a small
+  // tensordict (docs/performance.md, "GPU transfers"). A leaf of itemsize k ends on a multiple
+  // of k inside the storage, so the typed view may drop a tail shorter than k.
+  // (matches_metadata() checked that each leaf with elements starts where the metadata says.)
+  std::array<at::Tensor, static_cast<size_t>(at::ScalarType::NumOptions)> typed;
+  const auto* base = static_cast<const char*>(storage_.data_ptr());
+  auto rebase = [&](const at::Tensor& leaf) {
+    const auto dtype = static_cast<size_t>(leaf.scalar_type());
+    const int64_t item = static_cast<int64_t>(leaf.element_size());
+    if (!typed[dtype].defined()) typed[dtype] = moved.narrow(0, 0, moved.numel() - moved.numel() % item).view(leaf.scalar_type());
+    const int64_t byte_offset = leaf.numel() == 0 ? 0 : static_cast<const char*>(leaf.data_ptr()) - base;
+    return typed[dtype].as_strided(leaf.sizes(), leaf.strides(), byte_offset / item);
+  };
+  auto root = c10::make_intrusive<ConsolidatedRoot>(batch_size(), device, moved, metadata_);
+  root->set_dim_names(dim_names());
+  for_each([&](const std::string& key, const Entry& entry) {
+    if (entry.is_tensor()) {
+      root->insert_or_assign(key, Entry(rebase(entry.tensor_unchecked())));
+    } else if (entry.is_tensordict()) {
+      root->insert_or_assign(key, Entry(entry.tensordict_unchecked().impl()->map_leaves(rebase, device)));
+    } else {
+      root->insert_or_assign(key, entry);
+    }
+  });
+  TensorDict td(std::move(root));
+  td.lock_();
+  return td;
 }
 
 }  // namespace
