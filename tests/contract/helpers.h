@@ -34,6 +34,8 @@ using Sizes = std::vector<int64_t>;
 
 /// Sizes as a vector, comparable in CHECK without unparenthesised commas.
 inline Sizes sizes_of(c10::IntArrayRef s) { return Sizes(s.begin(), s.end()); }
+/// A bool tensor of `values` (0 or 1).
+inline at::Tensor bools(std::initializer_list<int64_t> values) { return at::tensor(values).to(at::kBool); }
 
 /// A repr written for the in-memory backend, with the class names and default device `Backend`
 /// shows instead (MemoryMappedTensor and cpu for memory-mapped tensordicts, as in Python), and

@@ -15,7 +15,7 @@ using contract::sizes_of;
 
 namespace {
 // bs [4, 5]: a [4, 5, 3] holding 0..59, nested n with an extra batch dim, non-tensor s.
-TensorDict grid() {
+TensorDict indexing_grid() {
   at::Tensor a = at::arange(60, at::kFloat).view({4, 5, 3});
   TensorDict inner({{"x", at::arange(40).view({4, 5, 2})}}, {4, 5, 2});
   return TensorDict({{"a", a}, {"n", inner}, {"s", "hello"}}, {4, 5});
@@ -24,7 +24,7 @@ TensorDict grid() {
 
 TEMPLATE_LIST_TEST_CASE("indexing with integers, slices, None, Ellipsis (case 13)", "[contract][indexing]",
                         ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(indexing_grid());
   at::Tensor a = td.get("a");
 
   TensorDict r = td.index({2, 2});
@@ -65,7 +65,7 @@ TEMPLATE_LIST_TEST_CASE("indexing with integers, slices, None, Ellipsis (case 13
 
 TEMPLATE_LIST_TEST_CASE("identity indices return the tensordict itself (case 13)", "[contract][indexing]",
                         ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(indexing_grid());
   CHECK(td.index({Slice()}).is_same(td));
   CHECK((td.index({Slice(), Slice()}).is_same(td)));
   CHECK(td.index({Ellipsis}).is_same(td));
@@ -75,7 +75,7 @@ TEMPLATE_LIST_TEST_CASE("identity indices return the tensordict itself (case 13)
 
 TEMPLATE_LIST_TEST_CASE("indexing with masks and long tensors, several dims (case 13)", "[contract][indexing]",
                         ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(indexing_grid());
   at::Tensor a = td.get("a");
 
   at::Tensor idx = at::tensor({0, 2}, at::kLong);
@@ -115,7 +115,7 @@ TEMPLATE_LIST_TEST_CASE("indexing with masks and long tensors, several dims (cas
 
 TEMPLATE_LIST_TEST_CASE("indexing errors: too many indices, bad masks, out of range, two ellipses",
                         "[contract][indexing][errors]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(indexing_grid());
   REQUIRE_THROWS_AS(td.index({0, 0, 0}), IndexError);
   REQUIRE_THROWS_WITH(td.index({0, 0, 0}),
                       Catch::Contains("too many indices") && Catch::Contains("3 batch dims indexed but only 2 exist"));

@@ -15,12 +15,12 @@ using contract::Strings;
 namespace {
 // TD({c: 1, a: {b: 0}}): semantics.md 1.3's example with the leaf first, so that backends that
 // load leaves before sub-collections (memmap, as Python) list the same order.
-TensorDict abc() { return TensorDict({{"c", 1}, {"a", {{"b", 0}}}}); }
+TensorDict keys_abc() { return TensorDict({{"c", 1}, {"a", {{"b", 0}}}}); }
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("key listings: nested, leaves only, pre-order (case 6)", "[contract][keys]",
                         ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(keys_abc());
   CHECK((joined_keys(td) == Strings{"c", "a"}));
   CHECK((joined_keys(td, true) == Strings{"c", "a", "a.b"}));
   CHECK((joined_keys(td, true, true) == Strings{"c", "a.b"}));
@@ -55,7 +55,7 @@ TEMPLATE_LIST_TEST_CASE("non-tensor data is listed but is not a leaf", "[contrac
 }
 
 TEMPLATE_LIST_TEST_CASE("contains looks through nested keys", "[contract][keys]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(keys_abc());
   CHECK(td.contains("a"));
   CHECK((td.contains({"a", "b"})));
   CHECK((td.contains(NestedKey({"a", "b"}))));
@@ -69,7 +69,7 @@ TEMPLATE_LIST_TEST_CASE("contains looks through nested keys", "[contract][keys]"
 }
 
 TEMPLATE_LIST_TEST_CASE("the empty key is refused", "[contract][keys][errors]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(keys_abc());
   const std::vector<std::string> none;
   REQUIRE_THROWS_AS(td.contains(none), KeyError);
   REQUIRE_THROWS_WITH(td.get(none), Catch::Contains("Only NestedKeys are supported. Got key ()."));

@@ -23,14 +23,14 @@ using contract::sizes_of;
 namespace {
 const std::nullopt_t none = std::nullopt;
 
-TensorDict grid() {
+TensorDict names_grid() {
   return TensorDict({{"a", at::arange(24, at::kFloat).view({2, 3, 4})}, {"n", {{"i", at::ones({2, 3, 5}, at::kLong)}}}},
                     {2, 3});
 }
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("names are set, read, refined and renamed", "[contract][names]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(names_grid());
   CHECK(td.names() == DimNames{none, none});
   td.set_names({"env", "time"});
   CHECK(td.names() == DimNames{"env", "time"});
@@ -48,7 +48,7 @@ TEMPLATE_LIST_TEST_CASE("names are set, read, refined and renamed", "[contract][
 
 TEMPLATE_LIST_TEST_CASE("bad names raise ValueError and RuntimeError as in Python", "[contract][names]",
                         ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(names_grid());
   CHECK_THROWS_TYPED(td.set_names({"a", "a"}), ValueError, "Some dimension names are non-unique");
   CHECK_THROWS_TYPED(td.set_names({"a"}), ValueError, "must equate the tensordict batch_dims");
   td.set_names({"env", none});
@@ -60,7 +60,7 @@ TEMPLATE_LIST_TEST_CASE("bad names raise ValueError and RuntimeError as in Pytho
 
 TEMPLATE_LIST_TEST_CASE("indexing keeps the names of the dims it keeps", "[contract][names]", ContractBackends) {
   using at::indexing::Slice;
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(names_grid());
   td.set_names({"env", "time"});
   CHECK(td.index({0}).names() == DimNames{"time"});
   CHECK(td.index({Slice(), 1}).names() == DimNames{"env"});
@@ -71,7 +71,7 @@ TEMPLATE_LIST_TEST_CASE("indexing keeps the names of the dims it keeps", "[contr
 }
 
 TEMPLATE_LIST_TEST_CASE("shape operations carry the names as Python does", "[contract][names]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(names_grid());
   td.set_names({"env", "time"});
   CHECK(td.permute({1, 0}).names() == DimNames{"time", "env"});
   CHECK(td.transpose(0, 1).names() == DimNames{"time", "env"});
@@ -92,8 +92,8 @@ TEMPLATE_LIST_TEST_CASE("shape operations carry the names as Python does", "[con
 
 TEMPLATE_LIST_TEST_CASE("stack names the new dim None when every input has the same names; cat keeps them",
                         "[contract][names]", ContractBackends) {
-  TensorDict a = TestType::make(grid());
-  TensorDict b = TestType::make(grid());
+  TensorDict a = TestType::make(names_grid());
+  TensorDict b = TestType::make(names_grid());
   a.set_names({"env", "time"});
   b.set_names({"env", "time"});
   CHECK(stack({a, b}, 1).names() == DimNames{"env", none, "time"});
@@ -116,8 +116,8 @@ TEST_CASE("a tensordict set into a named one takes its names; conflicting names 
 
 TEMPLATE_LIST_TEST_CASE("repeat, repeat_interleave and roll match torch leaf by leaf", "[contract][shape][v013]",
                         ContractBackends) {
-  TensorDict td = TestType::make(grid());
-  const at::Tensor a = grid().get("a");
+  TensorDict td = TestType::make(names_grid());
+  const at::Tensor a = names_grid().get("a");
   CHECK(at::equal(td.repeat({2, 1}).get("a"), a.repeat({2, 1, 1})));
   CHECK(sizes_of(td.repeat({2, 3}).get({"n", "i"}).sizes()) == Sizes{4, 9, 5});
   CHECK(at::equal(td.repeat_interleave(2, 1).get("a"), a.repeat_interleave(2, 1)));
@@ -133,14 +133,14 @@ TEMPLATE_LIST_TEST_CASE("repeat, repeat_interleave and roll match torch leaf by 
 
 TEMPLATE_LIST_TEST_CASE("roll_ writes the rolled values through the backend", "[contract][shape][v013]",
                         ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(names_grid());
   td.roll_({1}, {0});
-  CHECK(at::equal(TestType::reload(td).get("a"), grid().get("a").roll({1}, {0})));
+  CHECK(at::equal(TestType::reload(td).get("a"), names_grid().get("a").roll({1}, {0})));
 }
 
 TEMPLATE_LIST_TEST_CASE("in-place shape operations keep the handle and its nested tensordicts, or refuse",
                         "[contract][shape][v013]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(names_grid());
   if (std::string(TestType::name) != "TensorDict") {
     // Leaves that live in a file, a server or a stack's members keep their shapes there.
     CHECK_THROWS_AS(td.reshape_({6}), NotImplementedError);

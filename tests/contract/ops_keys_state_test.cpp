@@ -33,14 +33,14 @@ struct Net : torch::nn::Module {
 
 // Leaves before the nested level, so that backends listing leaves first (memmap, as Python's
 // load order) give the same order.
-TensorDict abc() {
+TensorDict state_abc() {
   return TensorDict({{"a", at::zeros({3})}, {"e", at::ones({3})}, {"b", {{"c", at::ones({3})}, {"d", at::ones({3, 2})}}}},
                     {3});
 }
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("select keeps argument order, shares leaves, nested keys keep sub-entries (case 27)", "[ops][keys][errors]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   TensorDict s = td.select({"e", "a"});
   CHECK(s.keys() == (std::vector<NestedKey>{"e", "a"}));
   if (TestType::kLeavesAliasStorage) CHECK(s.get("a").is_same(td.get("a")));
@@ -58,15 +58,15 @@ TEMPLATE_LIST_TEST_CASE("select keeps argument order, shares leaves, nested keys
 }
 
 TEMPLATE_LIST_TEST_CASE("select_ and exclude_ work in place, nested levels included, and respect the lock", "[ops][keys][lock][errors]", ContractBackends) {
-  TensorDict locked = TestType::make(abc());
+  TensorDict locked = TestType::make(state_abc());
   locked.lock_();
   REQUIRE_THROWS_AS(locked.select_({"a"}), LockedError);
   REQUIRE_THROWS_AS(locked.exclude_({"a"}), LockedError);
   REQUIRE_THROWS_WITH(locked.exclude_({"a"}), Catch::Contains("Cannot modify locked TensorDict"));
-  CHECK(locked.keys() == TestType::make(abc()).keys());
+  CHECK(locked.keys() == TestType::make(state_abc()).keys());
   if (!TestType::kMutableKeys) return;
 
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   TensorDict b = td.get_tensordict("b");
   at::Tensor a = td.get("a");
   TensorDict& same = td.select_({{"b", "d"}, "a"});
@@ -76,23 +76,23 @@ TEMPLATE_LIST_TEST_CASE("select_ and exclude_ work in place, nested levels inclu
   CHECK(b.keys() == std::vector<NestedKey>{"d"});  // the nested level itself was narrowed
   if (!TestType::kLazyStack) CHECK(td.get_tensordict("b").is_same(b));  // lazy: a new stack of the same members
 
-  TensorDict missing = TestType::make(abc());
+  TensorDict missing = TestType::make(state_abc());
   REQUIRE_THROWS_AS(missing.select_({"a", "zz"}), KeyError);
-  CHECK(missing.keys() == abc().keys());  // nothing changed before the error
+  CHECK(missing.keys() == state_abc().keys());  // nothing changed before the error
   missing.select_({"a", "zz"}, /*strict=*/false);
   CHECK(missing.keys() == std::vector<NestedKey>{"a"});
 
-  TensorDict ex = TestType::make(abc());
+  TensorDict ex = TestType::make(state_abc());
   TensorDict exb = ex.get_tensordict("b");
   CHECK(&ex.exclude_({{"b", "c"}, "zz"}) == &ex);
   CHECK(exb.keys() == std::vector<NestedKey>{"d"});
-  CHECK(ex.keys() == abc().keys());
+  CHECK(ex.keys() == state_abc().keys());
   ex.exclude_({"a", "b"});
-  CHECK(ex.keys(true, true) == abc().exclude({"a", "b"}).keys(true, true));
+  CHECK(ex.keys(true, true) == state_abc().exclude({"a", "b"}).keys(true, true));
 }
 
 TEMPLATE_LIST_TEST_CASE("exclude and split_keys", "[ops][keys]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   TensorDict ex = td.exclude({"zz", {"b", "c"}, "e"});  // missing keys ignored
   // A nested key under a leaf is missing too: ignored, where v0.14 raises AttributeError from
   // inside its implementation (finding A15, a quirk fixed).
@@ -164,13 +164,13 @@ TEMPLATE_LIST_TEST_CASE("flatten_keys joins empty keys, long keys and multi-char
 
 TEMPLATE_LIST_TEST_CASE("update merges recursively, clones on request, refuses other batch sizes (case 28)", "[ops][update][errors]", ContractBackends) {
   if (!TestType::kMutableKeys) {
-    REQUIRE_THROWS_AS(TestType::make(abc()).update(TensorDict({{"x", at::ones({3})}}, {3})), LockedError);
+    REQUIRE_THROWS_AS(TestType::make(state_abc()).update(TensorDict({{"x", at::ones({3})}}, {3})), LockedError);
     return;
   }
   REQUIRE_THROWS_AS(TestType::make(TensorDict({}, {3})).update(TensorDict({{"x", at::ones({4})}}, {4})), ShapeError);
   REQUIRE_THROWS_WITH(TestType::make(TensorDict({}, {3})).update(TensorDict({{"x", at::ones({4})}}, {4})),
                       Catch::Contains("update_batch_size"));
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   TensorDict src({{"b", {{"c", at::full({3}, 5.0)}, {"new", at::ones({3})}}}, {"f", at::ones({3})}}, {3});
   TensorDict b = td.get_tensordict("b");
   td.update(src);
@@ -179,18 +179,18 @@ TEMPLATE_LIST_TEST_CASE("update merges recursively, clones on request, refuses o
   if (TestType::kLeavesAliasStorage) CHECK(td.get({"b", "c"}).is_same(src.get({"b", "c"})));
   CHECK(td.contains({"b", "new"}));
   CHECK(td.contains("f"));
-  TensorDict cloned = TestType::make(abc());
+  TensorDict cloned = TestType::make(state_abc());
   cloned.update(src, /*clone=*/true);
   CHECK_FALSE(cloned.get("f").is_same(src.get("f")));
   CHECK(at::equal(cloned.get("f"), src.get("f")));
-  TensorDict only = TestType::make(abc());
+  TensorDict only = TestType::make(state_abc());
   only.update(src, false, false, std::vector<NestedKey>{{"b", "c"}});
   CHECK_FALSE(only.contains("f"));
   CHECK(at::equal(only.get({"b", "c"}), at::full({3}, 5.0)));
 }
 
 TEMPLATE_LIST_TEST_CASE("update(inplace) and update_ copy into existing storage - unknown keys are refused", "[ops][update][errors]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   at::Tensor a = td.get("a");
   td.update(TensorDict({{"a", at::full({3}, 2.0)}}, {3}), false, /*inplace=*/true);
   if (TestType::kLeavesAliasStorage) CHECK(td.get("a").is_same(a));
@@ -208,7 +208,7 @@ TEMPLATE_LIST_TEST_CASE("update(inplace) and update_ copy into existing storage 
 }
 
 TEMPLATE_LIST_TEST_CASE("update_at_, set_at_ and get_at write and read at a batch index", "[ops][update][errors]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   td.set_at_({"b", "c"}, at::full({2}, 9.0), {Slice(0, 2)});
   CHECK(at::equal(td.get({"b", "c"}), at::tensor({9.0f, 9.0f, 1.0f})));
   CHECK(td.get_at({"b", "c"}, {2}).dim() == 0);
@@ -223,7 +223,7 @@ TEMPLATE_LIST_TEST_CASE("update_at_, set_at_ and get_at write and read at a batc
 }
 
 TEMPLATE_LIST_TEST_CASE("setdefault returns the existing entry or stores the default", "[ops][update][lock]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   CHECK(at::equal(td.setdefault("a", at::ones({3})).tensor(), at::zeros({3})));
   if (TestType::kMutableKeys) {
     Entry e = td.setdefault({"b", "z"}, at::full({3}, 3.0));
@@ -236,7 +236,7 @@ TEMPLATE_LIST_TEST_CASE("setdefault returns the existing entry or stores the def
 }
 
 TEMPLATE_LIST_TEST_CASE("a locked tensordict refuses the new structural ops with Python's message (1.7)", "[ops][lock][errors]", ContractBackends) {
-  TensorDict td = TestType::make(abc());
+  TensorDict td = TestType::make(state_abc());
   td.lock_();
   const char* msg = "Cannot modify locked TensorDict. For in-place modification, consider using the `set_()` method";
   REQUIRE_THROWS_AS(td.update(TensorDict({{"f", at::ones({3})}}, {3})), LockedError);

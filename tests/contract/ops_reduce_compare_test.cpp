@@ -16,7 +16,7 @@ using contract::ContractBackends;
 
 namespace {
 // A bool tensor from 0/1 values (LibTorch 1.13's at::tensor has no bool overload).
-at::Tensor bools(std::initializer_list<int64_t> values) { return at::tensor(values).to(at::kBool); }
+using contract::bools;
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("comparisons give tensordicts of bools matching LibTorch", "[ops][compare]", ContractBackends) {

@@ -14,7 +14,7 @@ using contract::sizes_of;
 
 namespace {
 // bs [3, 4]: a [3, 4, 5], n (bs [3, 4, 2]) with x [3, 4, 2, 6], non-tensor s.
-TensorDict grid() {
+TensorDict shape_grid() {
   TensorDict inner({{"x", at::randn({3, 4, 2, 6})}}, {3, 4, 2});
   return TensorDict({{"a", at::arange(60, at::kFloat).view({3, 4, 5})}, {"n", inner}, {"s", "hi"}}, {3, 4});
 }
@@ -22,7 +22,7 @@ Sizes nested_batch(const TensorDict& td) { return sizes_of(td.get_tensordict("n"
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("unsqueeze and squeeze (case 18)", "[contract][shape]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(shape_grid());
   TensorDict u = td.unsqueeze(-1);
   CHECK((sizes_of(u.batch_size()) == Sizes{3, 4, 1}));
   CHECK((sizes_of(u.get("a").sizes()) == Sizes{3, 4, 1, 5}));
@@ -54,7 +54,7 @@ TEMPLATE_LIST_TEST_CASE("unsqueeze and squeeze (case 18)", "[contract][shape]", 
 }
 
 TEMPLATE_LIST_TEST_CASE("view and reshape (case 18)", "[contract][shape]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(shape_grid());
   TensorDict flat = td.view({-1});
   CHECK(sizes_of(flat.batch_size()) == Sizes{12});
   CHECK((sizes_of(flat.get("a").sizes()) == Sizes{12, 5}));
@@ -82,7 +82,7 @@ TEMPLATE_LIST_TEST_CASE("view and reshape (case 18)", "[contract][shape]", Contr
 }
 
 TEMPLATE_LIST_TEST_CASE("permute and transpose (case 18)", "[contract][shape]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(shape_grid());
   TensorDict p = td.permute({1, 0});
   CHECK((sizes_of(p.batch_size()) == Sizes{4, 3}));
   CHECK((sizes_of(p.get("a").sizes()) == Sizes{4, 3, 5}));
@@ -111,7 +111,7 @@ TEMPLATE_LIST_TEST_CASE("permute and transpose (case 18)", "[contract][shape]", 
 }
 
 TEMPLATE_LIST_TEST_CASE("expand (case 18)", "[contract][shape]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(shape_grid());
   TensorDict e = td.expand({2, 3, 4});
   CHECK((sizes_of(e.batch_size()) == Sizes{2, 3, 4}));
   CHECK((sizes_of(e.get("a").sizes()) == Sizes{2, 3, 4, 5}));
@@ -136,7 +136,7 @@ TEMPLATE_LIST_TEST_CASE("expand (case 18)", "[contract][shape]", ContractBackend
 }
 
 TEMPLATE_LIST_TEST_CASE("flatten and unflatten", "[contract][shape]", ContractBackends) {
-  TensorDict td = TestType::make(grid());
+  TensorDict td = TestType::make(shape_grid());
   TensorDict f = td.flatten(0, 1);
   CHECK(sizes_of(f.batch_size()) == Sizes{12});
   CHECK((sizes_of(f.get("a").sizes()) == Sizes{12, 5}));
