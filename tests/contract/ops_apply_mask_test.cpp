@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "contract/backends.h"
+#include "contract/helpers.h"
 
 using namespace tensordict;
 using contract::ContractBackends;

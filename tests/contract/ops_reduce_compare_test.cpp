@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "contract/backends.h"
+#include "contract/helpers.h"
 
 using namespace tensordict;
 using contract::ContractBackends;

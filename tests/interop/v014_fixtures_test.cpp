@@ -6,6 +6,7 @@
 #include "support/catch_torch.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
