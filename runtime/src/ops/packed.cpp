@@ -12,30 +12,15 @@
 #include <utility>
 
 #include <ATen/ATen.h>
-#include <c10/core/TensorImpl.h>
 #include <c10/util/SmallVector.h>
 
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict_base.h>
 
+#include "core/strided_view.h"
+
 namespace tensordict {
 namespace ops {
-
-namespace {
-
-// A tensor over `like`'s storage with its own sizes, strides and offset: what as_strided makes,
-// built directly. Thirty as_strided calls (the dispatcher, then the autograd view bookkeeping
-// for tensors that need none) cost more than the kernel over the whole storage; this is a fifth
-// of that. Tensors autograd or inference mode track take as_strided.
-at::Tensor view_of(const at::Tensor& like, c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset) {
-  if (like.requires_grad() || like.is_inference()) return like.as_strided(sizes, strides, offset);
-  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(like.storage()), like.key_set(), like.dtype());
-  impl->set_sizes_and_strides(sizes, strides);
-  impl->set_storage_offset(offset);
-  return at::Tensor(std::move(impl));
-}
-
-}  // namespace
 
 namespace {
 // Walks leaves until one is in another storage than the first; false then.
@@ -88,7 +73,7 @@ at::Tensor packed_storage(const LeafList& leaves) {
   const int64_t itemsize = static_cast<int64_t>(first.element_size());
   if (static_cast<int64_t>(first.storage().nbytes()) != end * itemsize) return at::Tensor();
   const int64_t flat_size[] = {end}, flat_stride[] = {1};
-  return view_of(first, flat_size, flat_stride, 0);
+  return detail::strided_view(first, flat_size, flat_stride, 0);
 }
 
 bool same_layout(const LeafList& a, const LeafList& b) {
@@ -102,7 +87,7 @@ bool same_layout(const LeafList& a, const LeafList& b) {
 LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
   LeafList out;
   out.reserve(leaves.size());
-  for (const at::Tensor& t : leaves) out.push_back(view_of(flat, t.sizes(), t.strides(), t.storage_offset()));
+  for (const at::Tensor& t : leaves) out.push_back(detail::strided_view(flat, t.sizes(), t.strides(), t.storage_offset()));
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/table_backend.h"
 #include "core/file_io.h"
+#include "core/strided_view.h"
 #include "core/format.h"
 
 namespace tensordict {
@@ -443,7 +444,7 @@ TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&
 }
 
 TensorDict ConsolidatedRoot::rebased(const at::Tensor& moved, std::optional<at::Device> device) const {
-  // One typed view of `moved` per dtype met, then one as_strided per leaf: parsing the metadata
+  // One typed view of `moved` per dtype met, then one strided view per leaf: parsing the metadata
   // again (the JSON walk, three view ops per leaf) cost several times the copy of a small
   // tensordict (docs/performance.md, "GPU transfers"). A leaf of itemsize k ends on a multiple
   // of k inside the storage, so the typed view may drop a tail shorter than k.
@@ -455,7 +456,7 @@ TensorDict ConsolidatedRoot::rebased(const at::Tensor& moved, std::optional<at::
     const int64_t item = static_cast<int64_t>(leaf.element_size());
     if (!typed[dtype].defined()) typed[dtype] = moved.narrow(0, 0, moved.numel() - moved.numel() % item).view(leaf.scalar_type());
     const int64_t byte_offset = leaf.numel() == 0 ? 0 : static_cast<const char*>(leaf.data_ptr()) - base;
-    return typed[dtype].as_strided(leaf.sizes(), leaf.strides(), byte_offset / item);
+    return strided_view(typed[dtype], leaf.sizes(), leaf.strides(), byte_offset / item);
   };
   auto root = c10::make_intrusive<ConsolidatedRoot>(batch_size(), device, moved, metadata_);
   root->set_dim_names(dim_names());
