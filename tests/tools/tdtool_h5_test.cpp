@@ -12,7 +12,7 @@ using namespace tensordict;
 using namespace memmap_test;
 
 namespace {
-std::pair<int, std::string> tdtool(const std::string& args) {
+std::pair<int, std::string> run_tdtool(const std::string& args) {
   return run(quoted(TDTOOL_PATH) + " " + args + " 2>&1");
 }
 
@@ -39,20 +39,20 @@ TEST_CASE("tdtool converts memmap directories to .h5 files and back", "[tdtool][
     INFO(fixture);
     const std::string src = fixtures() + "/" + fixture;
     const std::string h5 = dir / (std::string(fixture) + ".h5");
-    auto [code, out] = tdtool("convert " + quoted(src) + " " + quoted(h5));  // by the .h5 name
+    auto [code, out] = run_tdtool("convert " + quoted(src) + " " + quoted(h5));  // by the .h5 name
     REQUIRE(code == 0);
     CHECK(out.empty());
     const TensorDict original = load_memmap(src);
     check_same_tree(original, PersistentTensorDict::from_h5(h5, "r"));
 
     const std::string back = dir / (std::string(fixture) + "_back");
-    std::tie(code, out) = tdtool("convert " + quoted(h5) + " " + quoted(back));  // a directory
+    std::tie(code, out) = run_tdtool("convert " + quoted(h5) + " " + quoted(back));  // a directory
     REQUIRE(code == 0);
     check_same_tree(original, load_memmap(back));
   }
   // --to names the format whatever the destination's name.
   const std::string plain = dir / "plain";
-  auto [code, out] = tdtool("convert " + quoted(fixtures() + "/nested") + " " + quoted(plain) + " --to h5");
+  auto [code, out] = run_tdtool("convert " + quoted(fixtures() + "/nested") + " " + quoted(plain) + " --to h5");
   REQUIRE(code == 0);
   CHECK(PersistentTensorDict::is_persistent(PersistentTensorDict::from_h5(plain, "r")));
 }
@@ -63,7 +63,7 @@ TEST_CASE("tdtool info reads .h5 files, nested batch sizes included", "[tdtool][
   TensorDict td({{"obs", at::arange(6, at::kFloat).view({3, 2})}, {"n", {{"x", at::ones({3, 4}, at::kLong)}}}}, {3});
   td.get_tensordict("n").set_batch_size({3, 4});
   PersistentTensorDict::to_h5(td, path).close();
-  auto [code, out] = tdtool("info " + quoted(path) + " --stats");
+  auto [code, out] = run_tdtool("info " + quoted(path) + " --stats");
   CHECK(code == 0);
   CHECK_THAT(out, Catch::StartsWith(PersistentTensorDict::from_h5(path, "r").repr() + "\n"));
   CHECK_THAT(out, Catch::Contains("PersistentTensorDict(") && Catch::Contains("batch_size=torch.Size([3, 4])"));
@@ -74,7 +74,7 @@ TEST_CASE("tdtool reports bad .h5 input on one line", "[tdtool][hdf5][errors]") 
   TempDir dir;
   const std::string fake = dir / "fake.h5";
   std::ofstream(fake) << "not an HDF5 file";
-  auto [code, out] = tdtool("info " + quoted(fake));
+  auto [code, out] = run_tdtool("info " + quoted(fake));
   CHECK(code == 1);
   CHECK_THAT(out, Catch::Contains("fake.h5") && Catch::Contains("not a stored tensordict"));
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
@@ -85,20 +85,20 @@ TEST_CASE("tdtool reports bad .h5 input on one line", "[tdtool][hdf5][errors]") 
   const std::string cut = dir / "cut.h5";
   fs::copy_file(good, cut);
   fs::resize_file(cut, 600);
-  std::tie(code, out) = tdtool("info " + quoted(cut));
+  std::tie(code, out) = run_tdtool("info " + quoted(cut));
   CHECK(code == 1);
   CHECK_THAT(out, Catch::StartsWith("tdtool: error: ") && Catch::Contains("cut.h5"));
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
 
   // Keys HDF5 cannot name ('a/b', '..'): refused, naming the key, and nothing is left behind.
-  std::tie(code, out) = tdtool("convert " + quoted(fixtures() + "/encoded_keys") + " " + quoted(dir / "keys.h5"));
+  std::tie(code, out) = run_tdtool("convert " + quoted(fixtures() + "/encoded_keys") + " " + quoted(dir / "keys.h5"));
   CHECK(code == 1);
   CHECK_THAT(out, Catch::Contains("keys.h5") && Catch::Contains("cannot name an HDF5 object"));
   CHECK_FALSE(fs::exists(dir / "keys.h5"));
   CHECK(fs::is_empty(dir.path()) == false);
   for (const auto& e : fs::directory_iterator(dir.path())) CHECK(e.path().string().find(".tmp-") == std::string::npos);
 
-  std::tie(code, out) = tdtool("convert " + quoted(good) + " " + quoted(dir / "x") + " --to zip");
+  std::tie(code, out) = run_tdtool("convert " + quoted(good) + " " + quoted(dir / "x") + " --to zip");
   CHECK(code == 1);
   CHECK_THAT(out, Catch::Contains("unknown format 'zip' (known: memmap, h5)"));
 }
@@ -113,18 +113,18 @@ TEST_CASE("tdtool refuses files that crash libhdf5, naming them, and stays alive
   REQUIRE(files.size() >= 2);
   for (const std::string& path : files) {
     INFO(path);
-    auto [code, out] = tdtool("info " + quoted(path));
+    auto [code, out] = run_tdtool("info " + quoted(path));
     CHECK(code == 1);  // not 139: no death by SIGSEGV
     CHECK_THAT(out, Catch::StartsWith("tdtool: error: " + path + ": the HDF5 library c") &&
                         Catch::Contains("it was not opened"));
     CHECK(std::count(out.begin(), out.end(), '\n') == 1);
     const std::string dst = dir / "out";
-    std::tie(code, out) = tdtool("convert " + quoted(path) + " " + quoted(dst));
+    std::tie(code, out) = run_tdtool("convert " + quoted(path) + " " + quoted(dst));
     CHECK(code == 1);
     CHECK_THAT(out, Catch::Contains(path));
     CHECK_FALSE(fs::exists(dst));
   }
-  auto [code, out] = tdtool("info " + quoted(std::string(TENSORDICT_SOURCE_DIR) +
+  auto [code, out] = run_tdtool("info " + quoted(std::string(TENSORDICT_SOURCE_DIR) +
                                              "/fuzz/known-crashes/h5/libhdf5-1.10-btree2-header-read"));
   CHECK_THAT(out, Catch::Contains("the HDF5 library crashed (SIGSEGV) while reading the file"));
 }

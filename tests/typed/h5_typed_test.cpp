@@ -25,14 +25,14 @@ using testing_support::TempDir;
 
 namespace {
 
-Transition row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
+Transition h5_row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
 
 }  // namespace
 
 TEST_CASE("a typed class over an HDF5 file reads fields from the file and writes them back", "[typed][hdf5]") {
   TempDir dir;
   const std::string path = dir / "buffer.h5";
-  PersistentTensorDict::to_h5(Transition::stack({row(0, "a"), row(1, "b"), row(2, "c"), row(3, "d")}), path)
+  PersistentTensorDict::to_h5(Transition::stack({h5_row(0, "a"), h5_row(1, "b"), h5_row(2, "c"), h5_row(3, "d")}), path)
       .close();
 
   Transition buf = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r+"));
@@ -44,7 +44,7 @@ TEST_CASE("a typed class over an HDF5 file reads fields from the file and writes
   // Whole-field setters, in-place setters and typed row writes all reach the file.
   buf.set_reward_(at::full({4}, 2.f));
   buf.set_action(at::ones({4, 6}));
-  buf.index_put_({1}, row(9, "nine"));
+  buf.index_put_({1}, h5_row(9, "nine"));
   buf.obs().set_proprio_(at::full({4, 12}, 5.f));
 
   Transition back = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r"));
@@ -70,12 +70,12 @@ TEST_CASE("a typed class over an HDF5 file reads fields from the file and writes
 TEST_CASE("a typed class over a read-only file reads, and every write names the file", "[typed][hdf5][errors]") {
   TempDir dir;
   const std::string path = dir / "ro.h5";
-  PersistentTensorDict::to_h5(Transition::stack({row(0, "a"), row(1, "b")}), path).close();
+  PersistentTensorDict::to_h5(Transition::stack({h5_row(0, "a"), h5_row(1, "b")}), path).close();
   Transition ro = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r"));
   CHECK(at::equal(ro.reward(), at::tensor({0.f, 1.f})));
   REQUIRE_THROWS_AS(ro.set_reward_(at::ones({2})), StorageError);
   REQUIRE_THROWS_WITH(ro.set_reward_(at::ones({2})), Catch::Contains("ro.h5") && Catch::Contains("read-only"));
-  REQUIRE_THROWS_AS(ro.index_put_({0}, row(5, "x")), StorageError);
+  REQUIRE_THROWS_AS(ro.index_put_({0}, h5_row(5, "x")), StorageError);
   // A file that does not hold the schema is refused when wrapped.
   const std::string other = dir / "other.h5";
   PersistentTensorDict::to_h5(TensorDict({{"reward", at::zeros({2}, at::kLong)}}, {2}), other).close();
@@ -92,8 +92,8 @@ TEST_CASE("h5_like preallocates a typed buffer file from the schema alone, as h5
   CHECK(buffer.reward().sum().item<float>() == 0.f);
   // The optional string starts null in every row, as memmap_like makes it.
   CHECK_FALSE(buffer.obs().info_list()[5].has_value());
-  for (int64_t i = 0; i < 64; i += 2) buffer.index_put_({i}, row(static_cast<float>(i), "row " + std::to_string(i)));
-  buffer.index_put_({Slice(1, 64, 2)}, Transition::stack(std::vector<Transition>(32, row(1, "odd"))));
+  for (int64_t i = 0; i < 64; i += 2) buffer.index_put_({i}, h5_row(static_cast<float>(i), "row " + std::to_string(i)));
+  buffer.index_put_({Slice(1, 64, 2)}, Transition::stack(std::vector<Transition>(32, h5_row(1, "odd"))));
   PersistentTensorDict::from(buffer).close();  // HDF5 locks a file open for writing
 
   const json::Value seen = h5py_read(path);
@@ -134,7 +134,7 @@ TEST_CASE("h5_like preallocates a typed buffer file from the schema alone, as h5
 TEST_CASE("clone, stack, iteration and update of a typed class over an HDF5 file", "[typed][hdf5][ops]") {
   TempDir dir;
   const std::string path = dir / "ops.h5";
-  PersistentTensorDict::to_h5(Transition::stack({row(0, "a"), row(1, "b"), row(2, "c")}), path).close();
+  PersistentTensorDict::to_h5(Transition::stack({h5_row(0, "a"), h5_row(1, "b"), h5_row(2, "c")}), path).close();
   Transition buf = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r+"));
 
   // clone: the class, read into memory, independent of the file.
@@ -171,7 +171,7 @@ TEST_CASE("clone, stack, iteration and update of a typed class over an HDF5 file
   REQUIRE_THROWS_AS(buf.update(TensorDict({{"reward", at::zeros({3}, at::kLong)}}, {3})), TypeError);
   REQUIRE_THROWS_AS(buf.update_(TensorDict({{"action", at::zeros({3, 5})}}, {3})), ShapeError);
   CHECK(at::equal(buf.reward(), at::tensor({0.f, 1.f, 2.f})));
-  buf.update(Transition::stack({row(7, "x"), row(8, "y"), row(9, "z")}));
+  buf.update(Transition::stack({h5_row(7, "x"), h5_row(8, "y"), h5_row(9, "z")}));
   buf.update_(TensorDict({{"action", at::full({3, 6}, 4.f)}}, {3}));
   Transition back = Transition::from_tensordict(PersistentTensorDict::from_h5(path, "r"));
   CHECK(at::equal(back.reward(), at::tensor({7.f, 8.f, 9.f})));

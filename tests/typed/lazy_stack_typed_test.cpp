@@ -22,19 +22,19 @@ using rl::Transition;
 
 namespace {
 
-Observation make_observation(int64_t n, int64_t state_size, const char* label) {
+Observation lazy_observation(int64_t n, int64_t state_size, const char* label) {
   return Observation({{"pixels", at::full({n, 84, 84, 3}, state_size, at::kByte)},
                       {"state", at::randn({n, state_size})},
                       {"label", label}},
                      {n});
 }
 
-Transition make_transition(int64_t n, float reward) {
+Transition lazy_transition(int64_t n, float reward) {
   Transition t;
   t.set_batch_size({n});
   t.set_done(at::zeros({n}, at::kBool))
       .set_step_count(at::arange(n))
-      .set_obs(make_observation(n, 5, "cam"))
+      .set_obs(lazy_observation(n, 5, "cam"))
       .set_action(at::randn({n, 4}))
       .set_reward(at::full({n}, reward));
   return t;
@@ -43,8 +43,8 @@ Transition make_transition(int64_t n, float reward) {
 }  // namespace
 
 TEST_CASE("a TypedTensorDict wraps a lazy stack: element i is the member, fields stack", "[typed][lazy]") {
-  Transition a = make_transition(3, 1.0F);
-  Transition b = make_transition(3, 2.0F);
+  Transition a = lazy_transition(3, 1.0F);
+  Transition b = lazy_transition(3, 2.0F);
   LazyStackedTensorDict ls = lazy_stack({a, b});
   Transition t = Transition::from_tensordict(ls);
   CHECK((t.batch_size() == c10::IntArrayRef{2, 3}));
@@ -71,7 +71,7 @@ TEST_CASE("a TypedTensorDict wraps a lazy stack: element i is the member, fields
   REQUIRE_THROWS_AS(t.set_action(at::ones({2, 3, 5})), ShapeError);
 
   // A typed row write goes to the member it selects, and only to it.
-  Transition row = make_transition(3, 9.0F);
+  Transition row = lazy_transition(3, 9.0F);
   t.index_put_({0}, row);
   CHECK(at::equal(a.reward(), at::full({3}, 9.0F)));
   CHECK(at::equal(b.reward(), at::full({3}, 4.0F)));
@@ -83,8 +83,8 @@ TEST_CASE("a TypedTensorDict wraps a lazy stack: element i is the member, fields
 }
 
 TEST_CASE("from_tensordict over a lazy stack checks the common keys only", "[typed][lazy][errors]") {
-  Transition a = make_transition(2, 1.0F);
-  Transition b = make_transition(2, 1.0F);
+  Transition a = lazy_transition(2, 1.0F);
+  Transition b = lazy_transition(2, 1.0F);
   TensorDict partial = b.clone();
   partial.erase("reward");
   // 'reward' is exclusive to member 0, so the stack does not hold it: a required field missing.
@@ -99,8 +99,8 @@ TEST_CASE("from_tensordict over a lazy stack checks the common keys only", "[typ
 
 TEST_CASE("lazy_stack of typed objects is a typed lazy view whose element i is the original", "[typed][lazy]") {
   // Ragged: the 'state' event dim differs between the observations ([-1] in the schema).
-  Observation a = make_observation(2, 3, "left");
-  Observation b = make_observation(2, 5, "right");
+  Observation a = lazy_observation(2, 3, "left");
+  Observation b = lazy_observation(2, 5, "right");
   Observation both = lazy_stack(std::vector<Observation>{a, b});
   static_assert(std::is_same<decltype(lazy_stack(std::vector<Observation>{a, b})), Observation>::value,
                 "lazy_stack of a typed class returns that class");
@@ -133,8 +133,8 @@ TEST_CASE("lazy_stack of typed objects is a typed lazy view whose element i is t
 }
 
 TEST_CASE("typed lazy stacks of a TypedTensorDict convert to the base class", "[typed][lazy]") {
-  Transition a = make_transition(2, 1.0F);
-  Transition b = make_transition(2, 2.0F);
+  Transition a = lazy_transition(2, 1.0F);
+  Transition b = lazy_transition(2, 2.0F);
   Transition both = Transition::lazy_stack({a, b});
   // A Transition over a lazy stack is still usable where a Step is expected.
   const Step& step = both;
@@ -147,10 +147,10 @@ TEST_CASE("typed lazy stacks of a TypedTensorDict convert to the base class", "[
 
 TEST_CASE("a string field of a ragged typed lazy stack reads through <field>_list() (issue 30 item 4)",
           "[typed][lazy][ragged]") {
-  Observation per_row = make_observation(5, 3, "cam");
+  Observation per_row = lazy_observation(5, 3, "cam");
   per_row.typed_storage().set_non_tensor_(
       "label", NonTensorData::from_list(json::parse(R"(["a0", "a1", "a2", "a3", "a4"])"), {5}));
-  Observation uniform = make_observation(8, 3, "y");
+  Observation uniform = lazy_observation(8, 3, "y");
   Observation stack = Observation::lazy_stack({per_row, uniform});
   REQUIRE(stack.typed_storage().batch_size().vec() == std::vector<int64_t>{2, -1});
   // Member after member, each member's rows in order.
@@ -164,20 +164,20 @@ TEST_CASE("a string field of a ragged typed lazy stack reads through <field>_lis
   REQUIRE_THROWS_AS(stack.label(), ValueError);
   REQUIRE_THROWS_WITH(stack.label(), Catch::Contains("label_list()"));
   // Uniform strings of members of different lengths: one per row of each member.
-  Observation two = Observation::lazy_stack({make_observation(5, 3, "x"), make_observation(8, 3, "y")});
+  Observation two = Observation::lazy_stack({lazy_observation(5, 3, "x"), lazy_observation(8, 3, "y")});
   std::vector<std::optional<std::string>> both = two.label_list();
   REQUIRE(both.size() == 13);
   CHECK(both[4] == "x");
   CHECK(both[5] == "y");
-  Observation same = Observation::lazy_stack({make_observation(5, 3, "cam"), make_observation(8, 3, "cam")});
+  Observation same = Observation::lazy_stack({lazy_observation(5, 3, "cam"), lazy_observation(8, 3, "cam")});
   CHECK(same.label() == "cam");
   CHECK(same.label_list().size() == 13);
 }
 
 TEST_CASE("a typed ragged lazy stack takes a whole member through index_put_ (issue 30 item 5)",
           "[typed][lazy][ragged]") {
-  Observation stack = Observation::lazy_stack({make_observation(5, 3, "a"), make_observation(8, 3, "b")});
-  Observation fresh = make_observation(8, 3, "fresh");
+  Observation stack = Observation::lazy_stack({lazy_observation(5, 3, "a"), lazy_observation(8, 3, "b")});
+  Observation fresh = lazy_observation(8, 3, "fresh");
   stack.index_put_({1}, fresh);
   CHECK(stack.index({1}).label() == "fresh");
   CHECK(at::equal(stack.index({1}).state(), fresh.state()));
@@ -186,7 +186,7 @@ TEST_CASE("a typed ragged lazy stack takes a whole member through index_put_ (is
 }
 
 TEST_CASE("a typed class prints its nested fields with their classes (issue 30 item 8)", "[typed][repr]") {
-  Transition t = make_transition(2, 1.0F);
+  Transition t = lazy_transition(2, 1.0F);
   std::ostringstream os;
   os << t;
   const std::string text = os.str();
@@ -199,8 +199,8 @@ TEST_CASE("a typed class prints its nested fields with their classes (issue 30 i
 }
 
 TEST_CASE("clone, stack, iteration and update of a typed class over a lazy stack", "[typed][lazy][ops]") {
-  Transition a = make_transition(3, 1.0F);
-  Transition b = make_transition(3, 2.0F);
+  Transition a = lazy_transition(3, 1.0F);
+  Transition b = lazy_transition(3, 2.0F);
   Transition both = Transition::lazy_stack({a, b});
 
   // clone: the class over a lazy stack of copies (member by member), independent of a and b.
@@ -222,8 +222,8 @@ TEST_CASE("clone, stack, iteration and update of a typed class over a lazy stack
   }
   CHECK(i == 2);
   // A ragged stack iterates its members too, each with its own event shape.
-  Observation left = make_observation(2, 3, "left");
-  Observation right = make_observation(2, 5, "right");
+  Observation left = lazy_observation(2, 3, "left");
+  Observation right = lazy_observation(2, 5, "right");
   std::vector<int64_t> widths;
   std::vector<std::string> labels;
   for (auto obs : Observation::lazy_stack({left, right})) {
@@ -254,7 +254,7 @@ TEST_CASE("clone, stack, iteration and update of a typed class over a lazy stack
   CHECK(at::equal(a.action(), at::zeros({3, 4})));
   CHECK(at::equal(b.action(), at::zeros({3, 4})));
   // A typed source: its nested fields reach the members' nested objects.
-  Transition source = Transition::stack({make_transition(3, 8.0F), make_transition(3, 9.0F)});
+  Transition source = Transition::stack({lazy_transition(3, 8.0F), lazy_transition(3, 9.0F)});
   both.update(source);
   CHECK(at::equal(b.reward(), at::full({3}, 9.0F)));
   CHECK(at::equal(a.obs().state(), source.obs().state()[0]));

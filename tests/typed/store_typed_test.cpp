@@ -24,7 +24,7 @@ using testing_support::store_options;
 
 namespace {
 
-Transition row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
+Transition store_row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
 
 }  // namespace
 
@@ -37,7 +37,7 @@ TEST_CASE("a typed replay buffer preallocated on the server is filled row by row
                                                         {"done", {{}, at::kBool}}},
                                                        {8}, store_options(server));
   Transition buffer = Transition::from_tensordict(store);
-  for (int i = 0; i < 8; ++i) buffer.index_put_({i}, row(static_cast<float>(i), "r" + std::to_string(i)));
+  for (int i = 0; i < 8; ++i) buffer.index_put_({i}, store_row(static_cast<float>(i), "r" + std::to_string(i)));
 
   // Another process's view of the same store.
   Transition reader = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), store_options(server)));
@@ -58,7 +58,7 @@ TEST_CASE("an empty store wrapped unchecked is preallocated by its first typed r
   TensorDictStore store = TensorDictStore::from_tensordict(TensorDict::empty_with({4}), store_options(server));
   REQUIRE_THROWS_AS(Transition::from_tensordict(store), TypeError);  // required fields missing
   Transition buffer = Transition::from_tensordict(store, /*check=*/false);
-  buffer.index_put_({2}, row(7, "seven"));
+  buffer.index_put_({2}, store_row(7, "seven"));
   // Every key now exists with the full batch: the written row and zeros elsewhere.
   Transition back = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), store_options(server)));
   CHECK(at::equal(back.reward(), at::tensor({0.f, 0.f, 7.f, 0.f})));
@@ -67,7 +67,7 @@ TEST_CASE("an empty store wrapped unchecked is preallocated by its first typed r
   // A non-tensor key's first write leaves the other rows null (Python None), as tensors get
   // zeros there; later writes fill their rows.
   CHECK_FALSE(back.obs().info_list()[0].has_value());
-  buffer.index_put_({0}, row(1, "one"));
+  buffer.index_put_({0}, store_row(1, "one"));
   CHECK(at::equal(back.reward(), at::tensor({1.f, 0.f, 7.f, 0.f})));
   std::vector<std::string> notes;
   for (const auto& n : back.obs().info_list()) notes.push_back(n.value_or("-"));
@@ -94,7 +94,7 @@ TEST_CASE("store_like preallocates a typed buffer on the server from the schema 
   // The optional string starts null in every row, as memmap_like makes it.
   CHECK_FALSE(buffer.index({at::indexing::Slice(0, 3)}).obs().info_list()[1].has_value());
   // Filled and read back by another handle, checked against the schema.
-  buffer.index_put_({7}, row(7, "seven"));
+  buffer.index_put_({7}, store_row(7, "seven"));
   Transition back = Transition::from_tensordict(TensorDictStore::from_store("replay", store_options(server)));
   CHECK(back.index({7}).obs().info() == "seven");
   CHECK(back.reward()[7].item<float>() == 7.f);
@@ -133,8 +133,8 @@ TEST_CASE("store_like with the per-row layout: a typed buffer sampled by records
   // camera 192 + proprio 48 + action 24 + reward 4 + done 1 bytes a row; the string stays whole.
   CHECK(raw.run({"HGET", "tensordict:{replay-rows}:__rows__", "row_bytes"})[0].str() == "269");
   CHECK(raw.run({"EXISTS", "tensordict:{replay-rows}:d:obs.info"})[0].integer() == 1);
-  for (int i = 0; i < 32; ++i) buffer.index_put_({i}, row(static_cast<float>(i), "r" + std::to_string(i)));
-  buffer.index_put_({at::indexing::Slice(4, 6)}, Transition::stack({row(40, "x"), row(50, "y")}));
+  for (int i = 0; i < 32; ++i) buffer.index_put_({i}, store_row(static_cast<float>(i), "r" + std::to_string(i)));
+  buffer.index_put_({at::indexing::Slice(4, 6)}, Transition::stack({store_row(40, "x"), store_row(50, "y")}));
 
   Transition reader = Transition::from_tensordict(TensorDictStore::from_store("replay-rows", store_options(server)));
   const at::Tensor picks = at::tensor({5, 31, 4, 5}, at::kLong);
@@ -175,7 +175,7 @@ TEST_CASE("checking a typed class over a store reads its metadata, not its data"
 TEST_CASE("clone, stack, iteration and update of a typed class over a store", "[typed][redis][ops]") {
   RedisServer server;
   TensorDictStore store = TensorDictStore::from_tensordict(
-      Transition::stack({row(0, "a"), row(1, "b"), row(2, "c")}), store_options(server));
+      Transition::stack({store_row(0, "a"), store_row(1, "b"), store_row(2, "c")}), store_options(server));
   Transition buf = Transition::from_tensordict(store);
   Transition reader = Transition::from_tensordict(TensorDictStore::from_store(store.td_id(), store_options(server)));
 
@@ -222,7 +222,7 @@ TEST_CASE("clone, stack, iteration and update of a typed class over a store", "[
   REQUIRE_THROWS_AS(buf.update(TensorDict({{"reward", at::zeros({3}, at::kLong)}}, {3})), TypeError);
   REQUIRE_THROWS_AS(buf.update_(TensorDict({{"action", at::zeros({3, 5})}}, {3})), ShapeError);
   CHECK(at::equal(reader.reward(), at::tensor({10.f, 11.f, 12.f})));
-  buf.update(Transition::stack({row(7, "x"), row(8, "y"), row(9, "z")}));
+  buf.update(Transition::stack({store_row(7, "x"), store_row(8, "y"), store_row(9, "z")}));
   buf.update_(TensorDict({{"action", at::full({3, 6}, 4.f)}}, {3}));
   CHECK(at::equal(reader.reward(), at::tensor({7.f, 8.f, 9.f})));
   CHECK(at::equal(reader.action(), at::full({3, 6}, 4.f)));

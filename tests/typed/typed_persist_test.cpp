@@ -34,11 +34,11 @@ using testing_support::TempDir;
 
 namespace {
 
-Transition row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
+Transition persist_row(float v, const std::string& info) { return typed_test::replay_row(v, info); }
 
 Transition rows(std::initializer_list<float> values) {
   std::vector<Transition> items;
-  for (float v : values) items.push_back(row(v, "r" + std::to_string(static_cast<int>(v))));
+  for (float v : values) items.push_back(persist_row(v, "r" + std::to_string(static_cast<int>(v))));
   return Transition::stack(items);
 }
 
@@ -49,7 +49,7 @@ std::vector<std::string> texts(const std::vector<std::optional<std::string>>& va
   return out;
 }
 
-Record make_record(float x, const std::string& name, int64_t n = 3) {
+Record persist_record(float x, const std::string& name, int64_t n = 3) {
   return Record({{"x", at::full({n, 4}, x)}, {"name", name}}, {n});
 }
 
@@ -125,7 +125,7 @@ TEST_CASE("memmap, save and dumps write the object and return it as the class ov
   CHECK(rows({5}).save(dir / "s", replace).reward().size(0) == 1);
 
   // A TensorClass: its non-tensor fields are saved with it.
-  Record r = make_record(2.f, "alpha");
+  Record r = persist_record(2.f, "alpha");
   r.set_count(7);
   Record rs = r.save(dir / "record");
   CHECK(rs.tensordict().is_memmap());
@@ -138,7 +138,7 @@ TEST_CASE("memmap, save and dumps write the object and return it as the class ov
 
 TEST_CASE("memmap_ turns the object itself into the mapped files", "[typed][persist]") {
   TempDir dir;
-  Record r = make_record(1.f, "beta");
+  Record r = persist_record(1.f, "beta");
   Record alias = r;  // shares the handle's backend
   Record& same = r.memmap_(dir / "r");
   CHECK(&same == &r);
@@ -186,7 +186,7 @@ TEST_CASE("load refuses a directory that does not hold the class, naming the fie
   REQUIRE_THROWS_AS(Transition::load(dir / "nested"), TypeError);
   REQUIRE_THROWS_WITH(Transition::load(dir / "nested"), Catch::Contains("Transition.obs"));
   // A key a TensorClass does not declare.
-  TensorDict extra = make_record(1.f, "a").to_tensordict();
+  TensorDict extra = persist_record(1.f, "a").to_tensordict();
   extra.set("z", at::zeros({3}));
   memmap(extra, dir / "extra");
   REQUIRE_THROWS_AS(Record::load(dir / "extra"), ValueError);
@@ -197,7 +197,7 @@ TEST_CASE("load refuses a directory that does not hold the class, naming the fie
   REQUIRE_THROWS_AS(t.load_(dir / "dtype"), TypeError);
   CHECK(at::equal(t.reward(), at::tensor({3.f, 4.f})));
   CHECK(t.reward().scalar_type() == at::kFloat);
-  Record r = make_record(1.f, "kept");
+  Record r = persist_record(1.f, "kept");
   REQUIRE_THROWS_AS(r.load_(dir / "extra"), ValueError);
   CHECK_FALSE(r.tensordict().contains("z"));
   CHECK(r.name() == "kept");
@@ -243,16 +243,16 @@ TEST_CASE("load_ loads a saved directory into the object in place", "[typed][per
   CHECK(at::equal(reread.obs().proprio()[0], at::full({12}, 7.f)));
 
   // A TensorClass: tensor and non-tensor fields; an optional field the directory lacks stays.
-  Record source = make_record(5.f, "loaded", 2);
+  Record source = persist_record(5.f, "loaded", 2);
   source.save(dir / "record");
-  Record r = make_record(1.f, "before", 2);
+  Record r = persist_record(1.f, "before", 2);
   r.set_count(3);
   r.load_(dir / "record");
   CHECK(r.name() == "loaded");
   CHECK(at::equal(r.x(), at::full({2, 4}, 5.f)));
   CHECK(r.count() == 3);
   // A locked (not memmapped) object refuses the load.
-  Record locked = make_record(1.f, "locked", 2);
+  Record locked = persist_record(1.f, "locked", 2);
   locked.lock_();
   REQUIRE_THROWS_AS(locked.load_(dir / "record"), LockedError);
   CHECK(locked.name() == "locked");
@@ -260,12 +260,12 @@ TEST_CASE("load_ loads a saved directory into the object in place", "[typed][per
 
 TEST_CASE("memmap_refresh_ reloads the directory, checked against the schema", "[typed][persist]") {
   TempDir dir;
-  Record r = make_record(1.f, "first").memmap(dir / "r");
+  Record r = persist_record(1.f, "first").memmap(dir / "r");
   CHECK_FALSE(r.has_count());
   // Another writer replaces the directory: an optional field appears, values change.
   MemmapOptions replace;
   replace.overwrite = true;
-  Record next = make_record(4.f, "second");
+  Record next = persist_record(4.f, "second");
   next.set_count(9);
   memmap(next.tensordict(), dir / "r", replace);
   Record& same = r.memmap_refresh_();
@@ -284,7 +284,7 @@ TEST_CASE("memmap_refresh_ reloads the directory, checked against the schema", "
   CHECK_FALSE(r.tensordict().contains("z"));
   CHECK(r.count() == 9);
   // Only a memmapped object has a directory.
-  Record in_memory = make_record(1.f, "m");
+  Record in_memory = persist_record(1.f, "m");
   REQUIRE_THROWS_AS(in_memory.memmap_refresh_(), ValueError);
 
   // A TypedTensorDict: the refreshed values, and the typed check of a bad directory.
@@ -334,9 +334,9 @@ TEST_CASE("state_dict and load_state_dict round trip, checked against the schema
 
   // A TensorClass: keys it does not declare are refused; non-tensor fields are kept, also
   // when the state dict's tensors are assigned.
-  Record r = make_record(2.f, "kept");
+  Record r = persist_record(2.f, "kept");
   r.set_n(at::ones({3}));
-  StateDict rsd = make_record(9.f, "other").state_dict();
+  StateDict rsd = persist_record(9.f, "other").state_dict();
   rsd.tensors.emplace_back("n", at::full({3}, 4.f));
   r.load_state_dict(rsd, /*strict=*/true, /*assign=*/true);
   CHECK(at::equal(r.x(), at::full({3, 4}, 9.f)));

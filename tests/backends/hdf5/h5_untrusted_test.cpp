@@ -45,7 +45,7 @@ std::vector<std::string> known_crashes() {
   return out;
 }
 
-TensorDict sample() {
+TensorDict untrusted_sample() {
   return TensorDict({{"obs", at::arange(12, at::kFloat).view({4, 3})}, {"n", {{"x", at::ones({4, 2}, at::kLong)}}}}, {4});
 }
 
@@ -70,7 +70,7 @@ TEST_CASE("files that crash libhdf5 are a StorageError naming them, not a dead p
 TEST_CASE("good files pass the check and open as usual", "[h5][untrusted]") {
   TempDir dir;
   const std::string path = dir / "good.h5";
-  PersistentTensorDict::to_h5(sample(), path).close();
+  PersistentTensorDict::to_h5(untrusted_sample(), path).close();
   CHECK(at::equal(open_untrusted(path).get({"n", "x"}), at::ones({4, 2}, at::kLong)));
   CHECK(open_untrusted(path, "r+").keys() == std::vector<NestedKey>{"obs", "n"});
   // h5py's files: every layout (chunked, compact, external, big-endian, never written), strings,
@@ -89,8 +89,8 @@ TEST_CASE("good files pass the check and open as usual", "[h5][untrusted]") {
 TEST_CASE("the check runs while this process has HDF5 files open, for reading and writing", "[h5][untrusted]") {
   TempDir dir;
   const std::string path = dir / "open.h5", other = dir / "other.h5";
-  PersistentTensorDict::to_h5(sample(), other).close();
-  PersistentTensorDict writing = PersistentTensorDict::to_h5(sample(), path);  // open "r+" here
+  PersistentTensorDict::to_h5(untrusted_sample(), other).close();
+  PersistentTensorDict writing = PersistentTensorDict::to_h5(untrusted_sample(), path);  // open "r+" here
   writing.set("late", at::zeros({4}));
   PersistentTensorDict reading = PersistentTensorDict::from_h5(other);
   CHECK(open_untrusted(other).keys() == reading.keys());
@@ -101,7 +101,7 @@ TEST_CASE("the check runs while this process has HDF5 files open, for reading an
   // The open handles are untouched by the children.
   writing.set_("obs", at::full({4, 3}, 2.0));
   CHECK(at::equal(writing.get("obs"), at::full({4, 3}, 2.0)));
-  CHECK(at::equal(reading.get("obs"), sample().get("obs")));
+  CHECK(at::equal(reading.get("obs"), untrusted_sample().get("obs")));
 }
 
 TEST_CASE("threads inside HDF5 while the check forks do not hang the child", "[h5][untrusted]") {
@@ -109,7 +109,7 @@ TEST_CASE("threads inside HDF5 while the check forks do not hang the child", "[h
   // hold it at that instant and leave the child waiting on it forever.
   TempDir dir;
   const std::string path = dir / "shared.h5";
-  PersistentTensorDict::to_h5(sample(), path).close();
+  PersistentTensorDict::to_h5(untrusted_sample(), path).close();
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};
   std::vector<std::thread> readers;

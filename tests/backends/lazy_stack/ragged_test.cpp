@@ -16,7 +16,7 @@ using Sizes = std::vector<int64_t>;
 
 namespace {
 
-Sizes sizes(c10::IntArrayRef s) { return {s.begin(), s.end()}; }
+Sizes ragged_sizes(c10::IntArrayRef s) { return {s.begin(), s.end()}; }
 
 // An episode of `n` steps: a reward per step and a per-row string "<prefix><i>".
 TensorDict episode(int64_t n, const std::string& prefix) {
@@ -35,7 +35,7 @@ std::string printed(const TensorDict& td) {
 
 TEST_CASE("a ragged lazy stack with per-row strings prints (item 1)", "[lazy][ragged]") {
   LazyStackedTensorDict ls = lazy_stack({episode(5, "a"), episode(8, "b")});
-  REQUIRE(sizes(ls.batch_size()) == Sizes{2, -1});
+  REQUIRE(ragged_sizes(ls.batch_size()) == Sizes{2, -1});
   std::string text;
   REQUIRE_NOTHROW(text = printed(ls));
   CHECK_THAT(text, Catch::Contains("r: Tensor(shape=torch.Size([2, -1])"));
@@ -48,9 +48,9 @@ TEST_CASE("a ragged lazy stack's strings read per member (item 2)", "[lazy][ragg
   LazyStackedTensorDict ls = lazy_stack({episode(5, "a"), episode(8, "b")});
   NonTensorData s = ls.get_non_tensor("s");
   CHECK(s.is_ragged());
-  CHECK(sizes(s.shape()) == Sizes{2, -1});
+  CHECK(ragged_sizes(s.shape()) == Sizes{2, -1});
   REQUIRE(s.members().size() == 2);
-  CHECK(sizes(s.members()[1].shape()) == Sizes{8});
+  CHECK(ragged_sizes(s.members()[1].shape()) == Sizes{8});
   CHECK(s.members()[1].tolist().as_array()[7].as_string() == "b7");
   CHECK(s.tolist().as_array()[0].as_array().size() == 5);
   CHECK(!s.is_uniform());
@@ -71,7 +71,7 @@ TEST_CASE("one string per member of different lengths keeps each member's length
   TensorDict b({{"r", at::zeros({8})}, {"s", "y"}}, {8});
   LazyStackedTensorDict ls = lazy_stack({a, b});
   NonTensorData s = ls.get_non_tensor("s");
-  CHECK(sizes(s.shape()) == Sizes{2, -1});
+  CHECK(ragged_sizes(s.shape()) == Sizes{2, -1});
   json::Value lists = s.tolist();
   CHECK(lists.as_array()[0].as_array().size() == 5);
   CHECK(lists.as_array()[1].as_array().size() == 8);
@@ -90,7 +90,7 @@ TEST_CASE("a ragged stack along dim 1 joins its members' strings at that depth",
   TensorDict a({{"s", NonTensorData::from_list(json::parse(R"([["a","b"],["c","d"]])"), {2, 2})}}, {2, 2});
   TensorDict b({{"s", NonTensorData::from_list(json::parse(R"([["e"],["f"]])"), {2, 1})}}, {2, 1});
   LazyStackedTensorDict ls = lazy_stack({a, b}, 1);
-  CHECK(sizes(ls.batch_size()) == Sizes{2, 2, -1});
+  CHECK(ragged_sizes(ls.batch_size()) == Sizes{2, 2, -1});
   CHECK(ls.get_non_tensor("s").tolist().python_str() == "[[['a', 'b'], ['e']], [['c', 'd'], ['f']]]");
   CHECK_NOTHROW(printed(ls));
 }
@@ -127,14 +127,14 @@ TEST_CASE("a ragged dim is indexed per member (item 6)", "[lazy][ragged]") {
   REQUIRE_THROWS_AS(ls.index({2}), IndexError);
   // Every member's first three rows: no longer ragged.
   TensorDict head = ls.index({Slice(), Slice(0, 3)});
-  CHECK(sizes(head.batch_size()) == Sizes{2, 3});
+  CHECK(ragged_sizes(head.batch_size()) == Sizes{2, 3});
   CHECK(head.get_non_tensor("s").tolist().python_str() == "[['a0', 'a1', 'a2'], ['b0', 'b1', 'b2']]");
   // Row 4 of each member, an Ellipsis and a None.
   CHECK(ls.index({at::indexing::Ellipsis, 4}).get_non_tensor("s").tolist().python_str() == "['a4', 'b4']");
-  CHECK(sizes(ls.index({at::indexing::None, 1}).batch_size()) == Sizes{1, 8});
+  CHECK(ragged_sizes(ls.index({at::indexing::None, 1}).batch_size()) == Sizes{1, 8});
   // Members picked by an index tensor stay ragged.
   TensorDict picked = ls.index({at::tensor({1, 0, 1})});
-  CHECK(sizes(picked.batch_size()) == Sizes{3, -1});
+  CHECK(ragged_sizes(picked.batch_size()) == Sizes{3, -1});
   CHECK(picked.index({0}).is_same(ls.member(1)));
   // A mask over the stack dim and the ragged dim cannot be split: the message says what to do.
   REQUIRE_THROWS_WITH(ls.index({at::ones({2, 5}, at::kBool)}), Catch::Contains("index the stack dim on its own first"));
@@ -148,7 +148,7 @@ TEST_CASE("unbind and stack of ragged stacks", "[lazy][ragged]") {
   REQUIRE_THROWS_AS(ls.unbind(1), ShapeError);
   TensorDict both = stack({ls, lazy_stack({episode(5, "c"), episode(8, "d")})}, 0);
   CHECK(LazyStackedTensorDict::is_lazy_stack(both));
-  CHECK(sizes(both.batch_size()) == Sizes{2, 2, -1});
+  CHECK(ragged_sizes(both.batch_size()) == Sizes{2, 2, -1});
   CHECK(both.index({1, 1, 7}).get_non_tensor("s").value().as_string() == "d7");
 }
 
@@ -166,9 +166,9 @@ TEST_CASE("to_padded_tensor pads a ragged stack into dense leaves, with a mask, 
   TensorDict a({{"obs", at::ones({2, 3})}, {"id", at::zeros({2}, at::kLong)}}, {2});
   TensorDict b({{"obs", at::full({4, 3}, 2.f)}, {"id", at::ones({4}, at::kLong)}}, {4});
   LazyStackedTensorDict ls = lazy_stack({a, b});
-  REQUIRE(sizes(ls.batch_size()) == Sizes{2, -1});
+  REQUIRE(ragged_sizes(ls.batch_size()) == Sizes{2, -1});
   TensorDict padded = ls.to_padded_tensor(-1.0, NestedKey("mask"));
-  CHECK(sizes(padded.batch_size()) == Sizes{2, 4});
+  CHECK(ragged_sizes(padded.batch_size()) == Sizes{2, 4});
   CHECK(at::equal(padded.get("obs")[0].slice(0, 0, 2), at::ones({2, 3})));
   CHECK(at::equal(padded.get("obs")[0].slice(0, 2, 4), at::full({2, 3}, -1.f)));
   CHECK(at::equal(padded.get("id")[0], at::tensor({0, 0, -1, -1}, at::kLong)));
@@ -177,11 +177,11 @@ TEST_CASE("to_padded_tensor pads a ragged stack into dense leaves, with a mask, 
   LazyStackedTensorDict even = lazy_stack({a, a.clone()});
   CHECK_THROWS_WITH(even.to_padded_tensor(0.0, NestedKey("mask")),
                     Catch::Contains("mask_key should only be provided if the heterogenous dimension is part of the batch-size."));
-  CHECK(sizes(even.to_padded_tensor().batch_size()) == Sizes{2, 2});
+  CHECK(ragged_sizes(even.to_padded_tensor().batch_size()) == Sizes{2, 2});
   // Nested-tensor leaves (densify's ragged layout) become padded tensors.
   TensorDict nested = ls.densify(DensifyLayout::Nested);
   REQUIRE(nested.get("obs").is_nested());
   TensorDict dense = nested.to_padded_tensor(5.0);
-  CHECK(sizes(dense.get("obs").sizes()) == Sizes{2, 4, 3});
+  CHECK(ragged_sizes(dense.get("obs").sizes()) == Sizes{2, 4, 3});
   CHECK(dense.get("obs")[0][3][0].item<float>() == 5.f);
 }

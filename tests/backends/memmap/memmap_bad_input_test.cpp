@@ -16,7 +16,7 @@ using namespace memmap_test;
 
 namespace {
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string leaf_meta(const std::string& key, const std::string& shape) {
   return "{\"" + key + "\": {\"device\": \"cpu\", \"shape\": " + shape +
@@ -30,16 +30,16 @@ TEST_CASE("shapes whose byte count overflows int64 are refused before anything i
   TempDir dir;
   const std::string td = dir / "td";
   fs::create_directories(td);
-  write(td + "/x.memmap", std::string(64, '\0'));
+  write_text(td + "/x.memmap", std::string(64, '\0'));
   for (const std::string shape : {"[4, 4611686018427387904]", "[4, 1099511627776, 1099511627776]",
                                   "[4, 9223372036854775807]"}) {
     INFO(shape);
-    write(td + "/meta.json", leaf_meta("x", shape));
+    write_text(td + "/meta.json", leaf_meta("x", shape));
     REQUIRE_THROWS_AS(load_memmap(td), StorageError);
     CHECK_THROWS_WITH(load_memmap(td), Catch::Contains(td + "/meta.json") && Catch::Contains("int64"));
   }
   // In range but more than the file holds: the file is named, nothing is mapped.
-  write(td + "/meta.json", leaf_meta("x", "[4, 1073741824]"));
+  write_text(td + "/meta.json", leaf_meta("x", "[4, 1073741824]"));
   CHECK_THROWS_WITH(load_memmap(td), Catch::Contains(td + "/x.memmap") && Catch::Contains("truncated"));
 }
 
@@ -52,7 +52,7 @@ TEST_CASE("meta.json nested 100000 levels deep is a StorageError, not a stack ov
   for (int i = 0; i < depth; ++i) text += "{\"a\": ";
   text += "1";
   text += std::string(depth, '}');
-  write(td + "/meta.json", text);
+  write_text(td + "/meta.json", text);
   REQUIRE_THROWS_AS(load_memmap(td), StorageError);
   CHECK_THROWS_WITH(load_memmap(td), Catch::Contains("meta.json") && Catch::Contains("too deep"));
   // Arrays too, straight through the parser.
@@ -64,11 +64,11 @@ TEST_CASE("keys naming paths outside the directory never read there", "[memmap][
   const std::string td = dir / "td";
   fs::create_directories(td);
   // A file the hostile keys aim at, next to the directory and at an absolute path.
-  write(dir / "outside.memmap", std::string(16, '\7'));
+  write_text(dir / "outside.memmap", std::string(16, '\7'));
   for (const std::string& key :
        std::vector<std::string>{"../outside", dir / "outside", "..", "a\\u0000b", "sub/../../outside"}) {
     INFO(key);
-    write(td + "/meta.json", leaf_meta(key, "[4]"));
+    write_text(td + "/meta.json", leaf_meta(key, "[4]"));
     try {
       const TensorDict loaded = load_memmap(td);
       FAIL("loaded a leaf for key " << key);

@@ -45,7 +45,7 @@ TensorDict transitions(int64_t rows, int64_t seed) {
 }
 
 // A counter from INFO (commandstats' "cmdstat_mget:calls=" and the like); 0 when absent.
-int64_t stat(redis::RedisClient& raw, const std::string& section, const std::string& tag) {
+int64_t server_stat(redis::RedisClient& raw, const std::string& section, const std::string& tag) {
   const std::string info(raw.run({"INFO", section})[0].str());
   const size_t at = info.find(tag);
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
@@ -142,12 +142,12 @@ TEST_CASE("a per_row leaf is read whole by ranges when its records are much larg
   const TensorDict td({{"image", at::randint(0, 255, {8, 8192}, at::kByte)}, {"reward", at::randn({8})}}, {8});
   TensorDictStore store = TensorDictStore::from_tensordict(td, per_row(server));
   redis::RedisClient raw(testing_support::store_options(server));
-  const int64_t ranges = stat(raw, "commandstats", "cmdstat_getrange:calls="), mgets = stat(raw, "commandstats", "cmdstat_mget:calls=");
+  const int64_t ranges = server_stat(raw, "commandstats", "cmdstat_getrange:calls="), mgets = server_stat(raw, "commandstats", "cmdstat_mget:calls=");
   CHECK(at::equal(store.get("reward"), td.get("reward")));  // a GETRANGE per row
-  CHECK(stat(raw, "commandstats", "cmdstat_getrange:calls=") - ranges == 8);
-  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 0);
+  CHECK(server_stat(raw, "commandstats", "cmdstat_getrange:calls=") - ranges == 8);
+  CHECK(server_stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 0);
   CHECK(at::equal(store.get("image"), td.get("image")));  // whole records (one MGET)
-  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 1);
+  CHECK(server_stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 1);
 }
 
 TEST_CASE("a per_row store of more than 1,024 rows reads and writes its records in chunks", "[redis][store][rows]") {
@@ -161,16 +161,16 @@ TEST_CASE("a per_row store of more than 1,024 rows reads and writes its records 
   CHECK(at::equal(store.get("x"), memory.get("x")));
   CHECK(at::equal(store.to_tensordict().get("n"), memory.get("n")));
   const at::Tensor picks = at::randint(0, kRows, {2100}, at::kLong);
-  const int64_t mgets = stat(raw, "commandstats", "cmdstat_mget:calls=");
+  const int64_t mgets = server_stat(raw, "commandstats", "cmdstat_mget:calls=");
   const TensorDict sample = store.index({picks});
-  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
+  CHECK(server_stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
   CHECK(at::equal(sample.get("x"), memory.get("x").index_select(0, picks)));
   CHECK(at::equal(sample.get("n"), memory.get("n").index_select(0, picks)));
   const TensorDict written({{"x", at::full({2200, 3}, 4.f)}, {"n", at::arange(2200)}}, {2200});
-  const int64_t msets = stat(raw, "commandstats", "cmdstat_mset:calls=");
+  const int64_t msets = server_stat(raw, "commandstats", "cmdstat_mset:calls=");
   store.index_put_({at::indexing::Slice(150, 2350)}, written);
   memory.index_put_({at::indexing::Slice(150, 2350)}, written);
-  CHECK(stat(raw, "commandstats", "cmdstat_mset:calls=") - msets == 3);
+  CHECK(server_stat(raw, "commandstats", "cmdstat_mset:calls=") - msets == 3);
   CHECK(at::equal(store.get("x"), memory.get("x")));
   CHECK(at::equal(store.get("n"), memory.get("n")));
   // Made again with fewer rows: the old records are gone, all of them.
@@ -305,10 +305,10 @@ TEST_CASE("StoreGroup reads per_row stores with one MGET each and samples them",
   CHECK(ids.slice(0, 1).ge(ids.slice(0, 0, -1)).all().item<bool>());  // store by store
   CHECK(batch.get("row").max().item<int64_t>() < 16);
   redis::RedisClient raw(testing_support::store_options(server));
-  const int64_t mgets = stat(raw, "commandstats", "cmdstat_mget:calls=");
+  const int64_t mgets = server_stat(raw, "commandstats", "cmdstat_mget:calls=");
   const std::vector<TensorDict> parts = group.index({at::tensor({3, 3}, at::kLong), at::tensor({0}, at::kLong),
                                                      at::tensor({15}, at::kLong)});
-  CHECK(stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
+  CHECK(server_stat(raw, "commandstats", "cmdstat_mget:calls=") - mgets == 3);
   CHECK(at::equal(parts[0].get("row"), at::tensor({3, 3}, at::kLong)));
   CHECK(at::equal(parts[2].get("id"), at::tensor({2}, at::kLong)));
 
