@@ -356,10 +356,6 @@ const ConsolidatedRoot& consolidated_root(const TensorDict& td) {
   return *root;
 }
 
-// True when `level` is what `meta` describes: the same classes, batch sizes, keys and
-// non-tensor values, every tensor leaf still the contiguous view of `storage` it was made as.
-// Key order is not compared: rebuilding puts a level's leaves before its children, whatever
-// order the source had (Python's loader does the same).
 // `v` is the JSON list of `values` (compared in place: this runs on every device move).
 bool same_ints(const json::Value& v, c10::IntArrayRef values) {
   if (!v.is_array() || v.as_array().size() != values.size()) return false;
@@ -368,6 +364,10 @@ bool same_ints(const json::Value& v, c10::IntArrayRef values) {
   return true;
 }
 
+// True when `level` is what `meta` describes: the same classes, batch sizes, keys and
+// non-tensor values, every tensor leaf still the contiguous view of `storage` it was made as.
+// Key order is not compared: rebuilding puts a level's leaves before its children, whatever
+// order the source had (Python's loader does the same).
 bool level_matches(const TensorDictBase& level, const json::Value& meta, const at::Tensor& storage) {
   const json::Value* cls = meta.find("cls");
   const json::Value* cm = meta.find("cls_metadata");
@@ -456,7 +456,7 @@ TensorDict ConsolidatedRoot::rebased(const at::Tensor& moved, std::optional<at::
     const int64_t item = static_cast<int64_t>(leaf.element_size());
     if (!typed[dtype].defined()) typed[dtype] = moved.narrow(0, 0, moved.numel() - moved.numel() % item).view(leaf.scalar_type());
     const int64_t byte_offset = leaf.numel() == 0 ? 0 : static_cast<const char*>(leaf.data_ptr()) - base;
-    return strided_view(typed[dtype], leaf.sizes(), leaf.strides(), byte_offset / item);
+    return strided_view(typed[dtype], leaf.sizes(), leaf.strides(), typed[dtype].storage_offset() + byte_offset / item);
   };
   auto root = c10::make_intrusive<ConsolidatedRoot>(batch_size(), device, moved, metadata_);
   root->set_dim_names(dim_names());
