@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -138,6 +139,30 @@ void BM_Contiguous_Floor(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Contiguous_Floor);
+
+// The shared_ptr floors again once the process has started a thread, as every LibTorch program
+// has once its intra-op pool runs: glibc lets libstdc++ count shared_ptr references without
+// atomics while a process has one thread, and c10::intrusive_ptr always uses atomics.
+// Registered last, so the floors above still run single-threaded.
+void start_a_thread() {
+  static const bool started = [] {
+    std::thread([] {}).join();
+    return true;
+  }();
+  (void)started;
+}
+
+void BM_IndexMember_FloorThreaded(benchmark::State& state) {
+  start_a_thread();
+  BM_IndexMember_Floor(state);
+}
+BENCHMARK(BM_IndexMember_FloorThreaded)->Arg(64);
+
+void BM_SliceHalf_FloorThreaded(benchmark::State& state) {
+  start_a_thread();
+  BM_SliceHalf_Floor(state);
+}
+BENCHMARK(BM_SliceHalf_FloorThreaded);
 
 }  // namespace
 

@@ -162,7 +162,7 @@ run_bench lazy_bench --benchmark_min_time="${BENCH_MIN_TIME:-0.2}" --benchmark_r
 /usr/bin/python3 - "$json" <<'PY'
 import json, statistics, sys
 
-# run_name is "BM_<Op>_<Lazy|Floor>[/<members>]".
+# run_name is "BM_<Op>_<Lazy|Floor|FloorThreaded>[/<members>]".
 median_ns = {}
 order = []
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
@@ -178,10 +178,14 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 # The issue's op set runs on 64 members; index at 16 and 256 members only shows the growth.
 ratios = []
 for op in order:
+    if ("Lazy", op) not in median_ns:
+        continue
     lazy, floor = median_ns[("Lazy", op)], median_ns[("Floor", op)]
     if "/" not in op or op.endswith("/64"):
         ratios.append(lazy / floor)
-    print(f"lazy {op} {lazy:.1f} {floor:.1f} {lazy / floor:.3f}")
+    threaded = median_ns.get(("FloorThreaded", op))
+    extra = f" (floor in a threaded process {threaded:.1f}, ratio {lazy / threaded:.3f})" if threaded else ""
+    print(f"lazy {op} {lazy:.1f} {floor:.1f} {lazy / floor:.3f}{extra}")
 print(f"lazy median ratio {statistics.median(ratios):.3f} (64 members)")
 PY
 fi

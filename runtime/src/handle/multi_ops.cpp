@@ -147,7 +147,7 @@ namespace {
 // v0.14's LazyStackedTensorDict._unbind: along the stack dim, the members themselves; along
 // another dim, each member unbound there and the pieces restacked lazily.
 std::vector<TensorDict> unbind_lazy(const LazyStackedTensorDict& ls, int64_t dim) {
-  if (dim == ls.stack_dim()) return ls.members();
+  if (dim == ls.stack_dim()) return ls.members().vec();
   TD_CHECK(ls.batch_size()[dim] >= 0, ShapeError, "unbind: batch dim ", dim, " of the lazy stack (batch size ",
            size_str(ls.batch_size()), ") differs in size between its members; unbind the members instead");
   const int64_t member_dim = dim < ls.stack_dim() ? dim : dim - 1;

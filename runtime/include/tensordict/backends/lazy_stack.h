@@ -17,6 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/util/ArrayRef.h>
 
 #include <tensordict/key.h>
 #include <tensordict/tensor_dict.h>
@@ -52,8 +53,9 @@ class LazyStackedTensorDict : public TensorDict {
   static bool is_lazy_stack(const TensorDict& td);
 
   int64_t stack_dim() const;
-  /// The members, in stack order (handles to the tensordicts themselves).
-  const std::vector<TensorDict>& members() const;
+  /// The members, in stack order (handles to the tensordicts themselves). A view: valid while
+  /// the stack lives and gains no member (`.vec()` copies the handles).
+  c10::ArrayRef<TensorDict> members() const;
   /// Member `i` (negative counts from the end): the same handle the stack holds.
   TensorDict member(int64_t i) const;
   int64_t num_members() const;

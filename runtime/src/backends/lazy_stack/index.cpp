@@ -112,23 +112,28 @@ const BatchIndex::Item* stack_dim_slice(const BatchIndex& index, int64_t stack_d
 }  // namespace
 
 TensorDict LazyStackImpl::index(const BatchIndex& index) const {
-  if (const int64_t m = single_member(index, stack_dim_); m >= 0) return members_[static_cast<size_t>(m)];
+  if (const int64_t m = single_member(index, stack_dim_); m >= 0) return member_at(static_cast<size_t>(m));
   if (const BatchIndex::Item* slice = stack_dim_slice(index, stack_dim_)) {
     // Members of a stack with no ragged dim (a ragged batch never reaches here) agree with each
     // other already: the sub-stack's batch is the index's result, as make_stack would find.
     const int64_t picked = index.result_batch_size()[static_cast<size_t>(stack_dim_)];
+    if (picked > 0 && slice->step == 1) {
+      return TensorDict(c10::make_intrusive<LazyStackImpl>(list_, begin_ + static_cast<size_t>(slice->start),
+                                                           static_cast<size_t>(picked), stack_dim_,
+                                                           index.result_batch_size(), device_));
+    }
     if (picked > 0) {
       std::vector<TensorDict> out;
       out.reserve(static_cast<size_t>(picked));
       for (int64_t i = slice->start; slice->step > 0 ? i < slice->stop : i > slice->stop; i += slice->step)
-        out.push_back(members_[static_cast<size_t>(i)]);
+        out.push_back(member_at(static_cast<size_t>(i)));
       return TensorDict(c10::make_intrusive<LazyStackImpl>(std::move(out), stack_dim_, index.result_batch_size(), device_));
     }
   }
   std::optional<MemberSelection> sel = select_members(index);
   if (!sel) return TensorDictBase::index(index);  // reads and indexes the stacked leaves
   auto indexed = [&](int64_t m) {
-    const TensorDict& member = members_[static_cast<size_t>(m)];
+    const TensorDict& member = member_at(static_cast<size_t>(m));
     return sel->rest.empty() ? member : member.index(sel->rest);
   };
   if (!sel->keeps_dim) return indexed(sel->members.front());

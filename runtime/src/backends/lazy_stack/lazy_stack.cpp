@@ -131,7 +131,7 @@ TensorDict maybe_dense_stack(const std::vector<TensorDict>& tds, int64_t dim) {
 // ---- Members ------------------------------------------------------------------------------------
 
 int64_t LazyStackedTensorDict::stack_dim() const { return stack_of(*this).stack_dim(); }
-const std::vector<TensorDict>& LazyStackedTensorDict::members() const { return stack_of(*this).members(); }
+c10::ArrayRef<TensorDict> LazyStackedTensorDict::members() const { return stack_of(*this).members(); }
 int64_t LazyStackedTensorDict::num_members() const { return stack_of(*this).count(); }
 
 TensorDict LazyStackedTensorDict::member(int64_t i) const {
@@ -211,7 +211,7 @@ LazyStackedTensorDict& LazyStackedTensorDict::update(const TensorDict& source, b
 
 namespace {
 
-TensorDict densify_members(const std::vector<TensorDict>& members, c10::IntArrayRef batch, int64_t stack_dim,
+TensorDict densify_members(c10::ArrayRef<TensorDict> members, c10::IntArrayRef batch, int64_t stack_dim,
                            std::optional<at::Device> device, DensifyLayout layout, const NestedKey& prefix) {
   std::vector<std::string> keys;  // every key of any member, first seen first
   for (const TensorDict& m : members) {

@@ -100,15 +100,33 @@ LazyStackImpl* as_stack(const TensorDict& td) { return dynamic_cast<LazyStackImp
 
 LazyStackImpl::LazyStackImpl(std::vector<TensorDict> members, int64_t stack_dim, c10::IntArrayRef batch_size,
                              std::optional<at::Device> device)
-    : TensorDictBase(batch_size, device, StoragePolicy{}), members_(std::move(members)), stack_dim_(stack_dim) {}
+    : TensorDictBase(batch_size, device, StoragePolicy{}),
+      list_(std::make_shared<std::vector<TensorDict>>(std::move(members))),
+      count_(list_->size()),
+      stack_dim_(stack_dim) {}
+
+LazyStackImpl::LazyStackImpl(std::shared_ptr<std::vector<TensorDict>> shared, size_t begin, size_t count,
+                             int64_t stack_dim, c10::IntArrayRef batch_size, std::optional<at::Device> device)
+    : TensorDictBase(batch_size, device, StoragePolicy{}),
+      list_(std::move(shared)),
+      begin_(begin),
+      count_(count),
+      stack_dim_(stack_dim) {}
 
 void LazyStackImpl::release_resources() {
-  members_.clear();
+  list_.reset();
+  begin_ = count_ = 0;
   TensorDictBase::release_resources();
 }
 
 void LazyStackImpl::insert_member(int64_t position, TensorDict member) {
-  members_.insert(members_.begin() + position, std::move(member));
+  if (!list_ || list_.use_count() > 1 || begin_ != 0 || count_ != list_->size()) {
+    // Shared with a slice or a parent: this stack gets a list of its own first.
+    list_ = std::make_shared<std::vector<TensorDict>>(members().vec());
+    begin_ = 0;
+  }
+  list_->insert(list_->begin() + position, std::move(member));
+  count_ = list_->size();
   batch_size_[stack_dim_] = count();
   bump_layout_version();
 }
@@ -119,8 +137,8 @@ std::vector<std::string> LazyStackImpl::keys() const {
   // Member 0's insertion order, the order every backend keeps (Python sorts here; its issue
   // #1230 asks for insertion order: docs/architecture.md, A18).
   std::vector<std::string> out;
-  if (members_.empty()) return out;
-  for (std::string& key : members_.front().impl()->keys()) {
+  if (members().empty()) return out;
+  for (std::string& key : members().front().impl()->keys()) {
     if (has(key)) out.push_back(std::move(key));
   }
   return out;
@@ -129,8 +147,8 @@ std::vector<std::string> LazyStackImpl::keys() const {
 size_t LazyStackImpl::num_entries() const { return keys().size(); }
 
 bool LazyStackImpl::has(std::string_view key) const {
-  if (members_.empty()) return false;
-  for (const TensorDict& m : members_) {
+  if (members().empty()) return false;
+  for (const TensorDict& m : members()) {
     if (!m.impl()->has(key)) return false;
   }
   return true;
@@ -139,14 +157,14 @@ bool LazyStackImpl::has(std::string_view key) const {
 std::vector<int64_t> LazyStackImpl::holders(std::string_view key) const {
   std::vector<int64_t> out;
   for (int64_t i = 0; i < count(); ++i) {
-    if (members_[i].impl()->has(key)) out.push_back(i);
+    if (member_at(i).impl()->has(key)) out.push_back(i);
   }
   return out;
 }
 
 std::vector<std::string> LazyStackImpl::exclusive_keys() const {
   std::vector<std::string> out;
-  for (const TensorDict& m : members_) {
+  for (const TensorDict& m : members()) {
     for (std::string& key : m.impl()->keys()) {
       if (!has(key) && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(std::move(key));
     }
@@ -155,11 +173,11 @@ std::vector<std::string> LazyStackImpl::exclusive_keys() const {
 }
 
 EntryKind LazyStackImpl::kind(std::string_view key) const {
-  return has(key) ? members_.front().impl()->kind(key) : EntryKind::Undefined;
+  return has(key) ? members().front().impl()->kind(key) : EntryKind::Undefined;
 }
 
 void LazyStackImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
-  for (const std::string& key : keys()) fn(key, members_.front().impl()->kind(key));
+  for (const std::string& key : keys()) fn(key, members().front().impl()->kind(key));
 }
 
 std::string LazyStackImpl::missing_key_note(std::string_view key) const {
@@ -176,12 +194,12 @@ void LazyStackImpl::repr_parts(std::vector<std::string>& parts) const {
   std::string exclusive;
   for (int64_t i = 0; i < count(); ++i) {
     std::vector<std::string> own;
-    for (std::string& key : members_[i].impl()->keys()) {
+    for (std::string& key : member_at(i).impl()->keys()) {
       if (!has(key)) own.push_back(std::move(key));
     }
     if (own.empty()) continue;
     if (!exclusive.empty()) exclusive += ",\n";
-    exclusive += detail::indent_lines(std::to_string(i) + " ->" + detail::indent_lines(detail::fields_repr(members_[i], own), 4), 4);
+    exclusive += detail::indent_lines(std::to_string(i) + " ->" + detail::indent_lines(detail::fields_repr(member_at(i), own), 4), 4);
   }
   parts.insert(parts.begin() + 1, "exclusive_fields={\n" + exclusive + "}");
   parts.push_back("stack_dim=" + std::to_string(stack_dim_));
@@ -195,14 +213,14 @@ Entry LazyStackImpl::get(std::string_view key) const {
   // leaf is not copied into an Entry first (get is what every stacked read costs).
   std::vector<Entry> held;  // entries of members that return them by value (reserved: no moves)
   std::vector<const Entry*> entries;
-  entries.reserve(members_.size());
-  for (size_t i = 0; i < members_.size(); ++i) {
-    const TensorDictBase& m = *members_[i].impl();
+  entries.reserve(members().size());
+  for (size_t i = 0; i < members().size(); ++i) {
+    const TensorDictBase& m = *member_at(i).impl();
     const Entry* e = nullptr;
     if (m.entries_in_memory()) {
       e = m.peek(key);
     } else {
-      if (held.empty()) held.reserve(members_.size());  // once, before the first: pointers stay valid
+      if (held.empty()) held.reserve(members().size());  // once, before the first: pointers stay valid
       held.push_back(m.get(key));
       e = held.back().defined() ? &held.back() : nullptr;
     }
@@ -247,7 +265,7 @@ Entry LazyStackImpl::get(std::string_view key) const {
 
 NonTensorData LazyStackImpl::stack_non_tensor(const std::vector<NonTensorData>& items) const {
   const bool ragged = std::any_of(batch_size_.begin(), batch_size_.end(), [](int64_t s) { return s < 0; });
-  if (!ragged) return NonTensorData::stack(items, stack_dim_, members_.front().batch_size());
+  if (!ragged) return NonTensorData::stack(items, stack_dim_, members().front().batch_size());
   // Members of different batch sizes: one value for all stays one value; otherwise each
   // member keeps its own stack (a dense id tensor cannot hold them).
   const bool same = std::all_of(items.begin(), items.end(), [&](const NonTensorData& d) {
@@ -255,24 +273,24 @@ NonTensorData LazyStackImpl::stack_non_tensor(const std::vector<NonTensorData>& 
   });
   if (same) return items.front();
   std::vector<std::vector<int64_t>> batches;
-  batches.reserve(members_.size());
-  for (const TensorDict& m : members_) batches.push_back(m.batch_size().vec());
+  batches.reserve(members().size());
+  for (const TensorDict& m : members()) batches.push_back(m.batch_size().vec());
   return NonTensorData::ragged(items, batches, stack_dim_, batch_size_);
 }
 
 void LazyStackImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
   // Member 0's keys, each read once: get() finds the exclusive ones (no entry) on its way.
-  if (members_.empty()) return;
-  for (const std::string& key : members_.front().impl()->keys()) {
+  if (members().empty()) return;
+  for (const std::string& key : members().front().impl()->keys()) {
     Entry e = get(key);
     if (e.defined()) fn(key, e);
   }
 }
 
 LeafMeta LazyStackImpl::leaf_meta(std::string_view key) const {
-  LeafMeta meta = members_.front().impl()->leaf_meta(key);
-  for (size_t i = 1; i < members_.size(); ++i) {
-    LeafMeta other = members_[i].impl()->leaf_meta(key);
+  LeafMeta meta = members().front().impl()->leaf_meta(key);
+  for (size_t i = 1; i < members().size(); ++i) {
+    LeafMeta other = member_at(i).impl()->leaf_meta(key);
     if (other.shape.size() != meta.shape.size()) {
       meta.shape = {-1};  // ranks differ: Python shows torch.Size([-1])
       return meta;
@@ -291,20 +309,20 @@ void LazyStackImpl::insert_or_assign(std::string_view key, Entry value) {
   switch (value.kind()) {
     case EntryKind::Tensor: {
       std::vector<at::Tensor> parts = value.tensor_unchecked().unbind(stack_dim_);
-      for (int64_t i = 0; i < count(); ++i) members_[i].set(key, parts[i]);
+      for (int64_t i = 0; i < count(); ++i) member_at(i).set(key, parts[i]);
       break;
     }
     case EntryKind::TensorDict: {
       const TensorDict& td = value.tensordict_unchecked();
       LazyStackImpl* stack = as_stack(td);
       // A lazy stack along the same dim gives its members themselves, by reference.
-      std::vector<TensorDict> parts = stack && stack->stack_dim_ == stack_dim_ ? stack->members_ : td.unbind(stack_dim_);
-      for (int64_t i = 0; i < count(); ++i) members_[i].set(key, EntryInit(parts[i]));
+      std::vector<TensorDict> parts = stack && stack->stack_dim_ == stack_dim_ ? stack->members().vec() : td.unbind(stack_dim_);
+      for (int64_t i = 0; i < count(); ++i) member_at(i).set(key, EntryInit(parts[i]));
       break;
     }
     case EntryKind::NonTensor: {
       const NonTensorData& data = value.non_tensor();
-      for (int64_t i = 0; i < count(); ++i) members_[i].set(key, EntryInit(member_non_tensor(data, stack_dim_, i)));
+      for (int64_t i = 0; i < count(); ++i) member_at(i).set(key, EntryInit(member_non_tensor(data, stack_dim_, i)));
       break;
     }
     case EntryKind::Undefined: break;
@@ -313,21 +331,21 @@ void LazyStackImpl::insert_or_assign(std::string_view key, Entry value) {
 }
 
 void LazyStackImpl::erase(std::string_view key) {
-  for (TensorDict& m : members_) {
+  for (TensorDict m : members()) {
     if (m.impl()->has(key)) m.erase(key);
   }
   bump_layout_version();
 }
 
 void LazyStackImpl::rename(std::string_view from, std::string_view to) {
-  for (TensorDict& m : members_) {
+  for (TensorDict m : members()) {
     if (m.impl()->has(from)) m.rename_key_(from, to);
   }
   bump_layout_version();
 }
 
 int64_t LazyStackImpl::leaf_dims(std::string_view key) const {
-  return members_.front().impl()->leaf_meta(key).shape.size() + 1;
+  return members().front().impl()->leaf_meta(key).shape.size() + 1;
 }
 
 at::Tensor LazyStackImpl::member_part(const at::Tensor& value, int64_t leaf_dims, int64_t stack_pos,
@@ -346,18 +364,18 @@ at::Tensor LazyStackImpl::member_part(const at::Tensor& value, int64_t leaf_dims
 void LazyStackImpl::write_(std::string_view key, const at::Tensor& value) {
   const int64_t dims = leaf_dims(key);
   for (int64_t i = 0; i < count(); ++i) {
-    members_[i].impl()->write_(key, member_part(value, dims, stack_dim_, i, count()));
+    member_at(i).impl()->write_(key, member_part(value, dims, stack_dim_, i, count()));
   }
 }
 
 void LazyStackImpl::write_many_(const TensorDict& values) {
   std::vector<TensorDict> parts = values.unbind(stack_dim_);
-  for (int64_t i = 0; i < count(); ++i) members_[i].impl()->write_many_(parts[i]);
+  for (int64_t i = 0; i < count(); ++i) member_at(i).impl()->write_many_(parts[i]);
 }
 
 
 void LazyStackImpl::write_non_tensor_(std::string_view key, const NonTensorData& value) {
-  for (int64_t i = 0; i < count(); ++i) members_[i].impl()->write_non_tensor_(key, member_non_tensor(value, stack_dim_, i));
+  for (int64_t i = 0; i < count(); ++i) member_at(i).impl()->write_non_tensor_(key, member_non_tensor(value, stack_dim_, i));
 }
 
 void LazyStackImpl::write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) {
@@ -369,11 +387,11 @@ void LazyStackImpl::write_at_(std::string_view key, const BatchIndex& index, con
     return;
   }
   auto write_member = [&](int64_t m, const at::Tensor& part) {
-    TensorDictBase& member = *members_[m].impl();
+    TensorDictBase& member = *member_at(m).impl();
     if (sel->rest.empty()) {
       member.write_(key, part);
     } else {
-      member.write_at_(key, BatchIndex(sel->rest, members_[m].batch_size()), part);
+      member.write_at_(key, BatchIndex(sel->rest, member_at(m).batch_size()), part);
     }
   };
   if (!sel->keeps_dim) {
@@ -390,8 +408,8 @@ void LazyStackImpl::write_at_(std::string_view key, const BatchIndex& index, con
 
 TensorDict LazyStackImpl::make_child(std::string_view key, c10::IntArrayRef batch_size) const {
   std::vector<TensorDict> children;
-  children.reserve(members_.size());
-  for (const TensorDict& m : members_) {
+  children.reserve(members().size());
+  for (const TensorDict& m : members()) {
     BatchSize child(batch_size.begin(), batch_size.end());
     child.erase(child.begin() + stack_dim_);
     for (int64_t d = 0; d < member_dims(); ++d) child[d] = m.batch_size()[d];
@@ -411,7 +429,7 @@ void LazyStackImpl::set_locked(bool locked) {
   locked_ = locked;
   if (!locked) shared_ = false;
   auto self = c10::intrusive_ptr<TensorDictBase>::reclaim_copy(this);
-  for (TensorDict& m : members_) {
+  for (TensorDict m : members()) {
     if (locked) {
       m.lock_();
       m.impl()->add_lock_parent(self);
@@ -424,22 +442,22 @@ void LazyStackImpl::set_locked(bool locked) {
 
 bool LazyStackImpl::is_locked() const {
   if (locked_) return true;
-  if (members_.empty()) return false;
-  return std::all_of(members_.begin(), members_.end(), [](const TensorDict& m) { return m.is_locked(); });
+  if (members().empty()) return false;
+  return std::all_of(members().begin(), members().end(), [](const TensorDict& m) { return m.is_locked(); });
 }
 
 TensorDict LazyStackImpl::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      std::optional<at::Device> device) const {
-  if (members_.empty()) return make_empty(member_batch(), stack_dim_, device);
+  if (members().empty()) return make_empty(member_batch(), stack_dim_, device);
   std::vector<TensorDict> out;
-  out.reserve(members_.size());
-  for (const TensorDict& m : members_) out.push_back(m.impl()->map_leaves(fn, device));
+  out.reserve(members().size());
+  for (const TensorDict& m : members()) out.push_back(m.impl()->map_leaves(fn, device));
   return make_stack(std::move(out), stack_dim_);
 }
 
 TensorDict LazyStackImpl::rearrange_batch(c10::IntArrayRef source) const {
   auto at_stack = std::find(source.begin(), source.end(), stack_dim_);
-  if (at_stack == source.end() || members_.empty()) return TensorDictBase::rearrange_batch(source);
+  if (at_stack == source.end() || members().empty()) return TensorDictBase::rearrange_batch(source);
   const int64_t position = at_stack - source.begin();
   std::vector<int64_t> member_source;
   for (int64_t s : source) {
@@ -447,8 +465,8 @@ TensorDict LazyStackImpl::rearrange_batch(c10::IntArrayRef source) const {
     member_source.push_back(s > stack_dim_ ? s - 1 : s);
   }
   std::vector<TensorDict> out;
-  out.reserve(members_.size());
-  for (const TensorDict& m : members_) out.push_back(m.impl()->rearrange_batch(member_source));
+  out.reserve(members().size());
+  for (const TensorDict& m : members()) out.push_back(m.impl()->rearrange_batch(member_source));
   return make_stack(std::move(out), position);
 }
 
@@ -471,9 +489,9 @@ TensorDict LazyStackImpl::map_batch(c10::IntArrayRef new_batch, FunctionRef<at::
       std::vector<int64_t> member_shape(new_batch.begin(), new_batch.end());
       member_shape.erase(member_shape.begin() + static_cast<int64_t>(p));
       std::vector<TensorDict> out;
-      out.reserve(members_.size());
+      out.reserve(members().size());
       try {
-        for (const TensorDict& m : members_) out.push_back(m.view(member_shape));
+        for (const TensorDict& m : members()) out.push_back(m.view(member_shape));
       } catch (const Error&) {
         break;  // a member cannot be viewed (a non-contiguous leaf): read the stacked leaves
       }

@@ -4,12 +4,14 @@
 // (at::stack of the members' leaves), so it declares no aliasing: every write reaches the
 // members through write_, write_at_ and write_many_ (Note [Reads, copies and writes]).
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <ATen/TensorIndexing.h>
+#include <c10/util/ArrayRef.h>
 
 #include <tensordict/tensor_dict.h>
 #include <tensordict/tensor_dict_base.h>
@@ -34,12 +36,17 @@ class LazyStackImpl final : public TensorDictBase {
   /// Members already validated (same rank, same device); `batch_size` from stacked_batch().
   LazyStackImpl(std::vector<TensorDict> members, int64_t stack_dim, c10::IntArrayRef batch_size,
                 std::optional<at::Device> device);
+  /// Members [begin, begin + count) of `shared`, the list another stack holds (a slice of it).
+  LazyStackImpl(std::shared_ptr<std::vector<TensorDict>> shared, size_t begin, size_t count, int64_t stack_dim,
+                c10::IntArrayRef batch_size, std::optional<at::Device> device);
 
   const char* type_name() const override { return "LazyStackedTensorDict"; }
 
-  const std::vector<TensorDict>& members() const { return members_; }
+  c10::ArrayRef<TensorDict> members() const {
+    return count_ == 0 ? c10::ArrayRef<TensorDict>() : c10::ArrayRef<TensorDict>(list_->data() + begin_, count_);
+  }
   int64_t stack_dim() const { return stack_dim_; }
-  int64_t count() const { return static_cast<int64_t>(members_.size()); }
+  int64_t count() const { return static_cast<int64_t>(count_); }
   /// Batch dims of a member (the stack has one more).
   int64_t member_dims() const { return batch_dims() - 1; }
   /// Keys some members hold and others do not, in first-seen order.
@@ -102,7 +109,16 @@ class LazyStackImpl final : public TensorDictBase {
   // The members' non-tensor values at one key as the stack's (ragged when batches differ).
   NonTensorData stack_non_tensor(const std::vector<NonTensorData>& items) const;
 
-  std::vector<TensorDict> members_;
+  // Member `i` as a handle to write through: writes reach the member tensordict, never the list.
+  TensorDict& member_at(size_t i) const { return (*list_)[begin_ + i]; }
+
+  // A slice with step 1 (ls[a:b]) shares its parent's member list instead of copying the
+  // handles: O(1), one reference count where a copy takes one per member. This stack's members
+  // are list_[begin_, begin_ + count_); insert_member copies the list first unless this stack
+  // is its only user, so a change to one stack's list never shows in another's.
+  std::shared_ptr<std::vector<TensorDict>> list_;
+  size_t begin_ = 0;
+  size_t count_ = 0;
   int64_t stack_dim_;
 };
 

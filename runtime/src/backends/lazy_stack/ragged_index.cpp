@@ -99,7 +99,7 @@ MemberSelection LazyStackImpl::select_ragged(c10::ArrayRef<TensorIndex> indices)
 TensorDict LazyStackImpl::index_ragged(c10::ArrayRef<TensorIndex> indices) const {
   const MemberSelection sel = select_ragged(indices);
   auto indexed = [&](int64_t m) {
-    const TensorDict& member = members_[static_cast<size_t>(m)];
+    const TensorDict& member = member_at(static_cast<size_t>(m));
     return sel.rest.empty() ? member : member.index(sel.rest);
   };
   if (!sel.keeps_dim) return indexed(sel.members.front());
@@ -116,7 +116,7 @@ TensorDict LazyStackImpl::index_ragged(c10::ArrayRef<TensorIndex> indices) const
 
 void LazyStackImpl::put_ragged_(c10::ArrayRef<TensorIndex> indices, const TensorDict& value) {
   const MemberSelection sel = select_ragged(indices);
-  auto put = [&](int64_t m, const TensorDict& part) { members_[static_cast<size_t>(m)].index_put_(sel.rest, part); };
+  auto put = [&](int64_t m, const TensorDict& part) { member_at(static_cast<size_t>(m)).index_put_(sel.rest, part); };
   if (!sel.keeps_dim) {
     put(sel.members.front(), value);
     return;
@@ -128,7 +128,7 @@ void LazyStackImpl::put_ragged_(c10::ArrayRef<TensorIndex> indices, const Tensor
   std::vector<TensorDict> parts;
   const LazyStackImpl* other = as_stack(value);
   if (other != nullptr && other->stack_dim_ == sel.position && other->count() == n) {
-    parts = other->members_;
+    parts = other->members().vec();
   } else if (value.batch_dims() > sel.position && value.batch_size()[sel.position] == n) {
     parts = value.unbind(sel.position);
   } else {

@@ -315,7 +315,7 @@ TensorDict& memmap_(TensorDict& td, const std::string& prefix, const MemmapOptio
            td.device()->str(), "; use memmap() to write a CPU copy");
   // A lazy stack's members may be ragged: their leaves are checked member by member.
   const lazy::LazyStackImpl* stack = lazy::as_stack(td);
-  for (const TensorDict& level : stack ? stack->members() : std::vector<TensorDict>{td}) {
+  for (const TensorDict& level : stack ? stack->members() : c10::ArrayRef<TensorDict>(td)) {
     for (const auto& entry : level.values(/*include_nested=*/true, /*leaves_only=*/true)) {
       TD_CHECK(entry.tensor().device().is_cpu(), ValueError,
                "memmap_ works in place and needs CPU leaves; use memmap() to write a CPU copy");
