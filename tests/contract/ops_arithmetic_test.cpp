@@ -5,6 +5,8 @@
 
 #include "support/catch_torch.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
 #include "contract/backends.h"
@@ -121,6 +123,41 @@ TEMPLATE_LIST_TEST_CASE("in-place scalar arithmetic equals LibTorch's in-place o
   // A float result cannot be written into an integer leaf.
   REQUIRE_THROWS_WITH(TestType::make(TensorDict({{"i", at::arange(4)}}, {4})).mul_(0.5),
                       Catch::Contains("mul_") && Catch::Contains("'i'"));
+}
+
+TEMPLATE_LIST_TEST_CASE("td op td at one batch size has the first operand's structure", "[ops][arithmetic]",
+                        ContractBackends) {
+  TensorDict a = TestType::make(TensorDict({{"x", at::ones({3, 4})},
+                                            {"n", TensorDict({{"y", at::ones({3, 2})}, {"z", at::ones({3, 2, 5})}}, {3, 2})},
+                                            {"s", "first"},
+                                            {"e", TensorDict({}, {3})}},
+                                           {3}));
+  // The same keys, inserted in another order at every level.
+  TensorDict b({{"e", TensorDict({}, {3})},
+                {"s", "second"},
+                {"n", TensorDict({{"z", at::full({3, 2, 5}, 2.0)}, {"y", at::full({3, 2}, 2.0)}}, {3, 2})},
+                {"x", at::full({3, 4}, 2.0)}},
+               {3});
+  auto top_keys = [](const TensorDict& td) {
+    std::vector<std::string> out;
+    for (const NestedKey& k : td.keys()) out.push_back(k.join("."));
+    return out;
+  };
+  // The first operand's order (a backend may list its keys in its own order), less the empty level.
+  std::vector<std::string> expected = top_keys(a);
+  REQUIRE(expected.size() == 4);
+  expected.erase(std::find(expected.begin(), expected.end(), "e"));
+  TensorDict sum = a + b;
+  CHECK(top_keys(sum) == expected);
+  CHECK((sum.get_tensordict("n").batch_size().vec() == std::vector<int64_t>{3, 2}));
+  CHECK(top_keys(sum.get_tensordict("n")) == top_keys(a.get_tensordict("n")));
+  CHECK(at::equal(sum.get({"n", "z"}), at::full({3, 2, 5}, 3.0)));
+  CHECK(at::equal(sum.get("x"), at::full({3, 4}, 3.0)));
+  CHECK(sum.get_non_tensor("s").value().as_string() == "first");
+  // Comparisons keep empty levels (Python's filter_empty=False there).
+  TensorDict eq = a == b;
+  CHECK(top_keys(eq) == top_keys(a));
+  CHECK_FALSE(eq.get("x").any().item<bool>());
 }
 
 TEMPLATE_LIST_TEST_CASE("td op td matches keys - default none raises, intersection and values fill", "[ops][arithmetic]", ContractBackends) {

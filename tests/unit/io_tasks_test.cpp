@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -32,10 +34,14 @@ TEST_CASE("run_io_tasks runs every task exactly once, on several threads", "[io_
 
 TEST_CASE("run_io_tasks rethrows the first error and starts no task after it", "[io_tasks]") {
   std::atomic<int> started{0};
+  // Every other task takes 1 ms: running all 1000 would need the failing thread descheduled
+  // for half a second between its throw and the error's record (a loaded CI machine can hold it
+  // back for the microseconds 1000 empty tasks take).
   CHECK_THROWS_WITH(run_io_tasks(1000, 2,
                                  [&](size_t i) {
                                    ++started;
                                    if (i == 3) throw std::runtime_error("task 3 failed");
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
                                  }),
                     "task 3 failed");
   CHECK(started < 1000);

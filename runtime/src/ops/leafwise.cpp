@@ -238,6 +238,14 @@ void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault&
 
 TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, const LeafList& results,
                         c10::IntArrayRef batch_size, bool filter_empty) {
+  if (default_.kind() == BinaryDefault::Kind::None && a.batch_size() == b.batch_size() &&
+      a.batch_size() == batch_size) {
+    // Strictly matched (match_leaves raised unless both hold the same keys) at one batch size:
+    // the result is shaped like `a` alone, so `b` is not walked a second time.
+    RebuildOptions options;
+    options.filter_empty = filter_empty;
+    return rebuild(*a.impl(), results, options);
+  }
   PairWalker w(default_);
   w.results = &results;
   w.new_root = batch_size;
