@@ -172,11 +172,18 @@ struct PairWalker {
     LevelBuilder* builder = out ? &*out : nullptr;
     size_t matched = 0;
     if (a != nullptr) {
+      // In-memory entries are matched in place (peek): no handle copied per key.
+      const bool peek_b = b != nullptr && b->entries_in_memory();
       a->for_each([&](const std::string& key, const Entry& ea) {
-        Entry eb;
+        Entry fetched;
+        const Entry* eb = nullptr;
         if (b != nullptr) {
-          eb = b->get(key);
-          if (eb.defined()) {
+          if (peek_b) {
+            eb = b->peek(key);
+          } else if ((fetched = b->get(key)).defined()) {
+            eb = &fetched;
+          }
+          if (eb != nullptr) {
             ++matched;
           } else if (def.kind() == BinaryDefault::Kind::None) {
             throw_mismatch(*a, *b, /*first_has_extra=*/true, prefix);
@@ -184,7 +191,7 @@ struct PairWalker {
             return;
           }
         }
-        entry(key, builder, &ea, eb.defined() ? &eb : nullptr, prefix);
+        entry(key, builder, &ea, eb, prefix);
       });
     }
     if (b != nullptr && (a == nullptr || matched != b->num_entries())) {
