@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # -O1: what ASan's documentation advises, and a sixth less compile time than -O2. Line tables only:
 # reports keep file:line, and clang compiles the runtime 10-15 % faster than with -g. Unity batches
-# for the suites' test code (TENSORDICT_UNITY_BUILD; the runtime always one source per compile):
-# the main build keeps one source per compile everywhere, as users build.
+# for the runtime and the suites' test code (TENSORDICT_UNITY_BUILD): the main build keeps one
+# source per compile everywhere, as users build.
 CC=clang-14 CXX=clang++-14 BUILD_DIR=${SAN_BUILD_DIR:-build-san} BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
   exec scripts/build.sh -DTENSORDICT_SANITIZE=address,undefined -DTENSORDICT_BUILD_FUZZERS=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \

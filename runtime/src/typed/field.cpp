@@ -223,8 +223,10 @@ void check_entry(const char* class_name, const FieldDescriptor& field, c10::IntA
       const NonTensorData& data = entry.non_tensor();
       if (std::all_of(data.pool().begin(), data.pool().end(), fits)) return;
       // A stack's pool keeps values no element holds any more (the null a first indexed write
-      // left in rows since written): only the values held count.
-      for (const json::Value& v : detail::held_values_only(data).pool())
+      // left in rows since written): only the values held count. Named, so the pool outlives
+      // the loop (a range over the temporary's pool() would read it after it is destroyed).
+      const NonTensorData held = detail::held_values_only(data);
+      for (const json::Value& v : held.pool())
         TD_CHECK(fits(v), TypeError, class_name, ".", field.name, ": expected ", kind_description(field.kind), ", got ",
                  json_kind_description(v));
       return;
