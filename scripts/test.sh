@@ -4,8 +4,8 @@
 # command and what CI runs.
 #
 #   scripts/test.sh [ctest args]             all of it (TEST_SANITIZE=0 or TEST_FUZZ=0 skip a part)
-#   scripts/test.sh --sanitize [ctest args]  only the unit, contract, generator, reliability and
-#                                            distributed tests built with clang-14, ASan and UBSan
+#   scripts/test.sh --sanitize [ctest args]  only the unit, contract, generator, typed, reliability
+#                                            and distributed tests built with clang-14, ASan and UBSan
 #                                            (scripts/sanitize-build.sh, target sanitizer_tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ if [[ "${1:-}" == --sanitize ]]; then
   # Every report stops the test that made it (halt_on_error); leaks are reported at exit.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests|reliability_tests|dist_tests):' "$@"
+  exec ctest --output-on-failure -j"${JOBS:-$(nproc)}" -R '^(unit_tests|contract_tests|generator_tests|typed_tests|reliability_tests|dist_tests):' "$@"
 fi
 # Each step's end, in seconds since the start (docs/reliability.md keeps the figures).
 step_done() { echo "test.sh: $1 done at ${SECONDS} s"; }
