@@ -1,6 +1,7 @@
-// ls[a:b] on the stack dim shares the stack's member list (issue 34): the sub-stack sees the same
-// member handles, a later change to either stack's list (append, insert) stays with that stack,
-// and a sub-stack outlives the stack it came from.
+// ls[a:b] on the stack dim shares the stack's member list when it holds at least half of it
+// (issue 34): the sub-stack sees the same member handles, a later change to either stack's list
+// (append, insert) stays with that stack, a sub-stack outlives the stack it came from, and a
+// small slice holds only its own members.
 
 #include "support/catch_torch.h"
 
@@ -79,11 +80,34 @@ TEST_CASE("a sub-stack outlives the stack it was sliced from", "[lazy][indexing]
   TensorDict sub;
   {
     TensorDict ls = lazy_stack(ms);
-    sub = ls.index({Slice(3, 5)});
+    sub = ls.index({Slice(2, 5)});
   }
-  CHECK(member_values(sub) == std::vector<double>{3, 4});
-  CHECK(LazyStackedTensorDict::from(sub).member(0).is_same(ms[3]));
-  CHECK(at::equal(sub.get("x")[1], at::full({2}, 4.f)));
+  CHECK(member_values(sub) == std::vector<double>{2, 3, 4});
+  CHECK(LazyStackedTensorDict::from(sub).member(0).is_same(ms[2]));
+  CHECK(at::equal(sub.get("x")[2], at::full({2}, 4.f)));
+}
+
+TEST_CASE("a slice pins at most twice the members it selects", "[lazy][indexing]") {
+  std::vector<TensorDict> ms = numbered_members(8);
+  // References to member i besides `ms` itself: the stacks and slices holding it.
+  auto holders = [&](size_t i) { return c10::raw::intrusive_ptr::use_count(ms[i].impl()) - 1; };
+  TensorDict small, half;
+  {
+    TensorDict ls = lazy_stack(ms);
+    small = ls.index({Slice(0, 3)});  // 3 of 8: its own handles
+  }
+  CHECK(holders(0) == 1);
+  CHECK(holders(5) == 0);  // not selected, not kept
+  {
+    TensorDict ls = lazy_stack(ms);
+    half = ls.index({Slice(4, 8)});  // 4 of 8: the stack's list, shared
+  }
+  CHECK(holders(5) == 1);
+  CHECK(holders(3) == 1);  // the shared list holds the other half too
+  CHECK(holders(0) == 2);
+  small = TensorDict();
+  half = TensorDict();
+  for (size_t i = 0; i < ms.size(); ++i) CHECK(holders(i) == 0);
 }
 
 TEST_CASE("locking a sub-stack locks its members only", "[lazy][indexing]") {

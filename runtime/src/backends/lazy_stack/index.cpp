@@ -117,7 +117,9 @@ TensorDict LazyStackImpl::index(const BatchIndex& index) const {
     // Members of a stack with no ragged dim (a ragged batch never reaches here) agree with each
     // other already: the sub-stack's batch is the index's result, as make_stack would find.
     const int64_t picked = index.result_batch_size()[static_cast<size_t>(stack_dim_)];
-    if (picked > 0 && slice->step == 1) {
+    // A step-1 slice shares the list when it holds at least half of it: a slice then pins at
+    // most twice the members it selects (ls[:2] of a million must not keep the rest alive).
+    if (picked > 0 && slice->step == 1 && 2 * static_cast<size_t>(picked) >= list_->size()) {
       return TensorDict(c10::make_intrusive<LazyStackImpl>(list_, begin_ + static_cast<size_t>(slice->start),
                                                            static_cast<size_t>(picked), stack_dim_,
                                                            index.result_batch_size(), device_));

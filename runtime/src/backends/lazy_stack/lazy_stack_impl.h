@@ -112,10 +112,10 @@ class LazyStackImpl final : public TensorDictBase {
   // Member `i` as a handle to write through: writes reach the member tensordict, never the list.
   TensorDict& member_at(size_t i) const { return (*list_)[begin_ + i]; }
 
-  // A slice with step 1 (ls[a:b]) shares its parent's member list instead of copying the
-  // handles: O(1), one reference count where a copy takes one per member. This stack's members
-  // are list_[begin_, begin_ + count_); insert_member copies the list first unless this stack
-  // is its only user, so a change to one stack's list never shows in another's.
+  // A slice with step 1 (ls[a:b]) holding at least half of its parent's list shares it instead
+  // of copying the handles: one reference count where a copy takes one per member. This stack's
+  // members are list_[begin_, begin_ + count_); insert_member copies the list first unless this
+  // stack is its only user, so a change to one stack's list never shows in another's.
   std::shared_ptr<std::vector<TensorDict>> list_;
   size_t begin_ = 0;
   size_t count_ = 0;
