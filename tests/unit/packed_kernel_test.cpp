@@ -216,3 +216,31 @@ TEST_CASE("zero_ and fill_ of a consolidated tensordict write its storage once",
   CHECK(consolidated_storage(packed).data_ptr() == storage.data_ptr());
   CHECK(is_consolidated(packed));
 }
+
+TEST_CASE("a CPU result above 32 MiB is made per leaf, in-place ops stay one kernel", "[unit][packed]") {
+  // One result larger than glibc reuses from its heap would be mapped and faulted in anew on
+  // every call (ops/packed.cpp): such ops run per leaf, with the same values. The threshold is
+  // on the result: bools or a narrower dtype of the same storage stay on the packed path.
+  TensorDict plain({}, {16});
+  for (int i = 0; i < 3; ++i) plain.set("l" + std::to_string(i), at::randn({16, 1 << 18}));  // 3 x 16 MiB
+  TensorDict packed = consolidate(plain);
+  REQUIRE(one_storage(packed));
+  const TensorDict exp = packed.exp();
+  CHECK_FALSE(one_storage(exp));
+  CHECK(same(exp, plain.exp()));
+  CHECK_FALSE(one_storage(packed * 2));
+  CHECK_FALSE(one_storage(packed + packed));
+  CHECK_FALSE(one_storage(packed.clone()));
+  CHECK(same(packed.clone(), plain));
+  CHECK_FALSE(one_storage(packed.to(at::kDouble)));
+  CHECK(one_storage(packed.to(at::kHalf)));  // 24 MiB
+  CHECK(one_storage(packed.gt(0)));          // 12 MiB of bools
+  CHECK(one_storage(packed.gt(consolidate(plain * 0.5))));
+  CHECK(same(packed.gt(0).to(at::kFloat), plain.gt(0).to(at::kFloat)));
+  const at::Tensor storage = consolidated_storage(packed);
+  packed.mul_(2);
+  CHECK(consolidated_storage(packed).data_ptr() == storage.data_ptr());
+  CHECK(same(packed, plain * 2));
+  // Below the threshold the result is packed: 2 x 16 MiB.
+  CHECK(one_storage(consolidate(plain.exclude({"l2"})).exp()));
+}

@@ -36,17 +36,19 @@ TensorDict TensorDict::to(at::Device device, bool non_blocking) const {
 namespace {
 // A packed storage (a consolidated tensordict): `fn` once over all of it, the result cut into
 // leaves laid out the same way (so it is packed too); undefined when the leaves are not packed.
-std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
+std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                     size_t result_itemsize = 0) {
   if (!td.impl()->leaves_alias_storage() || !ops::may_be_packed(*td.impl())) return std::nullopt;
   const ops::LeafList leaves = ops::leaves_of(td);
-  const at::Tensor flat = ops::packed_storage(leaves);
+  const at::Tensor flat = ops::packed_storage_for_result(leaves, result_itemsize);
   if (!flat.defined()) return std::nullopt;
   return keep_names(ops::rebuild(*td.impl(), ops::unpack_like(fn(flat), leaves)), *td.impl());
 }
 }  // namespace
 
 TensorDict TensorDict::to(at::ScalarType dtype) const {
-  if (auto packed = packed_map(*this, [&](const at::Tensor& t) { return t.to(dtype); })) return keep_lock(*packed, *this);
+  if (auto packed = packed_map(*this, [&](const at::Tensor& t) { return t.to(dtype); }, c10::elementSize(dtype)))
+    return keep_lock(*packed, *this);
   return keep_names(keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this), *impl_);
 }
 

@@ -32,7 +32,7 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
   LeafList results;
   if (a.batch_size() == b.batch_size()) {
     // Two packed storages of one layout (consolidated tensordicts): one kernel over both.
-    const at::Tensor fa = packed_storage(m.lhs), fb = packed_storage(m.rhs);
+    const at::Tensor fa = packed_storage_for_result(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
     if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
       try {
         results = unpack_like(loop(fa, fb), m.lhs);
@@ -222,7 +222,7 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
     operands[i] = scalar.for_leaf(leaves[i]);
     all_tensor_operands = all_tensor_operands && operands[i].defined();
   }
-  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+  if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
     // A packed storage (a consolidated tensordict): one kernel over all of it; on an error the
     // per-leaf path below names the failing key.
     try {

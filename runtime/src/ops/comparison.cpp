@@ -16,7 +16,7 @@ using namespace ops;
 namespace {
 
 TensorDict elementwise_test(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> test) {
-  return map_elementwise(td, op, test);
+  return map_elementwise(td, op, test, {}, sizeof(bool));
 }
 
 using CmpOp = TensorDictComparison::Op;
@@ -55,7 +55,8 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   if (a.batch_size() == b.batch_size()) {
     // Two packed storages of one layout (consolidated tensordicts): one comparison of both, its
     // bools packed like the operands. An error falls to the per-leaf path, which names the key.
-    const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
+    const at::Tensor fa = packed_storage_for_result(m.lhs, sizeof(bool));
+    const at::Tensor fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
     if (fb.defined() && same_layout(m.lhs, m.rhs)) {
       try {
         return rebuild_pair(a, b, def, unpack_like(compare(op, fa, fb), m.lhs), batch);
@@ -79,10 +80,13 @@ TensorDict compare_tensor(const TensorDict& td, const at::Tensor& other, CmpOp o
 
 TensorDict compare_scalar(const TensorDict& td, const c10::Scalar& other, CmpOp op) {
   ScalarOperand scalar(other);
-  return map_elementwise(td, cmp_name(op), [&](const at::Tensor& leaf) {
-    const at::Tensor& z = scalar.for_leaf(leaf);
-    return z.defined() ? compare(op, leaf, z) : compare(op, leaf, other);
-  });
+  return map_elementwise(
+      td, cmp_name(op),
+      [&](const at::Tensor& leaf) {
+        const at::Tensor& z = scalar.for_leaf(leaf);
+        return z.defined() ? compare(op, leaf, z) : compare(op, leaf, other);
+      },
+      {}, sizeof(bool));
 }
 
 bool leaf_all(const at::Tensor& t) { return t.numel() == 0 || t.all().item<bool>(); }

@@ -56,10 +56,10 @@ TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::T
 }
 
 TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                           const RebuildOptions& options) {
+                           const RebuildOptions& options, size_t result_itemsize) {
   const TensorDict src = readable(td);
   const LeafList leaves = leaves_of(src);
-  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+  if (const at::Tensor flat = packed_storage_for_result(leaves, result_itemsize); flat.defined()) {
     try {
       return rebuild(*src.impl(), unpack_like(fn(flat), leaves), options);
     } catch (const c10::Error&) {

@@ -55,9 +55,10 @@ TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::T
                          const RebuildOptions& options = {});
 /// map_each_leaf for an elementwise `fn` (its result has its input's shape, each element made
 /// from the element at the same place): one call over the packed storage when the leaves tile
-/// one (ops/packed.h), so the result is packed too; per leaf otherwise.
+/// one (ops/packed.h), so the result is packed too; per leaf otherwise. `result_itemsize`: the
+/// result's bytes an element (0: the input's), for packed_storage_for_result.
 TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                           const RebuildOptions& options = {});
+                           const RebuildOptions& options = {}, size_t result_itemsize = 0);
 
 }  // namespace ops
 }  // namespace tensordict

@@ -15,6 +15,10 @@ bool may_be_packed(const TensorDictBase& td);
 /// The flat view of the one storage `leaves` tile exactly (same dtype, contiguous, in storage
 /// order, no gap, overlap or foreign byte, no autograd); undefined otherwise.
 at::Tensor packed_storage(const LeafList& leaves);
+/// packed_storage(leaves) for an out-of-place op, whose result is new memory of
+/// `result_itemsize` bytes an element (0: the leaves' own); undefined also where one result
+/// over the whole storage costs more than the kernels it saves (a large CPU result, packed.cpp).
+at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_itemsize = 0);
 /// True when `a[i]` and `b[i]` sit at the same element offset with the same shape, for every i:
 /// an elementwise op between their packed storages pairs the right elements.
 bool same_layout(const LeafList& a, const LeafList& b);

@@ -22,7 +22,7 @@ TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tenso
   LeafList leaves = leaves_of(src);
   // A packed storage (a consolidated tensordict): one kernel over all of it.
   LeafList results;
-  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+  if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
     try {
       results = unpack_like(loop(flat), leaves);
     } catch (const c10::Error&) {
