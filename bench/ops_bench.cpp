@@ -29,6 +29,8 @@
 
 #include <tensordict/tensordict.h>
 
+#include "instruction_count.h"
+
 namespace {
 
 using at::indexing::Slice;
@@ -173,10 +175,10 @@ Groups floor_join(FixtureF& f, bool stack) {
 
 template <typename Fn>
 void register_op(const std::string& name, Fn fn) {
-  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& state) {
+  bench_count::configure(benchmark::RegisterBenchmark(name.c_str(), [fn, name](benchmark::State& state) {
     FixtureF& f = fixture();
-    for (auto _ : state) fn(f);
-  })->Unit(benchmark::kMicrosecond);
+    bench_count::counted_loop(state, name, [&] { fn(f); });
+  })->Unit(benchmark::kMicrosecond));
 }
 
 // The floor body comes last (variadic) so it may hold braces with commas.
@@ -213,31 +215,33 @@ void register_all() {
     DoNotOptimize(found);
   });
 
-  // set_new_nested: the key is removed (untimed) after every call.
-  benchmark::RegisterBenchmark("cpp/set_new_nested", [](benchmark::State& state) {
-    FixtureF& f = fixture();
-    for (auto _ : state) {
-      auto t0 = std::chrono::steady_clock::now();
-      f.td_w.set({"g1", "new"}, f.new_leaf);
-      auto t1 = std::chrono::steady_clock::now();
-      state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-      f.td_w.erase({"g1", "new"});
-    }
-  })->UseManualTime()->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("floor/set_new_nested", [](benchmark::State& state) {
-    FixtureF& f = fixture();
-    for (auto _ : state) {
-      auto t0 = std::chrono::steady_clock::now();
-      for (Group& g : f.src_w) {
-        if (g.name != "g1") continue;
-        if (f.new_leaf.dim() < 1 || f.new_leaf.size(0) != kBatch) throw std::runtime_error("batch mismatch");
-        g.leaves.emplace_back("new", f.new_leaf);
+  // set_new_nested: the key is removed (untimed) after every call. Not counted in instructions.
+  if (bench_count::fixed_iterations() == 0) {
+    benchmark::RegisterBenchmark("cpp/set_new_nested", [](benchmark::State& state) {
+      FixtureF& f = fixture();
+      for (auto _ : state) {
+        auto t0 = std::chrono::steady_clock::now();
+        f.td_w.set({"g1", "new"}, f.new_leaf);
+        auto t1 = std::chrono::steady_clock::now();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+        f.td_w.erase({"g1", "new"});
       }
-      auto t1 = std::chrono::steady_clock::now();
-      state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-      f.src_w[1].leaves.pop_back();
-    }
-  })->UseManualTime()->Unit(benchmark::kMicrosecond);
+    })->UseManualTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("floor/set_new_nested", [](benchmark::State& state) {
+      FixtureF& f = fixture();
+      for (auto _ : state) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (Group& g : f.src_w) {
+          if (g.name != "g1") continue;
+          if (f.new_leaf.dim() < 1 || f.new_leaf.size(0) != kBatch) throw std::runtime_error("batch mismatch");
+          g.leaves.emplace_back("new", f.new_leaf);
+        }
+        auto t1 = std::chrono::steady_clock::now();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+        f.src_w[1].leaves.pop_back();
+      }
+    })->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
 
   TD_BENCH("index_int", DoNotOptimize(f.td.index({3})),
            DoNotOptimize(map_groups(f.src, [](const at::Tensor& t) { return t.select(0, 3); })));
@@ -550,7 +554,9 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   fixture();  // built once, outside timing
   register_all();
-  register_io_ops();  // fixture B is built on first use, so filtering it out costs nothing
+  // Fixture B is built on first use, so filtering it out costs nothing; its I/O is not counted
+  // in instructions (scripts/bench_instructions.sh).
+  if (bench_count::fixed_iterations() == 0) register_io_ops();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -8,7 +8,7 @@ packages=(
   libtorch-dev libgloo-dev
   libyaml-cpp-dev
   catch2
-  libbenchmark-dev
+  libbenchmark-dev valgrind
   libhdf5-dev hdf5-tools
   libhiredis-dev redis-server redis-tools
   libcsv-dev
