@@ -168,3 +168,49 @@ TEMPLATE_LIST_TEST_CASE("split and unbind along an inner batch dim", "[contract]
   CHECK((sizes_of(halves[1].batch_size()) == Sizes{2, 1}));
   CHECK(at::equal(cat(halves, 1).get("a"), td.get("a")));
 }
+
+TEMPLATE_LIST_TEST_CASE("stack, cat and td op td match members by key, whatever their key order", "[contract][multi]",
+                        ContractBackends) {
+  // Members built alike are matched position by position (TensorDictBase::peek_at); a member
+  // whose keys are in another order, or sit after an erased slot, must still be matched by key.
+  const TensorDict abc({{"a", at::full({2}, 1.0)}, {"b", at::full({2}, 2.0)}, {"c", at::full({2}, 3.0)}}, {2});
+  const TensorDict cab({{"c", at::full({2}, 30.0)}, {"a", at::full({2}, 10.0)}, {"b", at::full({2}, 20.0)}}, {2});
+  TensorDict erased({{"x", at::zeros({2})}, {"a", at::full({2}, 100.0)}, {"b", at::full({2}, 200.0)}}, {2});
+  erased.erase("x");  // every key one place earlier than it was written
+  erased.set("c", at::full({2}, 300.0));
+  const TensorDict t0 = TestType::make(abc), t1 = TestType::make(cab), t2 = TestType::make(erased);
+  const TensorDict s = stack({t0, t1, t2});
+  CHECK(at::equal(s.get("a").select(1, 0), at::tensor({1.0, 10.0, 100.0}, at::kFloat)));
+  CHECK(at::equal(s.get("c").select(1, 1), at::tensor({3.0, 30.0, 300.0}, at::kFloat)));
+  const TensorDict c = cat({t1, t0, t2});
+  CHECK((joined_keys(c, true) == Strings{"c", "a", "b"}));  // the first member's order
+  CHECK(at::equal(c.get("b"), at::tensor({20.0, 20.0, 2.0, 2.0, 200.0, 200.0}, at::kFloat)));
+  const TensorDict sum = t0 + t1;
+  CHECK((joined_keys(sum, true) == Strings{"a", "b", "c"}));
+  CHECK(at::equal(sum.get("b"), at::full({2}, 22.0)));
+  CHECK(at::equal((t0 + t2).get("c"), at::full({2}, 303.0)));
+  // A member with fewer keys, or with other keys of the same count, is refused by name.
+  const TensorDict ab = TestType::make(abc.exclude({"c"}));
+  REQUIRE_THROWS_WITH(stack({t0, ab}), Catch::Contains("exclusive") && Catch::Contains("td[1] has keys ['a', 'b']"));
+  const TensorDict abd = TestType::make(TensorDict({{"a", at::zeros({2})}, {"b", at::zeros({2})}, {"d", at::zeros({2})}}, {2}));
+  REQUIRE_THROWS_WITH(stack({t0, abd}), Catch::Contains("first differing key 'c'"));
+  REQUIRE_THROWS_WITH(cat({t0, t1, abd}), Catch::Contains("got keys ['a', 'b', 'c'] and ['a', 'b', 'd']"));
+}
+
+TEST_CASE("stack matches members by key past an erased slot of a large level", "[contract][multi]") {
+  // Above 16 keys an in-memory level erases by leaving a tombstone: the slot a key was written
+  // to no longer matches its place in key order, and peek_at must fall back to the lookup.
+  TensorDict plain({}, {2}), holed({}, {2});
+  holed.set("x", at::zeros({2}));
+  for (int i = 0; i < 17; ++i) {
+    plain.set("k" + std::to_string(i), at::full({2}, static_cast<double>(i)));
+    holed.set("k" + std::to_string(i), at::full({2}, 100.0 + i));
+  }
+  holed.erase("x");
+  const TensorDict s = stack({plain, holed});
+  for (int i = 0; i < 17; ++i) {
+    INFO("k" << i);
+    CHECK(at::equal(s.get("k" + std::to_string(i)).select(1, 0), at::tensor({1.0 * i, 100.0 + i}, at::kFloat)));
+  }
+  CHECK(at::equal((plain + holed).get("k16"), at::full({2}, 116.0 + 16)));
+}

@@ -127,6 +127,10 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// The address of the entry stored under `key`, valid until layout_version() changes, or
   /// nullptr when there is none. Only backends with `entries_in_memory` return non-null.
   virtual const Entry* peek(std::string_view key) const;
+  /// peek(key) for a caller walking another level in step with this one (stack, cat, binary
+  /// ops): the entry at `position` in key order is tried first, with no hash or scan, then the
+  /// key is looked up as usual. The default is peek(key).
+  virtual const Entry* peek_at(std::string_view key, size_t position) const;
   /// What `key` holds, Undefined when it is missing, without reading tensor data.
   virtual EntryKind kind(std::string_view key) const;
   /// Calls `fn(key, kind)` for every entry, in order, without reading tensor data.

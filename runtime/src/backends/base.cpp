@@ -48,6 +48,7 @@ void TensorDictBase::unsupported(const char* what, const char* why) const {
 // ---- Reads ----------------------------------------------------------------------------------
 
 const Entry* TensorDictBase::peek(std::string_view) const { return nullptr; }
+const Entry* TensorDictBase::peek_at(std::string_view key, size_t) const { return peek(key); }
 
 EntryKind TensorDictBase::kind(std::string_view key) const { return get(key).kind(); }
 

@@ -24,6 +24,7 @@ class TableBackend : public TensorDictBase {
   bool has(std::string_view key) const override { return table_->has(key); }
   Entry get(std::string_view key) const override;
   const Entry* peek(std::string_view key) const override { return table_->peek(key); }
+  const Entry* peek_at(std::string_view key, size_t position) const override { return table_->peek_at(key, position); }
   EntryKind kind(std::string_view key) const override { return table_->kind(key); }
   void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override { table_->for_each(fn); }
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override {

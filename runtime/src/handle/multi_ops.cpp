@@ -242,24 +242,45 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
     }
     out_batch[dim] = total;
   }
-  check_same_keys(tds, prefix, mode);
+  // Equal counts here and every key of td[0] found below make equal key sets; a difference is
+  // reported by check_same_keys, which walks the keys a second time only then.
+  for (size_t i = 1; i < tds.size(); ++i) {
+    if (tds[i].impl()->num_entries() != first.impl()->num_entries()) check_same_keys(tds, prefix, mode);
+  }
 
   LevelBuilder out(out_batch, device, first.impl()->num_entries());
-  std::vector<Entry> column(tds.size());
+  // Each member's entry at the key: its address where entries live in memory (no reference
+  // count touched, the common case), else a copy held in `held`.
+  std::vector<const Entry*> column(tds.size());
+  std::vector<Entry> held;  // sized on first use
+  size_t position = 0;  // the key's place in td[0]: where members built alike hold it too
   first.impl()->for_each([&](const std::string& key, const Entry& head) {
-    const NestedKey full = prefix.child(key);
+    const size_t at = position++;
     for (size_t i = 0; i < tds.size(); ++i) {
-      column[i] = i == 0 ? head : tds[i].impl()->get(key);
-      TD_CHECK(column[i].kind() == head.kind(), TypeError, "cannot ",
-               mode == Join::Stack ? "stack" : "cat", " key ", full.repr(), ": td[0] holds ",
-               kind_name(head.kind()), " but td[", i, "] holds ", kind_name(column[i].kind()));
+      const TensorDictBase& member = *tds[i].impl();
+      if (i == 0) {
+        column[i] = &head;
+      } else if (member.entries_in_memory()) {
+        column[i] = member.peek_at(key, at);
+      } else {
+        if (held.empty()) held.resize(tds.size());
+        held[i] = member.get(key);
+        column[i] = held[i].kind() == Entry::Kind::Undefined ? nullptr : &held[i];
+      }
+      if (column[i] == nullptr) {
+        check_same_keys(tds, prefix, mode);  // throws: td[i] lacks the key
+        TD_THROW(KeyError, "key ", prefix.child(key).repr(), " is missing from td[", i, "]");
+      }
+      TD_CHECK(column[i]->kind() == head.kind(), TypeError, "cannot ", mode == Join::Stack ? "stack" : "cat", " key ",
+               prefix.child(key).repr(), ": td[0] holds ", kind_name(head.kind()), " but td[", i, "] holds ",
+               kind_name(column[i]->kind()));
     }
     switch (head.kind()) {
       case Entry::Kind::Tensor: {
         std::vector<at::Tensor> leaves;
         leaves.reserve(tds.size());
         for (size_t i = 0; i < tds.size(); ++i) {
-          const at::Tensor& t = column[i].tensor_unchecked();
+          const at::Tensor& t = column[i]->tensor_unchecked();
           if (i > 0) {
             c10::IntArrayRef a = head.tensor_unchecked().sizes(), b = t.sizes();
             bool ok = a.size() == b.size();
@@ -268,7 +289,7 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
             }
             TD_CHECK(ok, ShapeError, "The shapes of the tensors to ",
                      mode == Join::Stack ? "stack" : "cat", " is incompatible: ", size_str(b),
-                     " vs ", size_str(a), " for key ", full.repr(), ".");
+                     " vs ", size_str(a), " for key ", prefix.child(key).repr(), ".");
           }
           leaves.push_back(t);
         }
@@ -278,13 +299,13 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
       case Entry::Kind::TensorDict: {
         std::vector<TensorDict> children;
         children.reserve(tds.size());
-        for (const auto& e : column) children.push_back(e.tensordict_unchecked());
-        out.append(key, join(children, dim, mode, full));
+        for (const Entry* e : column) children.push_back(e->tensordict_unchecked());
+        out.append(key, join(children, dim, mode, prefix.child(key)));
         break;
       }
       case Entry::Kind::NonTensor: {
         std::vector<NonTensorData> items;
-        for (const auto& e : column) items.push_back(e.non_tensor());
+        for (const Entry* e : column) items.push_back(e->non_tensor());
         if (mode == Join::Stack) {
           out.append(key, NonTensorData::stack(items, dim, first.batch_size()));
         } else {

@@ -174,12 +174,14 @@ struct PairWalker {
     if (a != nullptr) {
       // In-memory entries are matched in place (peek): no handle copied per key.
       const bool peek_b = b != nullptr && b->entries_in_memory();
+      size_t position = 0;  // the key's place in `a`: where a `b` built alike holds it too
       a->for_each([&](const std::string& key, const Entry& ea) {
+        const size_t at = position++;
         Entry fetched;
         const Entry* eb = nullptr;
         if (b != nullptr) {
           if (peek_b) {
-            eb = b->peek(key);
+            eb = b->peek_at(key, at);
           } else if ((fetched = b->get(key)).defined()) {
             eb = &fetched;
           }
