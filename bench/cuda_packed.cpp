@@ -32,6 +32,8 @@
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/tensordict.h>
 
+#include "leaf_cut.h"
+
 namespace {
 
 using tensordict::TensorDict;
@@ -59,8 +61,7 @@ struct Fixture {
   TensorDict same, same2;  // consolidated, equal, never written
   std::vector<at::Tensor> leaves, leaves2, same_leaves, same_leaves2;
   at::Tensor storage, storage2, same_storage, same_storage2;
-  std::vector<int64_t> numels;
-  std::vector<std::vector<int64_t>> shapes;
+  LeafCut cut;  // a storage result cut into the leaves by hand
   // Out-of-place results come out packed, except CPU ones above 32 MiB (ops/packed.cpp), which
   // are made per leaf; tests/unit/packed_kernel_test.cpp checks that rule.
   bool packed_results = true;
@@ -84,17 +85,9 @@ struct Fixture {
     same_storage = tensordict::consolidated_storage(same).view(at::kFloat);
     same_storage2 = tensordict::consolidated_storage(same2).view(at::kFloat);
     packed_results = !g_device.is_cpu() || storage.nbytes() <= (size_t{32} << 20);
-    for (const at::Tensor& t : leaves) {
+    for (const at::Tensor& t : leaves)
       if (t.device().type() != g_device.type()) fail("a consolidated leaf is not on " + g_device.str());
-      numels.push_back(t.numel());
-      shapes.push_back(t.sizes().vec());
-    }
-  }
-
-  std::vector<at::Tensor> cut(const at::Tensor& flat) const {
-    std::vector<at::Tensor> parts = flat.split_with_sizes(numels);
-    for (size_t i = 0; i < parts.size(); ++i) parts[i] = parts[i].view(shapes[i]);
-    return parts;
+    cut = LeafCut(leaves);
   }
 };
 

@@ -18,6 +18,8 @@
 
 #include <tensordict/tensordict.h>
 
+#include "leaf_cut.h"
+
 namespace {
 
 using tensordict::TensorDict;
@@ -27,8 +29,7 @@ struct Packed {
   TensorDict same, same2;                  // consolidated, equal, never written: eq_all's operands
   std::vector<at::Tensor> leaves, leaves2;  // their leaves (views of the storages)
   at::Tensor storage, storage2, same_storage, same_storage2;  // the storages as one float tensor each
-  std::vector<int64_t> numels;              // the leaves' sizes, in storage order
-  std::vector<std::vector<int64_t>> shapes;
+  LeafCut cut;                              // a storage result cut into the leaves by hand
 
   Packed() {
     at::manual_seed(0);
@@ -45,17 +46,7 @@ struct Packed {
     same2 = tensordict::consolidate(plain.clone());
     same_storage = tensordict::consolidated_storage(same).view(at::kFloat);
     same_storage2 = tensordict::consolidated_storage(same2).view(at::kFloat);
-    for (const at::Tensor& t : leaves) {
-      numels.push_back(t.numel());
-      shapes.push_back(t.sizes().vec());
-    }
-  }
-
-  // The leaves of a result over the whole storage, cut by hand.
-  std::vector<at::Tensor> cut(const at::Tensor& flat) const {
-    std::vector<at::Tensor> parts = flat.split_with_sizes(numels);
-    for (size_t i = 0; i < parts.size(); ++i) parts[i] = parts[i].view(shapes[i]);
-    return parts;
+    cut = LeafCut(leaves);
   }
 };
 
