@@ -18,6 +18,7 @@
 
 #include <tensordict/tensordict.h>
 
+#include "instruction_count.h"
 #include "leaf_cut.h"
 
 namespace {
@@ -56,10 +57,10 @@ Packed& fixture() {
 }
 
 void reg(const std::string& name, std::function<void(Packed&)> fn) {
-  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& state) {
+  bench_count::configure(benchmark::RegisterBenchmark(name.c_str(), [fn, name](benchmark::State& state) {
     Packed& p = fixture();
-    for (auto _ : state) fn(p);
-  })->Unit(benchmark::kMicrosecond);
+    bench_count::counted_loop(state, name, [&] { fn(p); });
+  })->Unit(benchmark::kMicrosecond));
 }
 
 // An in-place op: the tensordict body, the per-leaf body (on one leaf), the storage body.

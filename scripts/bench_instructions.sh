@@ -7,13 +7,15 @@
 #
 #   scripts/bench_instructions.sh                 BUILD_DIR (default build-release) must hold bench/ops_bench
 #   BENCH_ITERATIONS=20 BENCH_FILTER=add_td scripts/bench_instructions.sh
+#   BENCH=packed_bench scripts/bench_instructions.sh    the one-kernel table (cpp against the per-leaf floor)
 #
-# Prints `op cpp_instructions floor_instructions ratio` and the median and worst ratio. Needs
+# Prints `op cpp_instructions floor_instructions ratio` (packed_bench: then `storage N views N`,
+# its other hand-written floors) and the median and worst ratio. Needs
 # valgrind (scripts/install-deps.sh installs it); about 2 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-release}
-bin="$build_dir/bench/ops_bench"
+bin="$build_dir/bench/${BENCH:-ops_bench}"
 [[ -x "$bin" ]] || { echo "bench_instructions: $bin not built (scripts/bench.sh builds it)" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "bench_instructions: valgrind is not installed" >&2; exit 1; }
 out=$(mktemp -d /tmp/tensordict-instructions.XXXXXX)
@@ -40,7 +42,9 @@ for _, name in sorted(order):
     side, op = name.split("/", 1)
     if side == "cpp" and f"floor/{op}" in count:
         ratios[op] = count[name] / count[f"floor/{op}"]
-        print(f"{op} {count[name]:.0f} {count['floor/' + op]:.0f} {ratios[op]:.3f}")
+        # packed_bench's other floors: one call over the storage, and that call cut into leaves.
+        extra = "".join(f" {side} {count[f'{side}/{op}']:.0f}" for side in ("storage", "views") if f"{side}/{op}" in count)
+        print(f"{op} {count[name]:.0f} {count['floor/' + op]:.0f} {ratios[op]:.3f}{extra}")
 if not ratios:
     sys.exit("bench_instructions: no counts were dumped (was ops_bench built with <valgrind/callgrind.h>?)")
 worst = max(ratios, key=ratios.get)
