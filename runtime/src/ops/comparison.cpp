@@ -5,6 +5,7 @@
 
 #include <tensordict/ops.h>
 
+#include "ops/compare_kernel.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -35,6 +36,7 @@ const char* cmp_name(CmpOp op) {
 
 template <typename Other>
 at::Tensor compare(CmpOp op, const at::Tensor& a, const Other& b) {
+  if (at::Tensor fast = compare_contiguous(op, a, b); fast.defined()) return fast;
   switch (op) {
     case CmpOp::Eq: return at::eq(a, b);
     case CmpOp::Ne: return at::ne(a, b);
@@ -96,6 +98,7 @@ bool leaf_any(const at::Tensor& t) { return t.numel() > 0 && t.any().item<bool>(
 // devices match and the two are not the same memory (at::equal may short-cut aliases to true,
 // which (x == y).all() is not for NaNs).
 bool leaves_equal(const at::Tensor& x, const at::Tensor& y) {
+  if (const std::optional<bool> equal = equal_contiguous(x, y)) return *equal;  // contiguous CPU: a loop
   const bool fast = x.sizes() == y.sizes() && x.scalar_type() == y.scalar_type() && x.device() == y.device() &&
                     !(x.data_ptr() == y.data_ptr() && x.strides() == y.strides());
   if (fast) return at::equal(x, y);

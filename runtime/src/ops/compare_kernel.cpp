@@ -1,0 +1,183 @@
+// Comparisons of contiguous CPU tensors by a plain loop (why: ops/compare_kernel.h). The inner
+// loops are written so that GCC and Clang vectorize them at -O2: a fixed-size block with no exit
+// inside for the equality test, one store per element for the others. Long inputs split over
+// LibTorch's intra-op threads with its own grain size, as `at::` ops do.
+
+#include "ops/compare_kernel.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <type_traits>
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+
+namespace tensordict {
+namespace ops {
+
+namespace {
+
+// The elements one intra-op thread takes at least: LibTorch's own grain (at::internal::GRAIN_SIZE).
+constexpr int64_t kGrain = 32768;
+
+// A tensor the loops may read as a flat array of its elements: on the CPU, contiguous, and its
+// bytes are its values (no lazy negation or conjugation, no zero tensor without memory).
+bool loopable(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && !t.is_nested() &&
+         !t.is_quantized() && t.is_contiguous() && !t.is_neg() && !t.is_conj() && !t._is_zerotensor() &&
+         t.has_storage();
+}
+
+// Calls fn(T{}) with the element type of `dtype` (bools read as bytes: 0 or 1); false for a dtype
+// with no loop here (half, bfloat16, complex, quantized).
+template <typename Fn>
+bool with_element_type(at::ScalarType dtype, Fn&& fn) {
+  switch (dtype) {
+    case at::kFloat: fn(float{}); return true;
+    case at::kDouble: fn(double{}); return true;
+    case at::kLong: fn(int64_t{}); return true;
+    case at::kInt: fn(int32_t{}); return true;
+    case at::kShort: fn(int16_t{}); return true;
+    case at::kChar: fn(int8_t{}); return true;
+    case at::kByte:
+    case at::kBool: fn(uint8_t{}); return true;
+    default: return false;
+  }
+}
+
+template <typename Fn>
+void with_comparison(CompareOp op, Fn&& fn) {
+  switch (op) {
+    case CompareOp::Eq: return fn(std::equal_to<>());
+    case CompareOp::Ne: return fn(std::not_equal_to<>());
+    case CompareOp::Lt: return fn(std::less<>());
+    case CompareOp::Le: return fn(std::less_equal<>());
+    case CompareOp::Gt: return fn(std::greater<>());
+    case CompareOp::Ge: return fn(std::greater_equal<>());
+  }
+}
+
+// The right operand: another array, or one value for every element.
+template <typename T>
+struct Elements {
+  const T* data;
+  T operator[](int64_t i) const { return data[i]; }
+};
+template <typename T>
+struct Splat {
+  T value;
+  T operator[](int64_t) const { return value; }
+};
+
+template <typename T, typename Rhs, typename Cmp>
+void compare_loop(const T* __restrict a, Rhs b, bool* __restrict out, int64_t n, Cmp cmp) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = cmp(a[i], b[i]);
+  });
+}
+
+template <typename T, typename Rhs>
+at::Tensor compare_into_bools(CompareOp op, const at::Tensor& a, Rhs b) {
+  at::Tensor out = at::empty(a.sizes(), a.options().dtype(at::kBool));
+  const T* lhs = static_cast<const T*>(a.data_ptr());
+  bool* result = out.data_ptr<bool>();
+  with_comparison(op, [&](auto cmp) { compare_loop(lhs, b, result, a.numel(), cmp); });
+  return out;
+}
+
+// `s` as a T when LibTorch compares a T tensor with it in T (c10's type promotion: a scalar of
+// the tensor's category or below does not promote it); an integer out of T's range promotes in
+// some releases and wraps in others, so it takes the `at::` path too.
+template <typename T>
+std::optional<T> scalar_in(const c10::Scalar& s, at::ScalarType dtype) {
+  if (s.isComplex()) return std::nullopt;
+  if (dtype == at::kBool) {
+    if (!s.isBoolean()) return std::nullopt;
+    return static_cast<T>(s.toBool());
+  }
+  if (s.isBoolean()) return static_cast<T>(s.toBool());
+  if (s.isFloatingPoint()) {
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.toDouble());
+    return std::nullopt;  // an integral tensor against a float promotes
+  }
+  int64_t v;
+  try {
+    v = s.toLong();  // an unsigned 64-bit scalar above INT64_MAX throws
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  if constexpr (!std::is_floating_point_v<T>) {
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        v > static_cast<int64_t>(std::numeric_limits<T>::max()))
+      return std::nullopt;
+  }
+  return static_cast<T>(v);
+}
+
+template <typename T>
+bool equal_loop(const T* a, const T* b, int64_t n) {
+  std::atomic<bool> equal{true};
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    constexpr int64_t kBlock = 256;
+    int64_t i = begin;
+    for (; i + kBlock <= end; i += kBlock) {
+      if (!equal.load(std::memory_order_relaxed)) return;
+      int differ = 0;  // an int, not a bool: a bool accumulator is not vectorized
+      for (int64_t j = 0; j < kBlock; ++j) differ |= static_cast<int>(!(a[i + j] == b[i + j]));
+      if (differ != 0) {
+        equal.store(false, std::memory_order_relaxed);
+        return;
+      }
+    }
+    for (; i < end; ++i) {
+      if (!(a[i] == b[i])) {
+        equal.store(false, std::memory_order_relaxed);
+        return;
+      }
+    }
+  });
+  return equal.load();
+}
+
+bool same_operands(const at::Tensor& a, const at::Tensor& b) {
+  return loopable(a) && loopable(b) && a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes();
+}
+
+}  // namespace
+
+at::Tensor compare_contiguous(CompareOp op, const at::Tensor& a, const at::Tensor& b) {
+  if (!same_operands(a, b)) return at::Tensor();
+  at::Tensor out;
+  with_element_type(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    out = compare_into_bools<T>(op, a, Elements<T>{static_cast<const T*>(b.data_ptr())});
+  });
+  return out;
+}
+
+at::Tensor compare_contiguous(CompareOp op, const at::Tensor& a, const c10::Scalar& b) {
+  if (!loopable(a)) return at::Tensor();
+  at::Tensor out;
+  with_element_type(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    if (const std::optional<T> value = scalar_in<T>(b, a.scalar_type())) {
+      out = compare_into_bools<T>(op, a, Splat<T>{*value});
+    }
+  });
+  return out;
+}
+
+std::optional<bool> equal_contiguous(const at::Tensor& a, const at::Tensor& b) {
+  if (!same_operands(a, b)) return std::nullopt;
+  std::optional<bool> equal;
+  with_element_type(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    equal = equal_loop(static_cast<const T*>(a.data_ptr()), static_cast<const T*>(b.data_ptr()), a.numel());
+  });
+  return equal;
+}
+
+}  // namespace ops
+}  // namespace tensordict
