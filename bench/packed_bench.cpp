@@ -130,6 +130,14 @@ void register_all() {
     DoNotOptimize(all);
   });
   reg("storage/eq_all", [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
+  // The NaN check of a training loop: a value test, then any() of its bools.
+  reg("cpp/isnan_any", [](Packed& p) { DoNotOptimize(p.td.isnan().any()); });
+  reg("floor/isnan_any", [](Packed& p) {
+    bool any = false;
+    for (const at::Tensor& t : p.leaves) any = any || at::isnan(t).any().item<bool>();
+    DoNotOptimize(any);
+  });
+  reg("storage/isnan_any", [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
   op4("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
       [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
 }

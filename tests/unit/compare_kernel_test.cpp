@@ -158,3 +158,74 @@ TEST_CASE("compare kernel: TensorDict comparisons through it equal the per-leaf 
     lhs.get("a")[3][1] = std::nanf("");
   }
 }
+
+TEST_CASE("compare kernel: isnan, isfinite, isposinf and isneginf match LibTorch", "[unit][compare_kernel]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double tiny = std::numeric_limits<double>::denorm_min(), big = std::numeric_limits<double>::max();
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const at::Tensor a = at::tensor({0.0, -0.0, 1.5, -2.0, nan, -nan, inf, -inf, tiny, big, -big}).to(dtype).repeat({70});
+    INFO("dtype " << dtype);
+    check_same(ops::test_contiguous(ops::ValueTest::IsNan, a), at::isnan(a));
+    check_same(ops::test_contiguous(ops::ValueTest::IsFinite, a), at::isfinite(a));
+    check_same(ops::test_contiguous(ops::ValueTest::IsPosInf, a), at::isposinf(a));
+    check_same(ops::test_contiguous(ops::ValueTest::IsNegInf, a), at::isneginf(a));
+  }
+  CHECK_FALSE(ops::test_contiguous(ops::ValueTest::IsNan, at::ones({3}, at::kInt)).defined());
+  CHECK_FALSE(ops::test_contiguous(ops::ValueTest::IsNan, at::ones({3}, at::kHalf)).defined());
+  CHECK_FALSE(ops::test_contiguous(ops::ValueTest::IsNan, at::ones({3, 2}).t()).defined());
+}
+
+TEST_CASE("compare kernel: all and any find the one element that decides", "[unit][compare_kernel]") {
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kChar, at::kByte, at::kBool}) {
+    INFO("dtype " << dtype);
+    const at::Tensor ones = at::ones({600}, dtype), zeros = at::zeros({600}, dtype);
+    CHECK(ops::all_contiguous(ones) == std::optional<bool>(true));
+    CHECK(ops::any_contiguous(zeros) == std::optional<bool>(false));
+    for (int64_t pos = 0; pos < 600; ++pos) {  // every lane of two blocks and the tail
+      at::Tensor one_zero = ones.clone(), one_set = zeros.clone();
+      one_zero[pos] = 0;
+      one_set[pos] = 1;
+      if (ops::all_contiguous(one_zero) != std::optional<bool>(false)) FAIL("all missed a zero at " << pos);
+      if (ops::any_contiguous(one_set) != std::optional<bool>(true)) FAIL("any missed a one at " << pos);
+    }
+    at::Tensor far = at::ones({70001}, dtype);  // over two threads' grains
+    far[70000] = 0;
+    CHECK(ops::all_contiguous(far) == std::optional<bool>(false));
+    CHECK(ops::any_contiguous(at::zeros({0}, dtype)) == std::optional<bool>(false));
+    CHECK(ops::all_contiguous(at::zeros({0}, dtype)) == std::optional<bool>(true));
+  }
+  // As at::all: NaN is nonzero, -0.0 is zero.
+  CHECK(ops::all_contiguous(at::tensor({std::nanf(""), 1.f})) == std::optional<bool>(true));
+  CHECK(ops::all_contiguous(at::tensor({-0.f, 1.f})) == std::optional<bool>(false));
+  CHECK(ops::any_contiguous(at::tensor({-0.f, 0.f})) == std::optional<bool>(false));
+  CHECK_FALSE(ops::all_contiguous(at::ones({3}, at::kHalf)).has_value());
+}
+
+TEST_CASE("compare kernel: a tensordict's NaN check and all/any, packed or not", "[unit][compare_kernel]") {
+  TensorDict td({}, {6});
+  for (int i = 0; i < 5; ++i) td.set(i % 2 ? NestedKey({"n", "x" + std::to_string(i)}) : NestedKey("x" + std::to_string(i)), at::rand({6, 40}) + 1);
+  for (const TensorDict& t : {td, consolidate(td)}) {
+    CHECK_FALSE(t.isnan().any());
+    CHECK(t.isfinite().all());
+    CHECK(t.all());
+    t.get({"n", "x3"})[5][39] = std::nanf("");
+    CHECK(t.isnan().any());
+    CHECK_FALSE(t.isfinite().all());
+    CHECK(t.all());  // NaN is nonzero
+    t.get("x4")[0][0] = 0.f;
+    CHECK_FALSE(t.all());
+    CHECK(t.any());
+    CHECK_FALSE(t.isposinf().any());
+    t.get("x0")[2][7] = -std::numeric_limits<float>::infinity();
+    CHECK(t.isneginf().any());
+    for (const auto& key : td.keys(true, true)) {
+      CHECK(at::equal(t.isfinite().get(key), at::isfinite(t.get(key))));
+    }
+    CHECK((t * 0).any());  // NaN * 0 is NaN: nonzero
+    td.get({"n", "x3"})[5][39] = 1.f;
+    td.get("x4")[0][0] = 1.f;
+    td.get("x0")[2][7] = 1.f;
+  }
+  CHECK_FALSE((td * 0).any());
+  CHECK_FALSE((consolidate(td) * 0).any());
+}

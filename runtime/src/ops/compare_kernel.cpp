@@ -1,11 +1,13 @@
-// Comparisons of contiguous CPU tensors by a plain loop (why: ops/compare_kernel.h). The inner
-// loops are written so that GCC and Clang vectorize them at -O2: a fixed-size block with no exit
-// inside for the equality test, one store per element for the others. Long inputs split over
+// Comparisons, value tests and all/any of contiguous CPU tensors by a plain loop (why:
+// ops/compare_kernel.h). The inner loops are written so that GCC and Clang vectorize them: a
+// fixed-size block with no exit inside for the tests that may stop early, one store per element
+// for the others. Long inputs split over
 // LibTorch's intra-op threads with its own grain size, as `at::` ops do.
 
 #include "ops/compare_kernel.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -116,33 +118,51 @@ std::optional<T> scalar_in(const c10::Scalar& s, at::ScalarType dtype) {
   return static_cast<T>(v);
 }
 
-template <typename T>
-bool equal_loop(const T* a, const T* b, int64_t n) {
-  std::atomic<bool> equal{true};
+// True when `found(i)` holds for some i in [0, n): blocks of a fixed size (vectorized), stopping at
+// the first block with a hit, over the intra-op threads for long inputs.
+template <typename Found>
+bool any_index(int64_t n, Found found) {
+  std::atomic<bool> hit{false};
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     constexpr int64_t kBlock = 256;
     int64_t i = begin;
     for (; i + kBlock <= end; i += kBlock) {
-      if (!equal.load(std::memory_order_relaxed)) return;
-      int differ = 0;  // an int, not a bool: a bool accumulator is not vectorized
-      for (int64_t j = 0; j < kBlock; ++j) differ |= static_cast<int>(!(a[i + j] == b[i + j]));
-      if (differ != 0) {
-        equal.store(false, std::memory_order_relaxed);
+      if (hit.load(std::memory_order_relaxed)) return;
+      int any = 0;  // an int, not a bool: a bool accumulator is not vectorized
+      for (int64_t j = 0; j < kBlock; ++j) any |= static_cast<int>(found(i + j));
+      if (any != 0) {
+        hit.store(true, std::memory_order_relaxed);
         return;
       }
     }
     for (; i < end; ++i) {
-      if (!(a[i] == b[i])) {
-        equal.store(false, std::memory_order_relaxed);
+      if (found(i)) {
+        hit.store(true, std::memory_order_relaxed);
         return;
       }
     }
   });
-  return equal.load();
+  return hit.load();
+}
+
+template <typename T>
+bool equal_loop(const T* a, const T* b, int64_t n) {
+  return !any_index(n, [a, b](int64_t i) { return !(a[i] == b[i]); });
 }
 
 bool same_operands(const at::Tensor& a, const at::Tensor& b) {
   return loopable(a) && loopable(b) && a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes();
+}
+
+template <typename T, typename Test>
+at::Tensor test_into_bools(const at::Tensor& a, Test test) {
+  at::Tensor out = at::empty(a.sizes(), a.options().dtype(at::kBool));
+  const T* __restrict in = static_cast<const T*>(a.data_ptr());
+  bool* __restrict result = out.data_ptr<bool>();
+  at::parallel_for(0, a.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) result[i] = test(in[i]);
+  });
+  return out;
 }
 
 }  // namespace
@@ -177,6 +197,46 @@ std::optional<bool> equal_contiguous(const at::Tensor& a, const at::Tensor& b) {
     equal = equal_loop(static_cast<const T*>(a.data_ptr()), static_cast<const T*>(b.data_ptr()), a.numel());
   });
   return equal;
+}
+
+at::Tensor test_contiguous(ValueTest test, const at::Tensor& a) {
+  if (!loopable(a)) return at::Tensor();
+  at::Tensor out;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    constexpr T inf = std::numeric_limits<T>::infinity();
+    switch (test) {
+      case ValueTest::IsNan: out = test_into_bools<T>(a, [](T x) { return x != x; }); break;
+      case ValueTest::IsFinite: out = test_into_bools<T>(a, [](T x) { return std::fabs(x) < inf; }); break;
+      case ValueTest::IsPosInf: out = test_into_bools<T>(a, [](T x) { return x == inf; }); break;
+      case ValueTest::IsNegInf: out = test_into_bools<T>(a, [](T x) { return x == -inf; }); break;
+    }
+  };
+  if (a.scalar_type() == at::kFloat) run(float{});
+  if (a.scalar_type() == at::kDouble) run(double{});
+  return out;
+}
+
+std::optional<bool> all_contiguous(const at::Tensor& a) {
+  if (!loopable(a)) return std::nullopt;
+  std::optional<bool> all;
+  with_element_type(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* data = static_cast<const T*>(a.data_ptr());
+    all = !any_index(a.numel(), [data](int64_t i) { return data[i] == T(0); });
+  });
+  return all;
+}
+
+std::optional<bool> any_contiguous(const at::Tensor& a) {
+  if (!loopable(a)) return std::nullopt;
+  std::optional<bool> any;
+  with_element_type(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* data = static_cast<const T*>(a.data_ptr());
+    any = any_index(a.numel(), [data](int64_t i) { return !(data[i] == T(0)); });
+  });
+  return any;
 }
 
 }  // namespace ops

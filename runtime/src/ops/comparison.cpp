@@ -91,8 +91,33 @@ TensorDict compare_scalar(const TensorDict& td, const c10::Scalar& other, CmpOp 
       {}, sizeof(bool));
 }
 
-bool leaf_all(const at::Tensor& t) { return t.numel() == 0 || t.all().item<bool>(); }
-bool leaf_any(const at::Tensor& t) { return t.numel() > 0 && t.any().item<bool>(); }
+bool leaf_all(const at::Tensor& t) {
+  if (const std::optional<bool> all = all_contiguous(t)) return *all;
+  return t.numel() == 0 || t.all().item<bool>();
+}
+bool leaf_any(const at::Tensor& t) {
+  if (const std::optional<bool> any = any_contiguous(t)) return *any;
+  return t.numel() > 0 && t.any().item<bool>();
+}
+
+// all()/any() of every leaf: one loop over the packed storage when the leaves tile one (the
+// bools of a comparison of consolidated tensordicts), else leaf by leaf.
+template <typename LeafTest>
+bool over_leaves(const TensorDict& td, bool stop_at, LeafTest leaf_test) {
+  LeafList leaves = leaves_of(readable(td));
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return leaf_test(flat);
+  for (const auto& t : leaves) {
+    if (leaf_test(t) == stop_at) return stop_at;
+  }
+  return !stop_at;
+}
+
+TensorDict value_test(const TensorDict& td, ValueTest test, const char* op, at::Tensor (*fallback)(const at::Tensor&)) {
+  return elementwise_test(td, op, [&](const at::Tensor& t) {
+    at::Tensor fast = test_contiguous(test, t);
+    return fast.defined() ? fast : fallback(t);
+  });
+}
 
 // at::equal gives the answer of (x == y).all() without the bool tensor when shapes, dtypes and
 // devices match and the two are not the same memory (at::equal may short-cut aliases to true,
@@ -162,33 +187,20 @@ bool TensorDictComparison::any() const {
   return to_tensordict().any();
 }
 
-bool TensorDict::all() const {
-  LeafList leaves = leaves_of(readable(*this));
-  for (const auto& t : leaves) {
-    if (!leaf_all(t)) return false;
-  }
-  return true;
-}
-
-bool TensorDict::any() const {
-  LeafList leaves = leaves_of(readable(*this));
-  for (const auto& t : leaves) {
-    if (leaf_any(t)) return true;
-  }
-  return false;
-}
+bool TensorDict::all() const { return over_leaves(*this, false, leaf_all); }
+bool TensorDict::any() const { return over_leaves(*this, true, leaf_any); }
 
 TensorDict TensorDict::isnan() const {
-  return elementwise_test(*this, "isnan", [](const at::Tensor& t) { return at::isnan(t); });
+  return value_test(*this, ValueTest::IsNan, "isnan", [](const at::Tensor& t) { return at::isnan(t); });
 }
 TensorDict TensorDict::isfinite() const {
-  return elementwise_test(*this, "isfinite", [](const at::Tensor& t) { return at::isfinite(t); });
+  return value_test(*this, ValueTest::IsFinite, "isfinite", [](const at::Tensor& t) { return at::isfinite(t); });
 }
 TensorDict TensorDict::isposinf() const {
-  return elementwise_test(*this, "isposinf", [](const at::Tensor& t) { return at::isposinf(t); });
+  return value_test(*this, ValueTest::IsPosInf, "isposinf", [](const at::Tensor& t) { return at::isposinf(t); });
 }
 TensorDict TensorDict::isneginf() const {
-  return elementwise_test(*this, "isneginf", [](const at::Tensor& t) { return at::isneginf(t); });
+  return value_test(*this, ValueTest::IsNegInf, "isneginf", [](const at::Tensor& t) { return at::isneginf(t); });
 }
 TensorDict TensorDict::isreal() const {
   return elementwise_test(*this, "isreal", [](const at::Tensor& t) { return at::isreal(t); });
