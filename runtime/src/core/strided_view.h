@@ -14,7 +14,10 @@ namespace detail {
 
 inline at::Tensor strided_view(const at::Tensor& like, c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset) {
   if (like.requires_grad() || like.is_inference()) return like.as_strided(sizes, strides, offset);
-  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(like.storage()), like.key_set(), like.dtype());
+  // The VIEW constructor takes the key set as it is (it is `like`'s, already final): the other one
+  // derives it again, reading thread-local dispatch state.
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(like.storage()), like.key_set(),
+                                                   like.dtype());
   impl->set_sizes_and_strides(sizes, strides);
   impl->set_storage_offset(offset);
   return at::Tensor(std::move(impl));
