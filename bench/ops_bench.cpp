@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <filesystem>
@@ -30,6 +31,7 @@
 #include <tensordict/tensordict.h>
 
 #include "instruction_count.h"
+#include "paired_timing.h"
 
 namespace {
 
@@ -173,8 +175,11 @@ Groups floor_join(FixtureF& f, bool stack) {
 
 // ---- Registration helpers -----------------------------------------------------------------------
 
+bool paired = false;  // ops_bench --paired: bench_paired::run times each op against its floor
+
 template <typename Fn>
 void register_op(const std::string& name, Fn fn) {
+  bench_paired::registry().emplace_back(name, [fn] { fn(fixture()); });
   bench_count::configure(benchmark::RegisterBenchmark(name.c_str(), [fn, name](benchmark::State& state) {
     FixtureF& f = fixture();
     bench_count::counted_loop(state, name, [&] { fn(f); });
@@ -215,8 +220,8 @@ void register_all() {
     DoNotOptimize(found);
   });
 
-  // set_new_nested: the key is removed (untimed) after every call. Not counted in instructions.
-  if (bench_count::fixed_iterations() == 0) {
+  // set_new_nested: the key is removed (untimed) after every call.
+  if (bench_count::fixed_iterations() == 0 && !paired) {
     benchmark::RegisterBenchmark("cpp/set_new_nested", [](benchmark::State& state) {
       FixtureF& f = fixture();
       for (auto _ : state) {
@@ -241,6 +246,20 @@ void register_all() {
         f.src_w[1].leaves.pop_back();
       }
     })->UseManualTime()->Unit(benchmark::kMicrosecond);
+  } else {
+    // Counted (and timed in pairs) with the removal inside: set + erase against emplace_back +
+    // pop_back (a clock read around each call would be most of its cost).
+    TD_BENCH("set_new_nested", {
+      f.td_w.set({"g1", "new"}, f.new_leaf);
+      f.td_w.erase({"g1", "new"});
+    }, {
+      for (Group& g : f.src_w) {
+        if (g.name != "g1") continue;
+        if (f.new_leaf.dim() < 1 || f.new_leaf.size(0) != kBatch) throw std::runtime_error("batch mismatch");
+        g.leaves.emplace_back("new", f.new_leaf);
+      }
+      f.src_w[1].leaves.pop_back();
+    });
   }
 
   TD_BENCH("index_int", DoNotOptimize(f.td.index({3})),
@@ -553,7 +572,14 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   fixture();  // built once, outside timing
+  paired = bench_paired::take_flag(argc, argv);
   register_all();
+  if (paired) {
+    const char* rounds = std::getenv("TD_BENCH_ROUNDS");
+    const char* filter = std::getenv("TD_BENCH_FILTER");
+    bench_paired::run(rounds ? std::atoi(rounds) : 41, 2.0, filter ? filter : "");
+    return 0;
+  }
   // Fixture B is built on first use, so filtering it out costs nothing; its I/O is not counted
   // in instructions (scripts/bench_instructions.sh).
   if (bench_count::fixed_iterations() == 0) register_io_ops();

@@ -4,7 +4,10 @@
 #    hand-written LibTorch (the floor), in the same binary. Prints one line per op,
 #    `op_id cpp_us floor_us ratio (cpp min-max, floor min-max)`: medians, then the spread of the
 #    repetitions (`n/a` for the raw dd reference writes), then
-#    `median ratio X, worst ratio Y (op_id)` and the same of the fastest repetitions;
+#    `median ratio X, worst ratio Y (op_id)` and the same of the fastest repetitions; then the
+#    same ops timed in pairs (bench/paired_timing.h: each round a batch of the op next to a batch
+#    of its floor, the ratio the median of 41 rounds, quartiles in brackets): the ratio a noisy VM
+#    moves least. BENCH_PAIRED=0 skips the paired table;
 # 2. the scaling table (bench/scaling_bench.cpp): the cost per key of the key-table ops on a level
 #    of 1k, 10k and 100k keys (median of the repetitions), its growth from 1k to 100k (of the
 #    medians, and of the fastest repetitions: at 100k keys a lookup misses the core's caches, so
@@ -106,6 +109,10 @@ if ratios:
         print(f"fastest repetitions: median ratio {statistics.median(fastest.values()):.3f}, "
               f"worst ratio {fastest[worst]:.3f} ({worst})")
 PY
+if [[ "${BENCH_PAIRED:-1}" != 0 ]]; then
+  echo "paired timing (op cpp_us floor_us ratio, quartiles of the rounds):"
+  TD_BENCH_FILTER="${BENCH_PAIRED_FILTER:-}" "$build_dir/bench/ops_bench" --paired
+fi
 fi
 
 if [[ "${BENCH_PACKED:-1}" != 0 && -x "$build_dir/bench/packed_bench" ]]; then
