@@ -173,45 +173,61 @@ TensorDict TensorDictBase::map_batch(c10::IntArrayRef new_batch_size,
 
 namespace {
 
-// `t` with its leading `old_dims` dims rearranged as rearrange_batch's `source` says: the
-// dropped dims squeezed, the kept ones permuted into place, the new ones unsqueezed.
-at::Tensor rearranged(const at::Tensor& t, c10::IntArrayRef source, int64_t old_dims) {
-  std::vector<int64_t> compact(static_cast<size_t>(old_dims), -1);
-  for (int64_t s : source) {
-    if (s >= 0) compact[static_cast<size_t>(s)] = 0;
+// What rearrange_batch does to every leaf's leading `old_dims` dims, worked out once from
+// `source` (it does not depend on the leaf): the dropped dims squeezed (highest first), the kept
+// ones permuted into place (no permute for the identity), the new ones unsqueezed. Per leaf that
+// leaves the view ops alone: `unsqueeze(0)` is one `unsqueeze` a leaf, as the hand-written loop.
+class BatchRearrangement {
+ public:
+  BatchRearrangement(c10::IntArrayRef source, int64_t old_dims) {
+    c10::SmallVector<int64_t, 8> compact(static_cast<size_t>(old_dims), -1);  // old dim -> kept position
+    for (int64_t s : source) {
+      if (s >= 0) compact[static_cast<size_t>(s)] = 0;
+    }
+    for (auto& c : compact) {
+      if (c == 0) c = kept_++;
+    }
+    for (int64_t d = old_dims - 1; d >= 0; --d) {
+      if (compact[static_cast<size_t>(d)] < 0) squeeze_.push_back(d);
+    }
+    bool identity = true;
+    for (int64_t s : source) {
+      if (s < 0) continue;
+      identity = identity && compact[static_cast<size_t>(s)] == static_cast<int64_t>(perm_.size());
+      perm_.push_back(compact[static_cast<size_t>(s)]);
+    }
+    if (identity) perm_.clear();
+    for (size_t j = 0; j < source.size(); ++j) {
+      if (source[j] < 0) unsqueeze_.push_back(static_cast<int64_t>(j));
+    }
   }
-  int64_t kept = 0;
-  for (auto& c : compact) {
-    if (c == 0) c = kept++;
+
+  at::Tensor apply(const at::Tensor& t) const {
+    at::Tensor x = t;
+    for (int64_t d : squeeze_) x = x.squeeze(d);
+    if (!perm_.empty()) {
+      c10::SmallVector<int64_t, 16> full(perm_.begin(), perm_.end());
+      for (int64_t d = kept_; d < x.dim(); ++d) full.push_back(d);  // the leaf's own dims stay last
+      x = x.permute(full);
+    }
+    for (int64_t j : unsqueeze_) x = x.unsqueeze(j);
+    return x;
   }
-  at::Tensor x = t;
-  for (int64_t d = old_dims - 1; d >= 0; --d) {
-    if (compact[static_cast<size_t>(d)] < 0) x = x.squeeze(d);
-  }
-  std::vector<int64_t> perm;
-  for (int64_t s : source) {
-    if (s >= 0) perm.push_back(compact[static_cast<size_t>(s)]);
-  }
-  // The identity (unsqueeze, squeeze) is skipped: one view op where the hand-written code does one.
-  bool identity = true;
-  for (size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == static_cast<int64_t>(j);
-  if (!identity) {
-    for (int64_t d = kept; d < x.dim(); ++d) perm.push_back(d);
-    x = x.permute(perm);
-  }
-  for (size_t j = 0; j < source.size(); ++j) {
-    if (source[j] < 0) x = x.unsqueeze(static_cast<int64_t>(j));
-  }
-  return x;
-}
+
+ private:
+  c10::SmallVector<int64_t, 8> squeeze_;
+  c10::SmallVector<int64_t, 8> perm_;
+  c10::SmallVector<int64_t, 8> unsqueeze_;
+  int64_t kept_ = 0;
+};
 
 }  // namespace
 
 TensorDict TensorDictBase::rearrange_batch(c10::IntArrayRef source) const {
   BatchSize new_batch;
   for (int64_t s : source) new_batch.push_back(s < 0 ? 1 : batch_size_[static_cast<size_t>(s)]);
-  const int64_t old_dims = batch_dims();
-  return map_batch(new_batch, [&](const at::Tensor& t) { return rearranged(t, source, old_dims); });
+  const BatchRearrangement rearrangement(source, batch_dims());
+  return map_batch(new_batch, [&](const at::Tensor& t) { return rearrangement.apply(t); });
 }
 
 TensorDict TensorDictBase::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,

@@ -20,9 +20,9 @@ using detail::wrap_batch_dim;
 namespace {
 
 // Leaf shape = new batch followed by the leaf's own dims after the old batch dims.
-std::vector<int64_t> with_event_dims(c10::IntArrayRef new_batch, const at::Tensor& leaf,
-                                     int64_t old_dims) {
-  std::vector<int64_t> shape(new_batch.begin(), new_batch.end());
+// On the stack: it is made once per leaf.
+c10::SmallVector<int64_t, 8> with_event_dims(c10::IntArrayRef new_batch, const at::Tensor& leaf, int64_t old_dims) {
+  c10::SmallVector<int64_t, 8> shape(new_batch.begin(), new_batch.end());
   c10::IntArrayRef event = leaf.sizes().slice(old_dims);
   shape.insert(shape.end(), event.begin(), event.end());
   return shape;
