@@ -43,13 +43,13 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
   }
   if (results.empty())
     results = compute(
-        m.lhs.size(), !needs_autograd(m.lhs) && !needs_autograd(m.rhs), [&] { return foreach(m.lhs, m.rhs); },
+        m.lhs.size(), foreach_pays(m.lhs) && !needs_autograd(m.rhs), [&] { return foreach(m.lhs, m.rhs); },
         [&](size_t i) { return loop(m.lhs[i], m.rhs[i]); }, PairKeys{a, b, def, false}, op);
   return keep_lock(rebuild_pair(a, b, def, results, batch, /*filter_empty=*/true), a_in);
 }
 
 bool foreach_inplace_safe(const LeafList& self, const LeafList& other) {
-  if (needs_autograd(self) || needs_autograd(other)) return false;
+  if (!foreach_pays(self) || needs_autograd(other)) return false;
   for (size_t i = 0; i < self.size(); ++i) {
     const at::Tensor& x = self[i];
     const at::Tensor& y = other[i];
@@ -182,7 +182,7 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   operands.reserve(leaves.size());
   for (const auto& t : leaves) operands.push_back(aligned.operand(t));
   LeafList results = compute(
-      leaves.size(), !needs_autograd(leaves) && !needs_autograd(operands),
+      leaves.size(), foreach_pays(leaves) && !needs_autograd(operands),
       [&] { return foreach_arith(op, leaves, operands, alpha); },
       [&](size_t i) { return arith(op, leaves[i], operands[i], alpha); }, LeafKeys{*src.impl()}, name);
   RebuildOptions options;
@@ -234,7 +234,7 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
     }
   }
   LeafList results = compute(
-      n, !needs_autograd(leaves) && (all_tensor_operands || alpha.equal(1)),
+      n, foreach_pays(leaves) && (all_tensor_operands || alpha.equal(1)),
       [&] {
         return all_tensor_operands ? foreach_arith(op, leaves, operands, alpha) : foreach_arith(op, leaves, other);
       },
@@ -428,7 +428,7 @@ TensorDict addc(const TensorDict& self_in, const TensorDict& t1, const TensorDic
   Ternary m(self, readable(t1), readable(t2), false);
   const LeafList &x = m.first.lhs, &y = m.first.rhs, &z = m.second.rhs;
   LeafList results = compute(
-      x.size(), !needs_autograd(x) && !needs_autograd(y) && !needs_autograd(z),
+      x.size(), foreach_pays(x) && !needs_autograd(y) && !needs_autograd(z),
       [&] { return mul ? at::_foreach_addcmul(x, y, z, value) : at::_foreach_addcdiv(x, y, z, value); },
       [&](size_t i) { return mul ? at::addcmul(x[i], y[i], z[i], value) : at::addcdiv(x[i], y[i], z[i], value); },
       LeafKeys{*self.impl()}, mul ? "addcmul" : "addcdiv");

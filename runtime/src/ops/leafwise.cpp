@@ -325,6 +325,10 @@ bool needs_autograd(const LeafList& leaves) {
   return false;
 }
 
+bool foreach_pays(const LeafList& leaves) {
+  return !leaves.empty() && !leaves.front().is_cpu() && !needs_autograd(leaves);
+}
+
 void rethrow_leaf_error(const char* op, const NestedKey& key, const c10::Error& e) {
   TD_THROW(RuntimeError, op, " failed for key ", key.repr(), ": ", e.what_without_backtrace());
 }

@@ -118,6 +118,10 @@ class ScalarOperand {
 /// True when autograd would record an op on one of `leaves` (the 1.13 `_foreach_*` kernels
 /// have no autograd formulas, so such lists take the per-leaf loop).
 bool needs_autograd(const LeafList& leaves);
+/// True when one `_foreach_*` call over `leaves` can beat a loop of `at::` calls: not on the CPU,
+/// whose `_foreach_*` kernels (1.13 and 2.x alike) are that loop plus a dispatch and list checks,
+/// and not under autograd.
+bool foreach_pays(const LeafList& leaves);
 
 /// Rethrows a LibTorch error from the leaf at `key` as a tensordict RuntimeError naming it.
 [[noreturn]] void rethrow_leaf_error(const char* op, const NestedKey& key, const c10::Error& e);

@@ -31,7 +31,7 @@ TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tenso
   }
   if (results.empty())
     results = compute(
-        leaves.size(), !needs_autograd(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
+        leaves.size(), foreach_pays(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
         LeafKeys{*src.impl()}, op);
   RebuildOptions options;
   options.filter_empty = true;
@@ -63,7 +63,7 @@ void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at:
   // The foreach kernel for floating leaves (which in-place unary math cannot fail on), a loop
   // naming the failing key otherwise.
   compute_(
-      leaves.size(), all_floating(leaves) && !needs_autograd(leaves), [&] { return foreach(leaves); },
+      leaves.size(), all_floating(leaves) && foreach_pays(leaves), [&] { return foreach(leaves); },
       [&](size_t i) { loop(leaves[i]); }, LeafKeys{*target.tree().impl()}, op);
   target.commit();
 }
