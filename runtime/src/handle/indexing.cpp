@@ -63,7 +63,8 @@ namespace {
 void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorDict& value,
                     const NestedKey& prefix) {
   value.impl()->for_each([&](const std::string& key, const Entry& entry) {
-    const NestedKey full = prefix.child(key);
+    // The key's full path names it in errors; made only then (or to go one level down).
+    const auto full = [&] { return prefix.child(key); };
     // A tensor is written through write_at_ and only its kind is needed: a backend whose reads
     // are copies (a file, a server) must not read the whole leaf to write a row of it.
     Entry existing = entry.is_tensor() ? Entry() : dest.get(key);
@@ -76,10 +77,10 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
         dest.insert_or_assign(key, dest.make_child(key, child_batch));
         existing = dest.get(key);  // what the backend stored
       }
-      TD_CHECK(existing.is_tensordict(), TypeError, "cannot write a TensorDict into ", full.repr(),
+      TD_CHECK(existing.is_tensordict(), TypeError, "cannot write a TensorDict into ", full().repr(),
                " which holds ", kind_name(existing.kind()));
       put_tensordict(*existing.tensordict_unchecked().impl(), index, entry.tensordict_unchecked(),
-                     full);
+                     full());
       return;
     }
     if (entry.is_non_tensor()) {
@@ -93,7 +94,7 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
         return;
       }
       TD_CHECK(existing.is_non_tensor(), TypeError, "cannot write non-tensor data into ",
-               full.repr(), " which holds ", kind_name(existing.kind()));
+               full().repr(), " which holds ", kind_name(existing.kind()));
       const NonTensorData& cur = existing.non_tensor();
       if (!cur.is_stack() && !src.is_stack() && cur.value() == src.value()) return;
       // Through the backend: a memmapped level rewrites its NonTensorStack directory.
@@ -112,14 +113,14 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       at::Tensor zeros = at::zeros(shape, src.options().device(dest.device().value_or(src.device())));
       dest.insert_or_assign(key, zeros);
     } else {
-      TD_CHECK(existing_kind == EntryKind::Tensor, TypeError, "cannot write a tensor into ", full.repr(),
+      TD_CHECK(existing_kind == EntryKind::Tensor, TypeError, "cannot write a tensor into ", full().repr(),
                " which holds ", kind_name(existing_kind));
     }
     try {
       dest.write_at_(key, index, src);
     } catch (const c10::Error& e) {
       TD_THROW(ShapeError, "cannot write a value of shape ", size_str(src.sizes()), " into ",
-               full.repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
+               full().repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
     }
   });
 }
