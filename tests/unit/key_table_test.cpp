@@ -238,3 +238,37 @@ TEST_CASE("the constructor and batch ops build levels of the right size in one b
   CHECK(half.get({"b", "g"}).sizes() == c10::IntArrayRef({2}));
   CHECK_FALSE(td.contains({"b", "g"}));
 }
+
+#include "backends/in_memory/level_builder.h"
+
+TEST_CASE("a level built with its index made once finds every key, appends mixed with checked ones",
+          "[unit][slots]") {
+  // LevelBuilder::append leaves the index to finish(); try_append (a lookup, then an indexed
+  // append) may come in between, and appends after it must keep that index whole.
+  for (int before : {10, 40}) {
+    LevelBuilder builder({2}, std::nullopt, 4);
+    std::vector<std::string> keys;
+    auto add = [&](const std::string& k) {
+      builder.append(k, at::full({2}, static_cast<double>(keys.size())));
+      keys.push_back(k);
+    };
+    for (int i = 0; i < before; ++i) add("a" + std::to_string(i));
+    CHECK_FALSE(builder.try_append("a3", at::zeros({2})));  // found by a scan: no index yet
+    REQUIRE(builder.try_append("checked", at::full({2}, static_cast<double>(keys.size()))));
+    keys.push_back("checked");
+    for (int i = 0; i < 30; ++i) add("b" + std::to_string(i));
+    CHECK_FALSE(builder.try_append("b29", at::zeros({2})));
+    TensorDict td = builder.finish();
+    INFO("appended before the checked one: " << before);
+    REQUIRE(td.impl()->keys() == keys);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!td.contains(keys[i]) || td.get(keys[i])[0].item<double>() != static_cast<double>(i)) FAIL("lost " << keys[i]);
+    }
+    CHECK_FALSE(td.contains("b30"));
+    td.erase("a5");
+    td.set("late", at::ones({2}));
+    CHECK_FALSE(td.contains("a5"));
+    CHECK(td.contains("late"));
+    CHECK(td.contains("b17"));
+  }
+}

@@ -20,10 +20,11 @@ class LevelBuilder {
       : impl_(TensorDictImpl::make(batch_size, device, capacity)) {}
 
   /// Adds an entry. The key must not be in the level yet (callers copy keys from a level,
-  /// where they are distinct); `value` is anything Entry accepts, stored as it is.
+  /// where they are distinct); `value` is anything Entry accepts, stored as it is. A level of
+  /// more than 16 keys gets its index once, in finish().
   template <typename K, typename V>
   void append(K&& key, V&& value) {
-    impl_->append_unchecked(std::forward<K>(key), std::forward<V>(value));
+    impl_->append_unindexed(std::forward<K>(key), std::forward<V>(value));
   }
   /// Adds the entry unless the key is already there (then returns false); hashes the key once.
   template <typename V>
@@ -39,7 +40,10 @@ class LevelBuilder {
   const TensorDictBase& level() const { return *impl_; }
   void set_locked(bool locked) { impl_->set_locked(locked); }
   /// The finished level; the builder is empty afterwards.
-  TensorDict finish() { return TensorDict(std::move(impl_)); }
+  TensorDict finish() {
+    impl_->index_appended();
+    return TensorDict(std::move(impl_));
+  }
 
  private:
   c10::intrusive_ptr<TensorDictImpl> impl_;

@@ -101,6 +101,23 @@ class TensorDictImpl final : public TensorDictBase {
     ++live_;
     after_append();
   }
+  /// append_unchecked for a level being built, whose index (above 16 keys) is built once by
+  /// index_appended() rather than grown key by key. Lookups in between scan the slots (correct:
+  /// a level being built has no tombstones), and an indexed append rebuilds the index first.
+  template <typename K, typename V>
+  void append_unindexed(K&& key, V&& value) {
+    const uint32_t hash = in_memory::key_hash(key);
+    if (size_ == capacity_) grow(size_ + 1);
+    new (slots_ + size_) Slot(std::forward<K>(key), std::forward<V>(value), hash);
+    ++size_;
+    ++live_;
+    bump_layout_version();
+    if (!index_.empty()) index_append();  // an indexed append came first: keep the index whole
+  }
+  /// The index of what append_unindexed added (none needed up to 16 keys).
+  void index_appended() {
+    if (size_ > kLinearScanLimit && index_.empty()) rebuild_index();
+  }
   /// Room for `n` entries (a level not made with make() starts with none).
   void reserve(size_t n) {
     if (n > capacity_) grow(n);
