@@ -27,18 +27,29 @@ struct Applier {
   std::optional<c10::IntArrayRef> new_root;
   size_t old_root_dims;
 
-  at::Tensor other_leaf(const TensorDictBase* other, size_t which, const std::string& key, const NestedKey* full,
-                        const NestedKey& prefix) const {
-    Entry e = other ? other->get(key) : Entry();
-    if (e.is_tensor()) return e.tensor_unchecked();
-    if (!e.defined() && options.default_value) return *options.default_value;
+  // The entry `key` of `other` (nullptr: missing), found in place when its entries live in
+  // memory (at the key's `position` in the level applied to when both list keys alike), else
+  // fetched into `holder`.
+  static const Entry* other_entry(const TensorDictBase* other, const std::string& key, size_t position, Entry& holder) {
+    if (other == nullptr) return nullptr;
+    if (other->entries_in_memory()) return other->peek_at(key, position);
+    holder = other->get(key);
+    return holder.defined() ? &holder : nullptr;
+  }
+
+  at::Tensor other_leaf(const TensorDictBase* other, size_t which, const std::string& key, size_t position,
+                        const NestedKey* full, const NestedKey& prefix) const {
+    Entry holder;
+    const Entry* e = other_entry(other, key, position, holder);
+    if (e != nullptr && e->is_tensor()) return e->tensor_unchecked();
+    if (e == nullptr && options.default_value) return *options.default_value;
     const NestedKey name = full ? *full : prefix.child(key);
-    if (!e.defined()) {
+    if (e == nullptr) {
       TD_THROW(KeyError, "key ", name.repr(), " not found in the tensordict #", which + 1,
                " passed to apply, and no default value was provided.");
     }
     TD_THROW(TypeError, "apply: the entry ", name.repr(), " of tensordict #", which + 1, " holds ",
-             kind_name(e.kind()), ", not a tensor");
+             kind_name(e->kind()), ", not a tensor");
   }
 
   // Builds the result level, or returns nullopt when it must be filtered out.
@@ -53,13 +64,15 @@ struct Applier {
     LevelBuilder out(batch, td.device(), td.num_entries());
     c10::SmallVector<at::Tensor, 4> args(others.size());
     c10::SmallVector<const TensorDictBase*, 4> child_others(others.size());
+    size_t position = 0;
     td.for_each([&](const std::string& key, const Entry& e) {
+      const size_t at = position++;
       switch (e.kind()) {
         case Entry::Kind::Tensor: {
           std::optional<NestedKey> full;
           if (wants_key) full = prefix.child(key);
           for (size_t j = 0; j < others.size(); ++j) {
-            args[j] = other_leaf(others[j], j, key, full ? &*full : nullptr, prefix);
+            args[j] = other_leaf(others[j], j, key, at, full ? &*full : nullptr, prefix);
           }
           at::Tensor r;
           try {
@@ -80,11 +93,13 @@ struct Applier {
         }
         case Entry::Kind::TensorDict: {
           const TensorDictBase& child = *e.tensordict_unchecked().impl();
+          // A fetched level (entries not in memory) stays alive while its leaves are read.
+          c10::SmallVector<Entry, 4> holders(others.size());
           for (size_t j = 0; j < others.size(); ++j) {
-            Entry oe = others[j] ? others[j]->get(key) : Entry();
-            if (oe.is_tensordict()) {
-              child_others[j] = oe.tensordict_unchecked().impl();
-            } else if (!oe.defined() && options.default_value) {
+            const Entry* oe = other_entry(others[j], key, at, holders[j]);
+            if (oe != nullptr && oe->is_tensordict()) {
+              child_others[j] = oe->tensordict_unchecked().impl();
+            } else if (oe == nullptr && options.default_value) {
               child_others[j] = nullptr;  // every leaf below gets the default
             } else {
               TD_THROW(KeyError, "key ", prefix.child(key).repr(), " not found as a TensorDict in the tensordict #", j + 1,
