@@ -104,6 +104,8 @@ TEST_CASE("compare kernel: declines what its loops cannot read as flat values", 
   CHECK_FALSE(ops::compare_contiguous(CompareOp::Lt, a.to(at::kHalf), b.to(at::kHalf)).defined());
   CHECK_FALSE(ops::compare_contiguous(CompareOp::Lt, at::_neg_view(a), b).defined());      // values negated lazily
   CHECK_FALSE(ops::compare_contiguous(CompareOp::Lt, at::Tensor(), b).defined());
+  const at::Tensor named = a.refine_names({at::Dimname::wildcard(), at::Dimname::fromSymbol(at::Symbol::dimname("c"))});
+  CHECK_FALSE(ops::compare_contiguous(CompareOp::Lt, named, named).defined());  // names: LibTorch's result has them
   CHECK_FALSE(ops::equal_contiguous(a.t(), b.t()).has_value());
   CHECK_FALSE(ops::equal_contiguous(at::_neg_view(a), at::_neg_view(a).clone()).has_value());
 }

@@ -83,6 +83,16 @@ TEST_CASE("leaves that do not tile one storage take the per-leaf path, with the 
   views.mul_(10);
   CHECK(at::equal(big.slice(0, 8, 10), at::tensor({8.f, 9.f})));  // not part of any leaf
   CHECK(at::equal(big.slice(0, 0, 8), at::arange(8, at::kFloat) * 10));
+  // Leaves with named dims tile one storage but take the per-leaf path: LibTorch's results
+  // carry the names, a result cut from one flat storage would not.
+  at::Tensor storage = at::randn({8});
+  const std::vector<at::Dimname> n_dim = {at::Dimname::fromSymbol(at::Symbol::dimname("N"))};
+  TensorDict named({{"a", storage.slice(0, 0, 4).refine_names(n_dim)}, {"b", storage.slice(0, 4, 8).refine_names(n_dim)}}, {4});
+  const TensorDict doubled = named * 2;
+  CHECK(doubled.get("a").has_names());
+  CHECK(at::equal(doubled.get("b").rename(c10::nullopt), storage.slice(0, 4, 8) * 2));
+  CHECK(named.exp().get("a").has_names());
+  CHECK(named.gt(0).get("b").has_names());
   // A dtype error names the key, as on the per-leaf path.
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));

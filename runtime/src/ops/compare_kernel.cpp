@@ -25,11 +25,12 @@ namespace {
 constexpr int64_t kGrain = 32768;
 
 // A tensor the loops may read as a flat array of its elements: on the CPU, contiguous, and its
-// bytes are its values (no lazy negation or conjugation, no zero tensor without memory).
+// bytes are its values (no lazy negation or conjugation, no zero tensor without memory). Named
+// dims go to LibTorch, whose results carry the names.
 bool loopable(const at::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && !t.is_nested() &&
          !t.is_quantized() && t.is_contiguous() && !t.is_neg() && !t.is_conj() && !t._is_zerotensor() &&
-         t.has_storage();
+         t.has_storage() && !t.has_names();
 }
 
 // Calls fn(T{}) with the element type of `dtype` (bools read as bytes: 0 or 1); false for a dtype
