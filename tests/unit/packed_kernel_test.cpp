@@ -93,6 +93,10 @@ TEST_CASE("leaves that do not tile one storage take the per-leaf path, with the 
   CHECK(at::equal(doubled.get("b").rename(c10::nullopt), storage.slice(0, 4, 8) * 2));
   CHECK(named.exp().get("a").has_names());
   CHECK(named.gt(0).get("b").has_names());
+  // A lazily negated view among leaves that tile one storage: its bytes are not its values.
+  TensorDict negated({{"a", at::_neg_view(storage.slice(0, 0, 4))}, {"b", storage.slice(0, 4, 8)}}, {4});
+  CHECK(at::equal((negated * 2).get("a"), -storage.slice(0, 0, 4) * 2));
+  CHECK(at::equal((negated * 2).get("b"), storage.slice(0, 4, 8) * 2));
   // A dtype error names the key, as on the per-leaf path.
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));

@@ -60,7 +60,8 @@ at::Tensor packed_storage(const LeafList& leaves) {
   c10::SmallVector<std::pair<int64_t, int64_t>, 32> spans;
   for (const at::Tensor& t : leaves) {
     if (t.scalar_type() != dtype || t.storage().unsafeGetStorageImpl() != storage || t.requires_grad() ||
-        !t.is_contiguous() || t.is_nested() || t.has_names())  // names: per-leaf results carry them
+        !t.is_contiguous() || t.is_nested() || t.has_names() || t.is_neg() || t.is_conj())
+      // names: per-leaf results carry them; a lazily negated or conjugated leaf's bytes are not its values
       return at::Tensor();
     spans.emplace_back(t.storage_offset(), t.numel());
   }
