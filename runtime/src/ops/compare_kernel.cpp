@@ -218,27 +218,27 @@ at::Tensor test_contiguous(ValueTest test, const at::Tensor& a) {
   return out;
 }
 
-std::optional<bool> all_contiguous(const at::Tensor& a) {
+namespace {
+// Whether some element is nonzero (`nonzero`) or zero; nullopt where the loops do not apply.
+std::optional<bool> some_element(const at::Tensor& a, bool nonzero) {
   if (!loopable(a)) return std::nullopt;
-  std::optional<bool> all;
+  std::optional<bool> found;
   with_element_type(a.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     const T* data = static_cast<const T*>(a.data_ptr());
-    all = !any_index(a.numel(), [data](int64_t i) { return data[i] == T(0); });
+    found = nonzero ? any_index(a.numel(), [data](int64_t i) { return !(data[i] == T(0)); })
+                    : any_index(a.numel(), [data](int64_t i) { return data[i] == T(0); });
   });
-  return all;
+  return found;
+}
+}  // namespace
+
+std::optional<bool> all_contiguous(const at::Tensor& a) {
+  const std::optional<bool> zero = some_element(a, /*nonzero=*/false);
+  return zero ? std::optional<bool>(!*zero) : std::nullopt;
 }
 
-std::optional<bool> any_contiguous(const at::Tensor& a) {
-  if (!loopable(a)) return std::nullopt;
-  std::optional<bool> any;
-  with_element_type(a.scalar_type(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* data = static_cast<const T*>(a.data_ptr());
-    any = any_index(a.numel(), [data](int64_t i) { return !(data[i] == T(0)); });
-  });
-  return any;
-}
+std::optional<bool> any_contiguous(const at::Tensor& a) { return some_element(a, /*nonzero=*/true); }
 
 }  // namespace ops
 }  // namespace tensordict
