@@ -3,6 +3,8 @@
 
 #include "ops/leafwise.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/grad_mode.h>
@@ -122,6 +124,23 @@ std::string key_set_str(const std::vector<std::string>& keys) {
   return out + "}";
 }
 
+// The key path of the level being walked, linked on the stack: walking a nested level allocates
+// nothing, and a NestedKey is made only for an error message or a collected key.
+struct KeyChain {
+  const KeyChain* parent = nullptr;  // nullptr: the root (the empty path)
+  std::string_view key;
+
+  bool empty() const { return parent == nullptr; }
+  NestedKey path() const {
+    std::vector<std::string> parts;
+    for (const KeyChain* c = this; !c->empty(); c = c->parent) parts.emplace_back(c->key);
+    std::reverse(parts.begin(), parts.end());
+    return NestedKey(std::move(parts));
+  }
+  NestedKey child_path(std::string_view k) const { return path().child(k); }
+  std::string repr() const { return path().repr(); }
+};
+
 // Walks `a` and `b` together (either may be null on the side a fill-value default fills).
 // In the collect phase it appends operand pairs; in the build phase it consumes results.
 struct PairWalker {
@@ -137,7 +156,7 @@ struct PairWalker {
   bool filter_empty = false;
 
   [[noreturn]] void throw_mismatch(const TensorDictBase& first, const TensorDictBase& second, bool first_has_extra,
-                                   const NestedKey& prefix) {
+                                   const KeyChain& prefix) {
     std::vector<std::string> extra;
     const TensorDictBase& has = first_has_extra ? first : second;
     const TensorDictBase& lacks = first_has_extra ? second : first;
@@ -150,9 +169,9 @@ struct PairWalker {
   }
 
   void leaf(const std::string& key, LevelBuilder* out, const at::Tensor* x, const at::Tensor* y,
-            const NestedKey& prefix) {
+            const KeyChain& prefix) {
     if (collect) {
-      if (collect->keys) collect->keys->push_back(prefix.child(key));
+      if (collect->keys) collect->keys->push_back(prefix.child_path(key));
       collect->lhs.push_back(x ? *x : at::full_like(*y, def.value()));
       collect->rhs.push_back(y ? *y : at::full_like(*x, def.value()));
       return;
@@ -162,7 +181,7 @@ struct PairWalker {
   }
 
   // Returns the built level (build phase) or nullopt (collect phase).
-  std::optional<TensorDict> walk(const TensorDictBase* a, const TensorDictBase* b, const NestedKey& prefix) {
+  std::optional<TensorDict> walk(const TensorDictBase* a, const TensorDictBase* b, const KeyChain& prefix) {
     std::optional<LevelBuilder> out;
     if (!collect) {
       const TensorDictBase& shape_of = a ? *a : *b;
@@ -211,10 +230,10 @@ struct PairWalker {
     return out->finish();
   }
 
-  void entry(const std::string& key, LevelBuilder* out, const Entry* ea, const Entry* eb, const NestedKey& prefix) {
+  void entry(const std::string& key, LevelBuilder* out, const Entry* ea, const Entry* eb, const KeyChain& prefix) {
     const Entry& any = ea ? *ea : *eb;
     if (ea && eb && ea->kind() != eb->kind() && !(ea->is_non_tensor() || eb->is_non_tensor())) {
-      TD_THROW(TypeError, "cannot combine the entries at ", prefix.child(key).repr(), ": the first tensordict holds ",
+      TD_THROW(TypeError, "cannot combine the entries at ", prefix.child_path(key).repr(), ": the first tensordict holds ",
                kind_name(ea->kind()), " and the second ", kind_name(eb->kind()));
     }
     switch (any.kind()) {
@@ -223,7 +242,7 @@ struct PairWalker {
         break;
       case Entry::Kind::TensorDict: {
         std::optional<TensorDict> child = walk(ea ? ea->tensordict_unchecked().impl() : nullptr,
-                                               eb ? eb->tensordict_unchecked().impl() : nullptr, prefix.child(key));
+                                               eb ? eb->tensordict_unchecked().impl() : nullptr, KeyChain{&prefix, key});
         if (out && !(filter_empty && child->num_keys() == 0)) out->append(key, std::move(*child));
         break;
       }
@@ -242,7 +261,7 @@ void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault&
   PairWalker w(default_);
   w.collect = &out;
   w.ignore_extra_rhs = out.ignore_extra_rhs;
-  w.walk(a.impl(), b.impl(), NestedKey());
+  w.walk(a.impl(), b.impl(), KeyChain());
 }
 
 TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, const LeafList& results,
@@ -261,7 +280,7 @@ TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDe
   w.a_root_dims = a.batch_size().size();
   w.b_root_dims = b.batch_size().size();
   w.filter_empty = filter_empty;
-  return *w.walk(a.impl(), b.impl(), NestedKey());
+  return *w.walk(a.impl(), b.impl(), KeyChain());
 }
 
 std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, const char* op) {
