@@ -5,9 +5,11 @@
 //   storage/<op>  what a careful user writes by hand: one at:: call over the storage;
 //   views/<op>    the same call, then its result cut into the 30 leaf tensors by hand
 //                 (split_with_sizes and view): what an out-of-place result needs to be used.
-// scripts/bench.sh prints `packed op cpp floor storage views floor/cpp cpp/storage cpp/views`.
+// scripts/bench.sh prints `packed op cpp floor storage views floor/cpp cpp/storage cpp/views`;
+// `packed_bench --paired` times cpp/<op> in rounds right next to each other side instead.
 // One intra-op thread; every result is created and destroyed inside the timed region.
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 
 #include "instruction_count.h"
 #include "leaf_cut.h"
+#include "paired_timing.h"
 
 namespace {
 
@@ -57,6 +60,7 @@ Packed& fixture() {
 }
 
 void reg(const std::string& name, std::function<void(Packed&)> fn) {
+  bench_paired::registry().emplace_back(name, [fn] { fn(fixture()); });
   bench_count::configure(benchmark::RegisterBenchmark(name.c_str(), [fn, name](benchmark::State& state) {
     Packed& p = fixture();
     bench_count::counted_loop(state, name, [&] { fn(p); });
@@ -146,7 +150,14 @@ void register_all() {
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);
+  const bool paired = bench_paired::take_flag(argc, argv);
   register_all();
+  if (paired) {
+    // cpp/<op> against each hand-written side, in rounds right next to it (bench/paired_timing.h).
+    const char* filter = std::getenv("TD_BENCH_FILTER");
+    bench_paired::run(41, 2.0, filter ? filter : "", {"floor", "storage", "views"});
+    return 0;
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -48,45 +48,63 @@ inline double quantile(std::vector<double> v, double q) {
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-/// Times every registered op against its floor: `rounds` rounds of batches of about `round_ms`
-/// milliseconds a side. Prints `op cpp_us floor_us ratio (p25-p75)` per op, then the median and
-/// worst ratio.
-inline void run(int rounds, double round_ms, const std::string& filter) {
-  std::map<std::string, Body> floors;
+struct PairTiming {
+  double cpp_us, other_us;  // per call, medians of the rounds
+  double ratio, p25, p75;   // cpp / other: median and quartiles of the rounds
+};
+
+/// `rounds` rounds of a batch of `cpp` right next to a batch of `other` (about `round_ms`
+/// milliseconds for the slower), the order alternating from round to round.
+inline PairTiming time_pair(const Body& cpp, const Body& other, int rounds, double round_ms) {
+  for (int i = 0; i < 3; ++i) {
+    cpp();
+    other();
+  }
+  long calls = 1;
+  while (std::max(seconds_of(cpp, calls), seconds_of(other, calls)) * 1e3 < round_ms && calls < (1L << 24)) calls *= 2;
+  std::vector<double> cpp_us, other_us, ratio;
+  for (int r = 0; r < rounds; ++r) {
+    double c, o;
+    if (r % 2 == 0) {
+      c = seconds_of(cpp, calls);
+      o = seconds_of(other, calls);
+    } else {
+      o = seconds_of(other, calls);
+      c = seconds_of(cpp, calls);
+    }
+    cpp_us.push_back(c * 1e6 / static_cast<double>(calls));
+    other_us.push_back(o * 1e6 / static_cast<double>(calls));
+    ratio.push_back(c / o);
+  }
+  return {quantile(cpp_us, 0.5), quantile(other_us, 0.5), quantile(ratio, 0.5), quantile(ratio, 0.25),
+          quantile(ratio, 0.75)};
+}
+
+/// Times every registered "cpp/<op>" whose name holds `filter` against "<side>/<op>", for each
+/// of `sides` registered for it. Prints `op cpp_us side_us cpp/side (p25-p75)` per pair (the
+/// side's name after the op when there are several sides), then the median and worst ratio
+/// against the first side.
+inline void run(int rounds, double round_ms, const std::string& filter,
+                const std::vector<std::string>& sides = {"floor"}) {
+  std::map<std::string, Body> others;  // "<side>/<op>" -> body
   for (const auto& [name, body] : registry()) {
-    if (name.rfind("floor/", 0) == 0) floors[name.substr(6)] = body;
+    if (name.rfind("cpp/", 0) != 0) others[name] = body;
   }
   std::vector<std::pair<std::string, double>> ratios;
   for (const auto& [name, cpp] : registry()) {
     if (name.rfind("cpp/", 0) != 0) continue;
     const std::string op = name.substr(4);
-    if (floors.count(op) == 0 || op.find(filter) == std::string::npos) continue;
-    const Body& floor = floors[op];
-    for (int i = 0; i < 3; ++i) {
-      cpp();
-      floor();
+    if (op.find(filter) == std::string::npos) continue;
+    for (const std::string& side : sides) {
+      const auto other = others.find(side + "/" + op);
+      if (other == others.end()) continue;
+      const PairTiming t = time_pair(cpp, other->second, rounds, round_ms);
+      const std::string label = sides.size() > 1 ? op + " " + side : op;
+      std::printf("%s %.3f %.3f %.3f  (rounds %.3f-%.3f)\n", label.c_str(), t.cpp_us, t.other_us, t.ratio, t.p25,
+                  t.p75);
+      std::fflush(stdout);
+      if (side == sides.front()) ratios.emplace_back(op, t.ratio);
     }
-    long calls = 1;  // per batch: the slower side takes about round_ms
-    while (std::max(seconds_of(cpp, calls), seconds_of(floor, calls)) * 1e3 < round_ms && calls < (1L << 24)) calls *= 2;
-    std::vector<double> cpp_us, floor_us, ratio;
-    for (int r = 0; r < rounds; ++r) {
-      double c, f;
-      if (r % 2 == 0) {
-        c = seconds_of(cpp, calls);
-        f = seconds_of(floor, calls);
-      } else {
-        f = seconds_of(floor, calls);
-        c = seconds_of(cpp, calls);
-      }
-      cpp_us.push_back(c * 1e6 / static_cast<double>(calls));
-      floor_us.push_back(f * 1e6 / static_cast<double>(calls));
-      ratio.push_back(c / f);
-    }
-    const double median = quantile(ratio, 0.5);
-    std::printf("%s %.3f %.3f %.3f  (rounds %.3f-%.3f)\n", op.c_str(), quantile(cpp_us, 0.5), quantile(floor_us, 0.5),
-                median, quantile(ratio, 0.25), quantile(ratio, 0.75));
-    std::fflush(stdout);
-    ratios.emplace_back(op, median);
   }
   if (ratios.empty()) return;
   std::vector<double> values;

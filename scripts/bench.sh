@@ -29,8 +29,8 @@
 #
 # 9. the packed table (bench/packed_bench.cpp): ops on a consolidated fixture F, one kernel over its
 #    storage, against the per-leaf floor, one at:: call over the storage by hand, and (for
-#    out-of-place ops) that call with its result cut into the leaves by hand.
-#    BENCH_PACKED=0 skips it.
+#    out-of-place ops) that call with its result cut into the leaves by hand; then the same timed
+#    in pairs (cpp against each side, `cpp/side`). BENCH_PACKED=0 skips it.
 #
 # Environment: BUILD_DIR (default build-release), BENCH_REPETITIONS (default 5),
 # BENCH_MIN_TIME seconds per repetition (default 0.2), BENCH_FILTER (a Google Benchmark regex),
@@ -134,6 +134,10 @@ for op in dict.fromkeys(op for _, op in median):
     vs, vr = (f"{v:9.2f}", f"{c / v:10.2f}") if v else (f"{'n/a':>9}", f"{'n/a':>10}")
     print(f"{op:<14} {c:8.2f} {f:9.2f} {s:11.2f} {vs} {f / c:10.2f} {c / s:12.2f} {vr}")
 PY
+if [[ "${BENCH_PAIRED:-1}" != 0 ]]; then
+  echo "packed, timed in pairs (op side cpp_us side_us cpp/side, quartiles of the rounds):"
+  TD_BENCH_FILTER="${BENCH_PAIRED_FILTER:-}" "$build_dir/bench/packed_bench" --paired
+fi
 fi
 
 if [[ "${BENCH_SCALING:-1}" != 0 ]]; then
