@@ -45,7 +45,7 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
     results = compute(
         m.lhs.size(), foreach_pays(m.lhs) && !needs_autograd(m.rhs), [&] { return foreach(m.lhs, m.rhs); },
         [&](size_t i) { return loop(m.lhs[i], m.rhs[i]); }, PairKeys{a, b, def, false}, op);
-  return keep_lock(rebuild_pair(a, b, def, results, batch, /*filter_empty=*/true), a_in);
+  return keep_lock(rebuild_pair(a, b, def, std::move(results), batch, /*filter_empty=*/true), a_in);
 }
 
 bool foreach_inplace_safe(const LeafList& self, const LeafList& other) {
@@ -190,7 +190,7 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   // v0.14 maps a tensor of one or more dims over the leaves with _fast_apply, which keeps empty
   // nested levels (finding A16); a 0-dim tensor takes the scalar path, which drops them (A5).
   options.filter_empty = other.dim() == 0;
-  return keep_lock(rebuild(*src.impl(), results, options), td);
+  return keep_lock(rebuild(*src.impl(), std::move(results), options), td);
 }
 
 void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, const c10::Scalar& alpha) {
@@ -244,7 +244,7 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
       LeafKeys{*src.impl()}, name);
   RebuildOptions options;
   options.filter_empty = true;
-  return keep_lock(rebuild(*src.impl(), results, options), td);
+  return keep_lock(rebuild(*src.impl(), std::move(results), options), td);
 }
 
 void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, const c10::Scalar& alpha) {
@@ -419,7 +419,7 @@ TensorDict TensorDict::lerp(const TensorDict& end, const TensorDict& weight) con
       "lerp");
   RebuildOptions options;
   options.filter_empty = true;
-  return keep_lock(ops::rebuild(*self.impl(), results, options), *this);
+  return keep_lock(ops::rebuild(*self.impl(), std::move(results), options), *this);
 }
 
 namespace {
@@ -434,7 +434,7 @@ TensorDict addc(const TensorDict& self_in, const TensorDict& t1, const TensorDic
       LeafKeys{*self.impl()}, mul ? "addcmul" : "addcdiv");
   RebuildOptions options;
   options.filter_empty = true;
-  return keep_lock(ops::rebuild(*self.impl(), results, options), self_in);
+  return keep_lock(ops::rebuild(*self.impl(), std::move(results), options), self_in);
 }
 
 void addc_(const TensorDict& self, const TensorDict& t1, const TensorDict& t2, const c10::Scalar& value, bool mul) {

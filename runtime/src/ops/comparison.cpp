@@ -69,7 +69,7 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   LeafList results = compute(
       m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
       PairKeys{a, b, def}, cmp_name(op));
-  return rebuild_pair(a, b, def, results, batch);
+  return rebuild_pair(a, b, def, std::move(results), batch);
 }
 
 TensorDict compare_tensor(const TensorDict& td, const at::Tensor& other, CmpOp op) {

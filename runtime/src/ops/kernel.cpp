@@ -45,7 +45,7 @@ TensorDict map_leaf_list(const TensorDict& src, const LeafList& leaves, const ch
   LeafList results = compute(
       leaves.size(), false, [] { return LeafList(); }, [&](size_t i) { return fn(leaves[i]); }, LeafKeys{*src.impl()},
       op);
-  return rebuild(*src.impl(), results, options);
+  return rebuild(*src.impl(), std::move(results), options);
 }
 }  // namespace
 

@@ -86,14 +86,19 @@ void collect_keys_into(const TensorDictBase& td, const NestedKey& prefix, std::v
   });
 }
 
-TensorDict rebuild_level(const TensorDictBase& like, const LeafList& results, size_t& next, c10::IntArrayRef new_root,
-                         size_t old_root_dims, bool filter_empty) {
+// `take`: the results are moved out of `results` (the caller's own list), else copied.
+TensorDict rebuild_level(const TensorDictBase& like, at::Tensor* results, bool take, size_t& next,
+                         c10::IntArrayRef new_root, size_t old_root_dims, bool filter_empty) {
   return detail::map_level(
       like, detail::nested_batch(new_root, like.batch_size(), old_root_dims), like.device(),
-      [&](const std::string&, const at::Tensor&) { return results[next++]; },
+      [&](const std::string&, const at::Tensor&) {
+        at::Tensor& r = results[next++];
+        if (take) return std::move(r);
+        return at::Tensor(r);
+      },
       [&](const std::string&, const TensorDict& child) {
         const TensorDictBase& c = *child.impl();
-        TensorDict r = rebuild_level(c, results, next, new_root, old_root_dims, filter_empty);
+        TensorDict r = rebuild_level(c, results, take, next, new_root, old_root_dims, filter_empty);
         if (filter_empty && r.num_keys() == 0) return std::optional<TensorDict>();
         return std::optional<TensorDict>(std::move(r));
       },
@@ -103,12 +108,23 @@ TensorDict rebuild_level(const TensorDictBase& like, const LeafList& results, si
 
 void collect_keys(const TensorDictBase& td, std::vector<NestedKey>& out) { collect_keys_into(td, NestedKey(), out); }
 
-TensorDict rebuild(const TensorDictBase& like, const LeafList& results, const RebuildOptions& options) {
+namespace {
+TensorDict rebuild_from(const TensorDictBase& like, at::Tensor* results, bool take, const RebuildOptions& options) {
   size_t next = 0;
   c10::IntArrayRef root = options.batch_size ? *options.batch_size : like.batch_size();
   // An old root rank beyond any level's rank drops every extra dim.
   const size_t old_dims = options.nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
-  return rebuild_level(like, results, next, root, old_dims, options.filter_empty);
+  return rebuild_level(like, results, take, next, root, old_dims, options.filter_empty);
+}
+}  // namespace
+
+TensorDict rebuild(const TensorDictBase& like, const LeafList& results, const RebuildOptions& options) {
+  // Not taken: the const list is only read.
+  return rebuild_from(like, const_cast<at::Tensor*>(results.data()), /*take=*/false, options);
+}
+
+TensorDict rebuild(const TensorDictBase& like, LeafList&& results, const RebuildOptions& options) {
+  return rebuild_from(like, results.data(), /*take=*/true, options);
 }
 
 // ---- Two tensordicts matched by key --------------------------------------------------------
@@ -264,7 +280,7 @@ void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault&
   w.walk(a.impl(), b.impl(), KeyChain());
 }
 
-TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, const LeafList& results,
+TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, LeafList results,
                         c10::IntArrayRef batch_size, bool filter_empty) {
   if (default_.kind() == BinaryDefault::Kind::None && a.batch_size() == b.batch_size() &&
       a.batch_size() == batch_size) {
@@ -272,7 +288,7 @@ TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDe
     // the result is shaped like `a` alone, so `b` is not walked a second time.
     RebuildOptions options;
     options.filter_empty = filter_empty;
-    return rebuild(*a.impl(), results, options);
+    return rebuild(*a.impl(), std::move(results), options);
   }
   PairWalker w(default_);
   w.results = &results;

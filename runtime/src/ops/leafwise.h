@@ -63,6 +63,8 @@ struct RebuildOptions {
 /// A tensordict shaped like `like` (same keys, nested tensordicts, non-tensor entries) whose
 /// i-th tensor leaf is `results[i]`; undefined results drop the entry.
 TensorDict rebuild(const TensorDictBase& like, const LeafList& results, const RebuildOptions& options = {});
+/// The same, taking the results' handles over (no reference count touched per leaf).
+TensorDict rebuild(const TensorDictBase& like, LeafList&& results, const RebuildOptions& options = {});
 
 /// Leaves of two tensordicts matched by key, following `default_` for keys on one side only.
 /// `lhs[i]` and `rhs[i]` are the operands of the i-th result; `rebuild_pair` rebuilds.
@@ -78,7 +80,7 @@ struct MatchedLeaves {
 void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, MatchedLeaves& out);
 /// The result of a binary op over match_leaves' pairs: the structure of `a` (and, for a fill
 /// value default, the keys only `b` has, after a's), batch size `batch_size`.
-TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, const LeafList& results,
+TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, LeafList results,
                         c10::IntArrayRef batch_size, bool filter_empty = false);
 
 /// Broadcast of two batch sizes; ShapeError naming both when they do not broadcast.

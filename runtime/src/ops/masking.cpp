@@ -63,7 +63,7 @@ TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& othe
       m.lhs.size(), false, [] { return LeafList(); },
       [&](size_t i) { return at::where(right_expand(condition, m.lhs[i]), m.lhs[i], m.rhs[i]); },
       PairKeys{a, b, def}, "where");
-  return rebuild_pair(a, b, def, results, batch);
+  return rebuild_pair(a, b, def, std::move(results), batch);
 }
 
 TensorDict TensorDict::where(const at::Tensor& condition, const at::Tensor& other) const {

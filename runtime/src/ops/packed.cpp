@@ -65,7 +65,7 @@ at::Tensor packed_storage(const LeafList& leaves) {
       return at::Tensor();
     spans.emplace_back(t.storage_offset(), t.numel());
   }
-  std::sort(spans.begin(), spans.end());
+  if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());  // mostly in order already
   int64_t end = 0;  // elements covered so far: the spans must tile [0, end) with no gap or overlap
   for (const auto& [offset, numel] : spans) {
     if (offset != end) return at::Tensor();

@@ -35,7 +35,7 @@ TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tenso
         LeafKeys{*src.impl()}, op);
   RebuildOptions options;
   options.filter_empty = true;
-  return keep_lock(rebuild(*src.impl(), results, options), td);
+  return keep_lock(rebuild(*src.impl(), std::move(results), options), td);
 }
 
 namespace {

@@ -146,7 +146,7 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
       leaves.size(), false, [] { return LeafList(); },
       [&](size_t i) { return reduce_dim(r, features_last(leaves[i], dims[i]), -1, false, x); }, LeafKeys{*src.impl()},
       red_name(r));
-  return ops::rebuild(*src.impl(), results);
+  return ops::rebuild(*src.impl(), std::move(results));
 }
 
 // One tensor over all leaves (Python's reduce=True). No dim: every leaf flattened, all
