@@ -86,19 +86,15 @@ void collect_keys_into(const TensorDictBase& td, const NestedKey& prefix, std::v
   });
 }
 
-// `take`: the results are moved out of `results` (the caller's own list), else copied.
-TensorDict rebuild_level(const TensorDictBase& like, at::Tensor* results, bool take, size_t& next,
+// `result(i)`: the i-th result, copied from a list the caller keeps or moved from one it gave up.
+TensorDict rebuild_level(const TensorDictBase& like, FunctionRef<at::Tensor(size_t)> result, size_t& next,
                          c10::IntArrayRef new_root, size_t old_root_dims, bool filter_empty) {
   return detail::map_level(
       like, detail::nested_batch(new_root, like.batch_size(), old_root_dims), like.device(),
-      [&](const std::string&, const at::Tensor&) {
-        at::Tensor& r = results[next++];
-        if (take) return std::move(r);
-        return at::Tensor(r);
-      },
+      [&](const std::string&, const at::Tensor&) { return result(next++); },
       [&](const std::string&, const TensorDict& child) {
         const TensorDictBase& c = *child.impl();
-        TensorDict r = rebuild_level(c, results, take, next, new_root, old_root_dims, filter_empty);
+        TensorDict r = rebuild_level(c, result, next, new_root, old_root_dims, filter_empty);
         if (filter_empty && r.num_keys() == 0) return std::optional<TensorDict>();
         return std::optional<TensorDict>(std::move(r));
       },
@@ -109,22 +105,22 @@ TensorDict rebuild_level(const TensorDictBase& like, at::Tensor* results, bool t
 void collect_keys(const TensorDictBase& td, std::vector<NestedKey>& out) { collect_keys_into(td, NestedKey(), out); }
 
 namespace {
-TensorDict rebuild_from(const TensorDictBase& like, at::Tensor* results, bool take, const RebuildOptions& options) {
+TensorDict rebuild_from(const TensorDictBase& like, FunctionRef<at::Tensor(size_t)> result,
+                        const RebuildOptions& options) {
   size_t next = 0;
   c10::IntArrayRef root = options.batch_size ? *options.batch_size : like.batch_size();
   // An old root rank beyond any level's rank drops every extra dim.
   const size_t old_dims = options.nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
-  return rebuild_level(like, results, take, next, root, old_dims, options.filter_empty);
+  return rebuild_level(like, result, next, root, old_dims, options.filter_empty);
 }
 }  // namespace
 
 TensorDict rebuild(const TensorDictBase& like, const LeafList& results, const RebuildOptions& options) {
-  // Not taken: the const list is only read.
-  return rebuild_from(like, const_cast<at::Tensor*>(results.data()), /*take=*/false, options);
+  return rebuild_from(like, [&](size_t i) { return results[i]; }, options);
 }
 
 TensorDict rebuild(const TensorDictBase& like, LeafList&& results, const RebuildOptions& options) {
-  return rebuild_from(like, results.data(), /*take=*/true, options);
+  return rebuild_from(like, [&](size_t i) { return std::move(results[i]); }, options);
 }
 
 // ---- Two tensordicts matched by key --------------------------------------------------------
