@@ -8,23 +8,11 @@
 namespace tensordict {
 namespace detail {
 
-namespace {
-
-// The entry `part` of `level`: its address when entries live in memory, else a copy kept in
-// `fetched`. nullptr when missing.
-const Entry* entry_of(const TensorDictBase& level, std::string_view part, Entry& fetched) {
-  if (level.entries_in_memory()) return level.peek(part);
-  fetched = level.get(part);
-  return fetched.defined() ? &fetched : nullptr;
-}
-
-}  // namespace
-
 TensorDictBase* find_level(TensorDictBase* root, KeyRef key, Entry& holder, size_t* missing_depth) {
   TensorDictBase* level = root;
   for (size_t i = 0; i + 1 < key.size(); ++i) {
     Entry fetched;
-    const Entry* next = entry_of(*level, key[i], fetched);
+    const Entry* next = entry_in(*level, key[i], fetched);
     if (next == nullptr) {
       if (missing_depth) *missing_depth = i;
       return nullptr;
@@ -61,12 +49,12 @@ TensorDictBase* level_of_or_create(TensorDictBase* root, KeyRef key, Entry& hold
   TensorDictBase* level = root;
   for (size_t i = 0; i + 1 < key.size(); ++i) {
     Entry fetched;
-    const Entry* next = entry_of(*level, key[i], fetched);
+    const Entry* next = entry_in(*level, key[i], fetched);
     if (next == nullptr) {
       check_unlocked(*level);
       level->insert_or_assign(key[i], level->make_child(key[i], level->batch_size()));
       // Read back what was stored: a backend may keep a converted copy of what it was given.
-      next = entry_of(*level, key[i], fetched);
+      next = entry_in(*level, key[i], fetched);
       TD_CHECK(next != nullptr && next->is_tensordict(), RuntimeError, level->type_name(),
                " did not keep the nested level created at ", key.prefix(i + 1).repr());
     }

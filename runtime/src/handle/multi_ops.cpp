@@ -13,6 +13,7 @@
 #include "core/dim_names.h"
 #include "core/format.h"
 #include "core/validate.h"
+#include "handle/key_path.h"
 #include "ops/leafwise.h"
 
 namespace tensordict {
@@ -252,21 +253,12 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
   // Each member's entry at the key: its address where entries live in memory (no reference
   // count touched, the common case), else a copy held in `held`.
   std::vector<const Entry*> column(tds.size());
-  std::vector<Entry> held;  // sized on first use
+  std::vector<Entry> held(tds.size());
   size_t position = 0;  // the key's place in td[0]: where members built alike hold it too
   first.impl()->for_each([&](const std::string& key, const Entry& head) {
     const size_t at = position++;
     for (size_t i = 0; i < tds.size(); ++i) {
-      const TensorDictBase& member = *tds[i].impl();
-      if (i == 0) {
-        column[i] = &head;
-      } else if (member.entries_in_memory()) {
-        column[i] = member.peek_at(key, at);
-      } else {
-        if (held.empty()) held.resize(tds.size());
-        held[i] = member.get(key);
-        column[i] = held[i].kind() == Entry::Kind::Undefined ? nullptr : &held[i];
-      }
+      column[i] = i == 0 ? &head : detail::entry_in(*tds[i].impl(), key, held[i], at);
       if (column[i] == nullptr) {
         check_same_keys(tds, prefix, mode);  // throws: td[i] lacks the key
         TD_THROW(KeyError, "key ", prefix.child(key).repr(), " is missing from td[", i, "]");

@@ -7,6 +7,7 @@
 #include "backends/in_memory/level_builder.h"
 #include "core/format.h"
 #include "core/validate.h"
+#include "handle/key_path.h"
 #include "ops/leafwise.h"
 
 namespace tensordict {
@@ -27,20 +28,10 @@ struct Applier {
   std::optional<c10::IntArrayRef> new_root;
   size_t old_root_dims;
 
-  // The entry `key` of `other` (nullptr: missing), found in place when its entries live in
-  // memory (at the key's `position` in the level applied to when both list keys alike), else
-  // fetched into `holder`.
-  static const Entry* other_entry(const TensorDictBase* other, const std::string& key, size_t position, Entry& holder) {
-    if (other == nullptr) return nullptr;
-    if (other->entries_in_memory()) return other->peek_at(key, position);
-    holder = other->get(key);
-    return holder.defined() ? &holder : nullptr;
-  }
-
   at::Tensor other_leaf(const TensorDictBase* other, size_t which, const std::string& key, size_t position,
                         const NestedKey* full, const NestedKey& prefix) const {
     Entry holder;
-    const Entry* e = other_entry(other, key, position, holder);
+    const Entry* e = other ? detail::entry_in(*other, key, holder, position) : nullptr;
     if (e != nullptr && e->is_tensor()) return e->tensor_unchecked();
     if (e == nullptr && options.default_value) return *options.default_value;
     const NestedKey name = full ? *full : prefix.child(key);
@@ -96,7 +87,7 @@ struct Applier {
           // A fetched level (entries not in memory) stays alive while its leaves are read.
           c10::SmallVector<Entry, 4> holders(others.size());
           for (size_t j = 0; j < others.size(); ++j) {
-            const Entry* oe = other_entry(others[j], key, at, holders[j]);
+            const Entry* oe = others[j] ? detail::entry_in(*others[j], key, holders[j], at) : nullptr;
             if (oe != nullptr && oe->is_tensordict()) {
               child_others[j] = oe->tensordict_unchecked().impl();
             } else if (oe == nullptr && options.default_value) {

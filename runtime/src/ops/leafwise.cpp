@@ -13,6 +13,7 @@
 #include "core/dim_names.h"
 #include "core/format.h"
 #include "core/structure_walk.h"
+#include "handle/key_path.h"
 
 namespace tensordict {
 namespace ops {
@@ -203,19 +204,14 @@ struct PairWalker {
     LevelBuilder* builder = out ? &*out : nullptr;
     size_t matched = 0;
     if (a != nullptr) {
-      // In-memory entries are matched in place (peek): no handle copied per key.
-      const bool peek_b = b != nullptr && b->entries_in_memory();
+      // In-memory entries are matched in place (entry_in): no handle copied per key.
       size_t position = 0;  // the key's place in `a`: where a `b` built alike holds it too
       a->for_each([&](const std::string& key, const Entry& ea) {
         const size_t at = position++;
         Entry fetched;
         const Entry* eb = nullptr;
         if (b != nullptr) {
-          if (peek_b) {
-            eb = b->peek_at(key, at);
-          } else if ((fetched = b->get(key)).defined()) {
-            eb = &fetched;
-          }
+          eb = detail::entry_in(*b, key, fetched, at);
           if (eb != nullptr) {
             ++matched;
           } else if (def.kind() == BinaryDefault::Kind::None) {
