@@ -1,8 +1,8 @@
 // Comparisons, value tests and all/any of contiguous CPU tensors by a plain loop (why:
 // ops/compare_kernel.h). The inner loops are written so that GCC and Clang vectorize them: a
 // fixed-size block with no exit inside for the tests that may stop early, one store per element
-// for the others. Long inputs split over
-// LibTorch's intra-op threads with its own grain size, as `at::` ops do.
+// for the others. Long inputs split over LibTorch's intra-op threads with its own grain size, as
+// `at::` ops do.
 
 #include "ops/compare_kernel.h"
 
@@ -33,20 +33,20 @@ bool loopable(const at::Tensor& t) {
          t.has_storage() && !t.has_names();
 }
 
-// Calls fn(T{}) with the element type of `dtype` (bools read as bytes: 0 or 1); false for a dtype
-// with no loop here (half, bfloat16, complex, quantized).
+// Calls fn(T{}) with the element type of `dtype` (bools read as bytes: 0 or 1); nothing for a
+// dtype with no loop here (half, bfloat16, complex, quantized).
 template <typename Fn>
-bool with_element_type(at::ScalarType dtype, Fn&& fn) {
+void with_element_type(at::ScalarType dtype, Fn&& fn) {
   switch (dtype) {
-    case at::kFloat: fn(float{}); return true;
-    case at::kDouble: fn(double{}); return true;
-    case at::kLong: fn(int64_t{}); return true;
-    case at::kInt: fn(int32_t{}); return true;
-    case at::kShort: fn(int16_t{}); return true;
-    case at::kChar: fn(int8_t{}); return true;
+    case at::kFloat: return fn(float{});
+    case at::kDouble: return fn(double{});
+    case at::kLong: return fn(int64_t{});
+    case at::kInt: return fn(int32_t{});
+    case at::kShort: return fn(int16_t{});
+    case at::kChar: return fn(int8_t{});
     case at::kByte:
-    case at::kBool: fn(uint8_t{}); return true;
-    default: return false;
+    case at::kBool: return fn(uint8_t{});
+    default: return;
   }
 }
 
@@ -74,19 +74,22 @@ struct Splat {
   T operator[](int64_t) const { return value; }
 };
 
-template <typename T, typename Rhs, typename Cmp>
-void compare_loop(const T* __restrict a, Rhs b, bool* __restrict out, int64_t n, Cmp cmp) {
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = cmp(a[i], b[i]);
+// A new bool tensor shaped like `a` whose i-th element is `element(i)`.
+template <typename Element>
+at::Tensor bools_like(const at::Tensor& a, Element element) {
+  at::Tensor out = at::empty(a.sizes(), a.options().dtype(at::kBool));
+  bool* __restrict result = out.data_ptr<bool>();
+  at::parallel_for(0, a.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) result[i] = element(i);
   });
+  return out;
 }
 
 template <typename T, typename Rhs>
 at::Tensor compare_into_bools(CompareOp op, const at::Tensor& a, Rhs b) {
-  at::Tensor out = at::empty(a.sizes(), a.options().dtype(at::kBool));
   const T* lhs = static_cast<const T*>(a.data_ptr());
-  bool* result = out.data_ptr<bool>();
-  with_comparison(op, [&](auto cmp) { compare_loop(lhs, b, result, a.numel(), cmp); });
+  at::Tensor out;
+  with_comparison(op, [&](auto cmp) { out = bools_like(a, [=](int64_t i) { return cmp(lhs[i], b[i]); }); });
   return out;
 }
 
@@ -157,13 +160,21 @@ bool same_operands(const at::Tensor& a, const at::Tensor& b) {
 
 template <typename T, typename Test>
 at::Tensor test_into_bools(const at::Tensor& a, Test test) {
-  at::Tensor out = at::empty(a.sizes(), a.options().dtype(at::kBool));
-  const T* __restrict in = static_cast<const T*>(a.data_ptr());
-  bool* __restrict result = out.data_ptr<bool>();
-  at::parallel_for(0, a.numel(), kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) result[i] = test(in[i]);
+  const T* in = static_cast<const T*>(a.data_ptr());
+  return bools_like(a, [=](int64_t i) { return test(in[i]); });
+}
+
+// Whether some element is nonzero (`nonzero`) or zero; nullopt where the loops do not apply.
+std::optional<bool> some_element(const at::Tensor& a, bool nonzero) {
+  if (!loopable(a)) return std::nullopt;
+  std::optional<bool> found;
+  with_element_type(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* data = static_cast<const T*>(a.data_ptr());
+    found = nonzero ? any_index(a.numel(), [data](int64_t i) { return !(data[i] == T(0)); })
+                    : any_index(a.numel(), [data](int64_t i) { return data[i] == T(0); });
   });
-  return out;
+  return found;
 }
 
 }  // namespace
@@ -217,21 +228,6 @@ at::Tensor test_contiguous(ValueTest test, const at::Tensor& a) {
   if (a.scalar_type() == at::kDouble) run(double{});
   return out;
 }
-
-namespace {
-// Whether some element is nonzero (`nonzero`) or zero; nullopt where the loops do not apply.
-std::optional<bool> some_element(const at::Tensor& a, bool nonzero) {
-  if (!loopable(a)) return std::nullopt;
-  std::optional<bool> found;
-  with_element_type(a.scalar_type(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* data = static_cast<const T*>(a.data_ptr());
-    found = nonzero ? any_index(a.numel(), [data](int64_t i) { return !(data[i] == T(0)); })
-                    : any_index(a.numel(), [data](int64_t i) { return data[i] == T(0); });
-  });
-  return found;
-}
-}  // namespace
 
 std::optional<bool> all_contiguous(const at::Tensor& a) {
   const std::optional<bool> zero = some_element(a, /*nonzero=*/false);
