@@ -14,6 +14,7 @@
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/dim_names.h"
 #include "core/format.h"
+#include "core/key_chain.h"
 #include "core/non_tensor_write.h"
 #include "core/sym_int.h"
 #include "core/validate.h"
@@ -61,10 +62,8 @@ namespace {
 
 // Writes `value` (already sized to the indexed batch) into `dest[index]`, key by key.
 void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorDict& value,
-                    const NestedKey& prefix) {
+                    const detail::KeyChain& prefix) {
   value.impl()->for_each([&](const std::string& key, const Entry& entry) {
-    // The key's full path names it in errors; made only then (or to go one level down).
-    const auto full = [&] { return prefix.child(key); };
     // A tensor is written through write_at_ and only its kind is needed: a backend whose reads
     // are copies (a file, a server) must not read the whole leaf to write a row of it.
     Entry existing = entry.is_tensor() ? Entry() : dest.get(key);
@@ -77,10 +76,10 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
         dest.insert_or_assign(key, dest.make_child(key, child_batch));
         existing = dest.get(key);  // what the backend stored
       }
-      TD_CHECK(existing.is_tensordict(), TypeError, "cannot write a TensorDict into ", full().repr(),
+      TD_CHECK(existing.is_tensordict(), TypeError, "cannot write a TensorDict into ", prefix.child_path(key).repr(),
                " which holds ", kind_name(existing.kind()));
       put_tensordict(*existing.tensordict_unchecked().impl(), index, entry.tensordict_unchecked(),
-                     full());
+                     prefix.child(key));
       return;
     }
     if (entry.is_non_tensor()) {
@@ -94,7 +93,7 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
         return;
       }
       TD_CHECK(existing.is_non_tensor(), TypeError, "cannot write non-tensor data into ",
-               full().repr(), " which holds ", kind_name(existing.kind()));
+               prefix.child_path(key).repr(), " which holds ", kind_name(existing.kind()));
       const NonTensorData& cur = existing.non_tensor();
       if (!cur.is_stack() && !src.is_stack() && cur.value() == src.value()) return;
       // Through the backend: a memmapped level rewrites its NonTensorStack directory.
@@ -113,14 +112,14 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       at::Tensor zeros = at::zeros(shape, src.options().device(dest.device().value_or(src.device())));
       dest.insert_or_assign(key, zeros);
     } else {
-      TD_CHECK(existing_kind == EntryKind::Tensor, TypeError, "cannot write a tensor into ", full().repr(),
-               " which holds ", kind_name(existing_kind));
+      TD_CHECK(existing_kind == EntryKind::Tensor, TypeError, "cannot write a tensor into ",
+               prefix.child_path(key).repr(), " which holds ", kind_name(existing_kind));
     }
     try {
       dest.write_at_(key, index, src);
     } catch (const c10::Error& e) {
       TD_THROW(ShapeError, "cannot write a value of shape ", size_str(src.sizes()), " into ",
-               full().repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
+               prefix.child_path(key).repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
     }
   });
 }
@@ -129,7 +128,7 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
 
 // The hook's default lives here, next to index_put_, whose rules it implements.
 void TensorDictBase::put_at_(const BatchIndex& index, const TensorDict& values) {
-  put_tensordict(*this, index, values, NestedKey());
+  put_tensordict(*this, index, values, detail::KeyChain());
 }
 
 TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
@@ -169,13 +168,14 @@ TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorInd
 namespace {
 
 // `leaf[index] = value` for every tensor leaf, through each level's write_at_.
-void put_every_leaf(TensorDictBase& td, const BatchIndex& index, const at::Tensor& value, const NestedKey& prefix) {
+void put_every_leaf(TensorDictBase& td, const BatchIndex& index, const at::Tensor& value,
+                    const detail::KeyChain& prefix) {
   td.for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind == EntryKind::Tensor) {
       try {
         td.write_at_(key, index, value);
       } catch (const c10::Error& e) {
-        TD_THROW(ShapeError, "cannot write into ", prefix.child(key).repr(), "[", index.repr(), "]: ",
+        TD_THROW(ShapeError, "cannot write into ", prefix.child_path(key).repr(), "[", index.repr(), "]: ",
                  e.what_without_backtrace());
       }
     } else if (kind == EntryKind::TensorDict) {
@@ -198,7 +198,7 @@ at::Tensor scalar_operand(const c10::Scalar& value) {
 TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
                                    const at::Tensor& value) {
   BatchIndex index(indices, batch_size());
-  put_every_leaf(*impl_, index, value, NestedKey());
+  put_every_leaf(*impl_, index, value, detail::KeyChain());
   return *this;
 }
 
@@ -210,7 +210,7 @@ TensorDict& TensorDict::index_put_(std::initializer_list<at::indexing::TensorInd
 TensorDict& TensorDict::index_put_(c10::ArrayRef<at::indexing::TensorIndex> indices,
                                    const c10::Scalar& value) {
   BatchIndex index(indices, batch_size());
-  put_every_leaf(*impl_, index, scalar_operand(value), NestedKey());
+  put_every_leaf(*impl_, index, scalar_operand(value), detail::KeyChain());
   return *this;
 }
 

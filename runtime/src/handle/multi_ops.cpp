@@ -12,6 +12,7 @@
 #include "core/batch_dim.h"
 #include "core/dim_names.h"
 #include "core/format.h"
+#include "core/key_chain.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 #include "ops/leafwise.h"
@@ -186,9 +187,9 @@ namespace {
 
 enum class Join { Stack, Cat };
 
-TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const NestedKey& prefix);
+TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const detail::KeyChain& prefix);
 
-void check_same_keys(const std::vector<TensorDict>& tds, const NestedKey& prefix, Join mode) {
+void check_same_keys(const std::vector<TensorDict>& tds, const detail::KeyChain& prefix, Join mode) {
   const auto& first = *tds.front().impl();
   for (size_t i = 1; i < tds.size(); ++i) {
     const auto& other = *tds[i].impl();
@@ -213,7 +214,7 @@ void check_same_keys(const std::vector<TensorDict>& tds, const NestedKey& prefix
   }
 }
 
-TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const NestedKey& prefix) {
+TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const detail::KeyChain& prefix) {
   const TensorDict& first = tds.front();
   const int64_t n = first.batch_dims();
   BatchSize out_batch(first.batch_size().begin(), first.batch_size().end());
@@ -261,10 +262,10 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
       column[i] = i == 0 ? &head : detail::entry_in(*tds[i].impl(), key, held[i], at);
       if (column[i] == nullptr) {
         check_same_keys(tds, prefix, mode);  // throws: td[i] lacks the key
-        TD_THROW(KeyError, "key ", prefix.child(key).repr(), " is missing from td[", i, "]");
+        TD_THROW(KeyError, "key ", prefix.child_path(key).repr(), " is missing from td[", i, "]");
       }
       TD_CHECK(column[i]->kind() == head.kind(), TypeError, "cannot ", mode == Join::Stack ? "stack" : "cat", " key ",
-               prefix.child(key).repr(), ": td[0] holds ", kind_name(head.kind()), " but td[", i, "] holds ",
+               prefix.child_path(key).repr(), ": td[0] holds ", kind_name(head.kind()), " but td[", i, "] holds ",
                kind_name(column[i]->kind()));
     }
     switch (head.kind()) {
@@ -281,7 +282,7 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
             }
             TD_CHECK(ok, ShapeError, "The shapes of the tensors to ",
                      mode == Join::Stack ? "stack" : "cat", " is incompatible: ", size_str(b),
-                     " vs ", size_str(a), " for key ", prefix.child(key).repr(), ".");
+                     " vs ", size_str(a), " for key ", prefix.child_path(key).repr(), ".");
           }
           leaves.push_back(t);
         }
@@ -370,7 +371,7 @@ TensorDict stack(const std::vector<TensorDict>& tds, int64_t dim) {
     return LazyStackedTensorDict::is_lazy_stack(td) && td.batch_size() == tds.front().batch_size() &&
            td.keys(/*include_nested=*/true) == tds.front().keys(/*include_nested=*/true);
   });
-  TensorDict out = all_lazy ? stack_lazy(tds, dim) : join(readable_all(tds), dim, Join::Stack, NestedKey());
+  TensorDict out = all_lazy ? stack_lazy(tds, dim) : join(readable_all(tds), dim, Join::Stack, detail::KeyChain());
   // Python: the inputs' names, with an unnamed stack dim, when every input has the same names.
   const DimNames& first = tds.front().impl()->dim_names();
   if (C10_UNLIKELY(!first.empty()) &&
@@ -388,7 +389,7 @@ TensorDict cat(const std::vector<TensorDict>& tds, int64_t dim) {
   TD_CHECK(dim >= -n && dim < n, RuntimeError, "dim must be in the range 0 <= dim < len(batch_size), got dim=",
            dim, " and batch_size=", size_str(tds.front().batch_size()));
   if (dim < 0) dim += n;
-  TensorDict out = join(readable_all(tds), dim, Join::Cat, NestedKey());
+  TensorDict out = join(readable_all(tds), dim, Join::Cat, detail::KeyChain());
   // Python: the first input's names.
   if (C10_UNLIKELY(!tds.front().impl()->dim_names().empty()))
     detail::assign_names(*out.impl(), detail::names_of(*tds.front().impl()));

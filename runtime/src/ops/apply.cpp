@@ -6,6 +6,7 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "core/format.h"
+#include "core/key_chain.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 #include "ops/leafwise.h"
@@ -29,12 +30,12 @@ struct Applier {
   size_t old_root_dims;
 
   at::Tensor other_leaf(const TensorDictBase* other, size_t which, const std::string& key, size_t position,
-                        const NestedKey* full, const NestedKey& prefix) const {
+                        const detail::KeyChain& prefix) const {
     Entry holder;
     const Entry* e = other ? detail::entry_in(*other, key, holder, position) : nullptr;
     if (e != nullptr && e->is_tensor()) return e->tensor_unchecked();
     if (e == nullptr && options.default_value) return *options.default_value;
-    const NestedKey name = full ? *full : prefix.child(key);
+    const NestedKey name = prefix.child_path(key);
     if (e == nullptr) {
       TD_THROW(KeyError, "key ", name.repr(), " not found in the tensordict #", which + 1,
                " passed to apply, and no default value was provided.");
@@ -45,7 +46,7 @@ struct Applier {
 
   // Builds the result level, or returns nullopt when it must be filtered out.
   std::optional<TensorDict> level(const TensorDictBase& td, c10::ArrayRef<const TensorDictBase*> others,
-                                  const NestedKey& prefix) const {
+                                  const detail::KeyChain& prefix) const {
     BatchSize batch;
     if (new_root) {
       batch.assign(new_root->begin(), new_root->end());
@@ -60,23 +61,20 @@ struct Applier {
       const size_t at = position++;
       switch (e.kind()) {
         case Entry::Kind::Tensor: {
-          std::optional<NestedKey> full;
-          if (wants_key) full = prefix.child(key);
-          for (size_t j = 0; j < others.size(); ++j) {
-            args[j] = other_leaf(others[j], j, key, at, full ? &*full : nullptr, prefix);
-          }
+          std::optional<NestedKey> full;  // only for a callable that takes the key
+          if (wants_key) full = prefix.child_path(key);
+          for (size_t j = 0; j < others.size(); ++j) args[j] = other_leaf(others[j], j, key, at, prefix);
           at::Tensor r;
           try {
             r = fn(full ? &*full : nullptr, e.tensor_unchecked(), args);
-          } catch (const c10::Error& err) {
-            rethrow_leaf_error("apply", full ? *full : prefix.child(key), err);
+          } catch (...) {
+            rethrow_leaf_error("apply", prefix.child_path(key));
           }
           if (!r.defined()) break;
           c10::IntArrayRef shape = r.sizes();
           if (shape.size() < batch.size() || shape.slice(0, batch.size()) != c10::IntArrayRef(batch)) {
-            const NestedKey name = prefix.child(key);
-            TD_THROW(ShapeError, "apply: the result for key ", name.repr(), " has shape ", size_str(shape),
-                     " whose leading dims do not match the batch size ", size_str(batch),
+            TD_THROW(ShapeError, "apply: the result for key ", prefix.child_path(key).repr(), " has shape ",
+                     size_str(shape), " whose leading dims do not match the batch size ", size_str(batch),
                      "; pass ApplyOptions::batch_size for a new batch size.");
           }
           out.append(key, std::move(r));
@@ -93,8 +91,8 @@ struct Applier {
             } else if (oe == nullptr && options.default_value) {
               child_others[j] = nullptr;  // every leaf below gets the default
             } else {
-              TD_THROW(KeyError, "key ", prefix.child(key).repr(), " not found as a TensorDict in the tensordict #", j + 1,
-                       " passed to apply, and no default value was provided.");
+              TD_THROW(KeyError, "key ", prefix.child_path(key).repr(),
+                       " not found as a TensorDict in the tensordict #", j + 1, " passed to apply, and no default value was provided.");
             }
           }
           std::optional<TensorDict> r = level(child, child_others, prefix.child(key));
@@ -145,7 +143,7 @@ TensorDict run_apply(const TensorDict& td, c10::ArrayRef<TensorDict> others, App
   c10::SmallVector<const TensorDictBase*, 4> other_impls;
   for (const auto& o : others) other_trees.push_back(readable(o));
   for (const auto& o : other_trees) other_impls.push_back(o.impl());
-  std::optional<TensorDict> out = applier.level(*src.impl(), other_impls, NestedKey());
+  std::optional<TensorDict> out = applier.level(*src.impl(), other_impls, detail::KeyChain());
   TensorDict result = out ? *out : TensorDict::empty_with(new_root ? *new_root : td.batch_size(), td.device());
   if (options.propagate_lock && td.is_locked()) result.lock_();
   return result;
@@ -175,8 +173,8 @@ TensorDict run_apply_on_entries(const TensorDict& td, c10::ArrayRef<TensorDict> 
     Entry r;
     try {
       r = fn(args);
-    } catch (const c10::Error& err) {
-      rethrow_leaf_error("apply", NestedKey(key), err);
+    } catch (...) {
+      rethrow_leaf_error("apply", NestedKey(key));
     }
     if (r.defined()) out.append(key, detail::prepare_entry(out.level(), key, std::move(r)));
   });
@@ -191,41 +189,44 @@ void run_apply_(const TensorDict& td, c10::ArrayRef<TensorDict> others, ApplyFn 
   InPlaceTarget target(td);
   std::vector<TensorDict> other_trees;
   for (const auto& o : others) other_trees.push_back(readable(o));
+  // The callable is given no key (apply_ takes none), so none is made unless an error names it.
   struct Writer {
     ApplyFn fn;
-    void level(const TensorDictBase& td, c10::ArrayRef<const TensorDictBase*> others, const NestedKey& prefix) {
+    void level(const TensorDictBase& td, c10::ArrayRef<const TensorDictBase*> others, const detail::KeyChain& prefix) {
       c10::SmallVector<at::Tensor, 4> args(others.size());
+      c10::SmallVector<Entry, 4> holders(others.size());  // the others' entries where fetched, not in memory
+      size_t position = 0;
       td.for_each([&](const std::string& key, const Entry& e) {
-        const NestedKey full = prefix.child(key);
+        const size_t at = position++;
         if (e.is_tensor()) {
           for (size_t j = 0; j < others.size(); ++j) {
-            Entry oe = others[j]->get(key);
-            TD_CHECK(oe.is_tensor(), KeyError, "key ", full.repr(), " not found as a tensor in the tensordict #", j + 1,
-                     " passed to apply_.");
-            args[j] = oe.tensor_unchecked();
+            const Entry* oe = detail::entry_in(*others[j], key, holders[j], at);
+            TD_CHECK(oe != nullptr && oe->is_tensor(), KeyError, "key ", prefix.child_path(key).repr(),
+                     " not found as a tensor in the tensordict #", j + 1, " passed to apply_.");
+            args[j] = oe->tensor_unchecked();
           }
           try {
-            at::Tensor r = fn(&full, e.tensor_unchecked(), args);
+            at::Tensor r = fn(nullptr, e.tensor_unchecked(), args);
             if (r.defined() && !r.is_same(e.tensor_unchecked())) e.tensor_unchecked().copy_(r);
-          } catch (const c10::Error& err) {
-            rethrow_leaf_error("apply_", full, err);
+          } catch (...) {
+            rethrow_leaf_error("apply_", prefix.child_path(key));
           }
         } else if (e.is_tensordict()) {
-          std::vector<const TensorDictBase*> sub;
+          c10::SmallVector<const TensorDictBase*, 4> sub(others.size());
           for (size_t j = 0; j < others.size(); ++j) {
-            Entry oe = others[j]->get(key);
-            TD_CHECK(oe.is_tensordict(), KeyError, "key ", full.repr(), " not found as a TensorDict in the tensordict #",
-                     j + 1, " passed to apply_.");
-            sub.push_back(oe.tensordict_unchecked().impl());
+            const Entry* oe = detail::entry_in(*others[j], key, holders[j], at);
+            TD_CHECK(oe != nullptr && oe->is_tensordict(), KeyError, "key ", prefix.child_path(key).repr(),
+                     " not found as a TensorDict in the tensordict #", j + 1, " passed to apply_.");
+            sub[j] = oe->tensordict_unchecked().impl();
           }
-          level(*e.tensordict_unchecked().impl(), sub, full);
+          level(*e.tensordict_unchecked().impl(), sub, prefix.child(key));
         }
       });
     }
   };
   std::vector<const TensorDictBase*> other_impls;
   for (const auto& o : other_trees) other_impls.push_back(o.impl());
-  Writer{fn}.level(*target.tree().impl(), other_impls, NestedKey());
+  Writer{fn}.level(*target.tree().impl(), other_impls, detail::KeyChain());
   target.commit();
 }
 

@@ -20,8 +20,8 @@ LeafList compute(size_t n, bool try_foreach, FunctionRef<LeafList()> foreach, Fu
     size_t i = 0;
     try {
       for (; i < n; ++i) results[i] = loop(i);
-    } catch (const c10::Error& e) {
-      rethrow_leaf_error(op, key_of(i), e);
+    } catch (...) {
+      rethrow_leaf_error(op, key_of(i));
     }
   }
   return results;
@@ -33,8 +33,8 @@ void compute_(size_t n, bool try_foreach, FunctionRef<bool()> foreach, FunctionR
   size_t i = 0;
   try {
     for (; i < n; ++i) loop(i);
-  } catch (const c10::Error& e) {
-    rethrow_leaf_error(op, key_of(i), e);
+  } catch (...) {
+    rethrow_leaf_error(op, key_of(i));
   }
 }
 

@@ -4,6 +4,8 @@
 #include "ops/leafwise.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <typeinfo>
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
@@ -12,6 +14,7 @@
 #include "backends/in_memory/level_builder.h"
 #include "core/dim_names.h"
 #include "core/format.h"
+#include "core/key_chain.h"
 #include "core/structure_walk.h"
 #include "handle/key_path.h"
 
@@ -137,22 +140,7 @@ std::string key_set_str(const std::vector<std::string>& keys) {
   return out + "}";
 }
 
-// The key path of the level being walked, linked on the stack: walking a nested level allocates
-// nothing, and a NestedKey is made only for an error message or a collected key.
-struct KeyChain {
-  const KeyChain* parent = nullptr;  // nullptr: the root (the empty path)
-  std::string_view key;
-
-  bool empty() const { return parent == nullptr; }
-  NestedKey path() const {
-    std::vector<std::string> parts;
-    for (const KeyChain* c = this; !c->empty(); c = c->parent) parts.emplace_back(c->key);
-    std::reverse(parts.begin(), parts.end());
-    return NestedKey(std::move(parts));
-  }
-  NestedKey child_path(std::string_view k) const { return path().child(k); }
-  std::string repr() const { return path().repr(); }
-};
+using detail::KeyChain;
 
 // Walks `a` and `b` together (either may be null on the side a fill-value default fills).
 // In the collect phase it appends operand pairs; in the build phase it consumes results.
@@ -250,7 +238,7 @@ struct PairWalker {
         break;
       case Entry::Kind::TensorDict: {
         std::optional<TensorDict> child = walk(ea ? ea->tensordict_unchecked().impl() : nullptr,
-                                               eb ? eb->tensordict_unchecked().impl() : nullptr, KeyChain{&prefix, key});
+                                               eb ? eb->tensordict_unchecked().impl() : nullptr, prefix.child(key));
         if (out && !(filter_empty && child->num_keys() == 0)) out->append(key, std::move(*child));
         break;
       }
@@ -356,8 +344,15 @@ bool foreach_pays(const LeafList& leaves) {
   return !leaves.empty() && !leaves.front().is_cpu() && !needs_autograd(leaves);
 }
 
-void rethrow_leaf_error(const char* op, const NestedKey& key, const c10::Error& e) {
-  TD_THROW(RuntimeError, op, " failed for key ", key.repr(), ": ", e.what_without_backtrace());
+void rethrow_leaf_error(const char* op, const NestedKey& key) {
+  try {
+    throw;
+  } catch (const c10::Error& e) {
+    TD_THROW(RuntimeError, op, " failed for key ", key.repr(), ": ", e.what_without_backtrace());
+  } catch (const std::runtime_error& e) {
+    if (typeid(e) != typeid(std::runtime_error)) throw;  // ours, or the callable's own type
+    TD_THROW(RuntimeError, op, " failed for key ", key.repr(), ": ", e.what());
+  }
 }
 
 TensorDict keep_lock(TensorDict out, const TensorDict& src) {

@@ -125,8 +125,11 @@ bool needs_autograd(const LeafList& leaves);
 /// and not under autograd.
 bool foreach_pays(const LeafList& leaves);
 
-/// Rethrows a LibTorch error from the leaf at `key` as a tensordict RuntimeError naming it.
-[[noreturn]] void rethrow_leaf_error(const char* op, const NestedKey& key, const c10::Error& e);
+/// From a catch-all block around the work on the leaf at `key`: rethrows a LibTorch error as a
+/// tensordict RuntimeError naming the key. LibTorch raises most errors as c10::Error, a few as a
+/// plain std::runtime_error (1.13's view/reshape shape inference); anything else (a tensordict
+/// error, std::bad_alloc, a callable's own exception type) passes through as it is.
+[[noreturn]] void rethrow_leaf_error(const char* op, const NestedKey& key);
 
 /// Runs `fn(i)` for every leaf index, turning a LibTorch error into one naming the leaf's key
 /// (looked up in `td` only on failure).
@@ -135,10 +138,10 @@ void for_each_index(const TensorDictBase& td, size_t n, const char* op, Fn&& fn)
   size_t i = 0;
   try {
     for (; i < n; ++i) fn(i);
-  } catch (const c10::Error& e) {
+  } catch (...) {
     std::vector<NestedKey> keys;
     collect_keys(td, keys);
-    rethrow_leaf_error(op, i < keys.size() ? keys[i] : NestedKey("?"), e);
+    rethrow_leaf_error(op, i < keys.size() ? keys[i] : NestedKey("?"));
   }
 }
 
