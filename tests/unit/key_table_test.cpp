@@ -112,6 +112,32 @@ TEST_CASE("erase and rename keep lookups right on both sides of the threshold", 
   for (size_t i = 4; i < 19; ++i) CHECK(position(td, keys[i]) == static_cast<int64_t>(i - 4));
 }
 
+TEST_CASE("erase_if_present says whether it removed the key, scanned or indexed, and erase raises on a missing one",
+          "[unit][slots][errors]") {
+  const std::vector<std::string> keys = awkward_keys();
+  for (size_t count : {size_t{5}, size_t{20}}) {
+    INFO("count " << count);
+    TensorDict td({}, {2});
+    for (size_t i = 0; i < count; ++i) td.set(keys[i], at::full({2}, static_cast<double>(i)));
+    CHECK(td.impl()->erase_if_present(keys[1]));
+    CHECK_FALSE(td.impl()->erase_if_present(keys[1]));  // gone already
+    CHECK_FALSE(td.impl()->erase_if_present("not there"));
+    CHECK(td.num_keys() == count - 1);
+    CHECK(position(td, keys[2]) == 1);
+    CHECK_THROWS_AS(td.erase(keys[1]), KeyError);
+    CHECK_THROWS_AS(td.erase({"not there", "deeper"}), KeyError);
+    td.erase(keys[0]);
+    CHECK(td.num_keys() == count - 2);
+  }
+  // The default (has, then erase) of a backend that does not override it, a lazy stack's level.
+  TensorDict a({{"x", at::zeros({2})}, {"y", at::ones({2})}}, {2});
+  TensorDict lazy = lazy_stack({a, a.clone()}, 0);
+  CHECK(lazy.impl()->erase_if_present("x"));
+  CHECK_FALSE(lazy.impl()->erase_if_present("x"));
+  CHECK_FALSE(lazy.contains("x"));
+  CHECK(lazy.contains("y"));
+}
+
 TEST_CASE("erasing most of a large level keeps the order and every lookup (tombstones compacted)",
           "[unit][slots]") {
   // Note [Erasing in O(1)]: tombstones pile up, then the slots are compacted in order.

@@ -8,8 +8,8 @@
 //   - the storage primitives, one nesting level and one key part at a time: type_name,
 //     num_entries, keys, has, get, for_each, insert_or_assign, erase, rename;
 //   - write_, unless its leaves alias its storage (StoragePolicy below).
-// It may override the hooks, whose defaults are correct for any backend: peek, kind,
-// for_each_key, leaf_meta, snapshot, write_at_, write_many_, make_child, set_batch_size,
+// It may override the hooks, whose defaults are correct for any backend: peek, erase_if_present,
+// kind, for_each_key, leaf_meta, snapshot, write_at_, write_many_, make_child, set_batch_size,
 // set_locked, is_locked, index, map_batch, rearrange_batch, map_leaves, leaf_class_name,
 // missing_key_note, repr_parts, is_shared, is_memmap.
 //
@@ -119,6 +119,9 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   virtual void insert_or_assign(std::string_view key, Entry value) = 0;
   /// Removes `key`; an absent key is not an error (callers erase without probing first).
   virtual void erase(std::string_view key) = 0;
+  /// erase(key), returning whether `key` was there. The default asks has() first; a backend
+  /// that finds the key as it erases it answers from that one lookup.
+  virtual bool erase_if_present(std::string_view key);
   /// Moves an entry to a new key (which is absent), keeping its position.
   virtual void rename(std::string_view from, std::string_view to) = 0;
 

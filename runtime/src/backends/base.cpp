@@ -110,6 +110,12 @@ void TensorDictBase::write_many_(const TensorDict& values) {
 
 // ---- Structure --------------------------------------------------------------------------------
 
+bool TensorDictBase::erase_if_present(std::string_view key) {
+  if (!has(key)) return false;
+  erase(key);
+  return true;
+}
+
 void TensorDictBase::clear() {
   for (const std::string& key : keys()) erase(key);
 }

@@ -266,8 +266,7 @@ TensorDict& TensorDict::erase(KeyRef key) {
   Entry holder;
   TensorDictBase* level = level_of(impl_.get(), key, holder);
   check_unlocked(*level);
-  if (!level->has(key.back())) throw_missing(*level, key, key.size() - 1);
-  level->erase(key.back());
+  if (!level->erase_if_present(key.back())) throw_missing(*level, key, key.size() - 1);
   return *this;
 }
 

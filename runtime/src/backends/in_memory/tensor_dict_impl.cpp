@@ -191,20 +191,20 @@ size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
   }
 }
 
-void TensorDictImpl::erase(std::string_view key) {
+bool TensorDictImpl::erase_if_present(std::string_view key) {
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.
     const int64_t found = find_slot(key);
-    if (found < 0) return;
+    if (found < 0) return false;
     const auto i = static_cast<uint32_t>(found);
     bump_layout_version();
     std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
     slots_[--size_].~Slot();
     --live_;
-    return;
+    return true;
   }
   const size_t bucket = find_bucket(key, in_memory::key_hash(key));
-  if (bucket == SIZE_MAX) return;
+  if (bucket == SIZE_MAX) return false;
   const uint32_t i = entry_slot(index_[bucket]);
   bump_layout_version();
   unindex(bucket);
@@ -215,6 +215,7 @@ void TensorDictImpl::erase(std::string_view key) {
   --live_;
   // Compacting once tombstones outnumber live entries keeps erase O(1) amortized.
   if (size_ - live_ > live_) compact();
+  return true;
 }
 
 void TensorDictImpl::rename(std::string_view from, std::string_view to) {

@@ -78,7 +78,8 @@ class TensorDictImpl final : public TensorDictBase {
   void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
   void insert_or_assign(std::string_view key, Entry value) override;
-  void erase(std::string_view key) override;
+  void erase(std::string_view key) override { erase_if_present(key); }
+  bool erase_if_present(std::string_view key) override;
   void rename(std::string_view from, std::string_view to) override;
   void clear() override;
 
