@@ -291,6 +291,12 @@ void register_all() {
            DoNotOptimize(map_groups(f.src, [](const at::Tensor& t) { return t.clone(); })));
   TD_BENCH("apply_mul2", DoNotOptimize(f.td.apply([](const at::Tensor& x) { return x * 2; })),
            DoNotOptimize(map_groups(f.src, [](const at::Tensor& t) { return t * 2; })));
+  // In place, every leaf of td_w scaled by 1 (its values stay, so every call does the same work).
+  TD_BENCH("apply_inplace", f.td_w.apply_([](const at::Tensor& x) { return x.mul_(1.0); }), {
+    for (Group& g : f.src_w) {
+      for (auto& kv : g.leaves) kv.second.mul_(1.0);
+    }
+  });
   TD_BENCH("add_td", DoNotOptimize(f.td + f.td_b),
            DoNotOptimize(zip_groups(f.src, f.src_b, [](const at::Tensor& a, const at::Tensor& b) { return a + b; })));
   TD_BENCH("add_td_apply",
