@@ -33,6 +33,7 @@
 #include <tensordict/tensordict.h>
 
 #include "leaf_cut.h"
+#include "ops/packed.h"  // the CPU result size above which ops run per leaf
 
 namespace {
 
@@ -62,8 +63,8 @@ struct Fixture {
   std::vector<at::Tensor> leaves, leaves2, same_leaves, same_leaves2;
   at::Tensor storage, storage2, same_storage, same_storage2;
   LeafCut cut;  // a storage result cut into the leaves by hand
-  // Out-of-place results come out packed, except CPU ones above 32 MiB (ops/packed.cpp), which
-  // are made per leaf; tests/unit/packed_kernel_test.cpp checks that rule.
+  // Out-of-place results come out packed, except CPU ones above ops::kLargestPackedCpuResult,
+  // which are made per leaf; tests/unit/packed_kernel_test.cpp checks that rule.
   bool packed_results = true;
 
   Fixture(int64_t rows, int64_t cols) {
@@ -84,7 +85,7 @@ struct Fixture {
     storage2 = tensordict::consolidated_storage(td2).view(at::kFloat);
     same_storage = tensordict::consolidated_storage(same).view(at::kFloat);
     same_storage2 = tensordict::consolidated_storage(same2).view(at::kFloat);
-    packed_results = !g_device.is_cpu() || storage.nbytes() <= (size_t{32} << 20);
+    packed_results = !g_device.is_cpu() || storage.nbytes() <= tensordict::ops::kLargestPackedCpuResult;
     for (const at::Tensor& t : leaves)
       if (t.device().type() != g_device.type()) fail("a consolidated leaf is not on " + g_device.str());
     cut = LeafCut(leaves);

@@ -77,21 +77,11 @@ at::Tensor packed_storage(const LeafList& leaves) {
   return detail::strided_view(first, flat_size, flat_stride, 0);
 }
 
-namespace {
-// glibc's malloc serves a request above its mmap threshold with fresh pages from the kernel, and
-// that threshold stops rising at 32 MiB on 64-bit systems: a larger result is mapped anew on
-// every call and each of its pages faults in zeroed, while 30 results of a few MiB are reused
-// from the heap. Fixture B (30 x 4 MiB, bench/cuda_packed --cpu): one 120 MiB `exp` took 98 ms
-// against 60 ms per leaf, `to(kDouble)` 142 against 42, all of the gap system time. Above this
-// size the dispatches one kernel saves are a vanishing part of the work anyway.
-constexpr size_t kLargestReusedCpuAllocation = size_t{32} << 20;
-}  // namespace
-
 at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_itemsize) {
   at::Tensor flat = packed_storage(leaves);
   if (flat.defined() && flat.is_cpu()) {
     const size_t itemsize = result_itemsize != 0 ? result_itemsize : flat.element_size();
-    if (static_cast<size_t>(flat.numel()) * itemsize > kLargestReusedCpuAllocation) return at::Tensor();
+    if (static_cast<size_t>(flat.numel()) * itemsize > kLargestPackedCpuResult) return at::Tensor();
   }
   return flat;
 }

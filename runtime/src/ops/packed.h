@@ -2,6 +2,8 @@
 // One kernel over a packed storage (ops/packed.cpp): the fast path of elementwise ops over a
 // consolidated tensordict.
 
+#include <cstddef>
+
 #include <ATen/core/Tensor.h>
 
 #include "ops/leafwise.h"
@@ -15,6 +17,14 @@ bool may_be_packed(const TensorDictBase& td);
 /// The flat view of the one storage `leaves` tile exactly (same dtype, contiguous, in storage
 /// order, no gap, overlap or foreign byte, no autograd); undefined otherwise.
 at::Tensor packed_storage(const LeafList& leaves);
+/// The largest CPU result an out-of-place op makes over a whole packed storage; a larger one is
+/// made per leaf. glibc's malloc serves a request above its mmap threshold with fresh pages from
+/// the kernel, and that threshold stops rising at 32 MiB on 64-bit systems: a larger result is
+/// mapped anew on every call and each of its pages faults in zeroed, while 30 results of a few
+/// MiB are reused from the heap. Fixture B (30 x 4 MiB, bench/cuda_packed --cpu): one 120 MiB
+/// `exp` took 98 ms against 60 ms per leaf, `to(kDouble)` 142 against 42, all of the gap system
+/// time. Above this size the dispatches one kernel saves are a vanishing part of the work anyway.
+constexpr size_t kLargestPackedCpuResult = size_t{32} << 20;
 /// packed_storage(leaves) for an out-of-place op, whose result is new memory of
 /// `result_itemsize` bytes an element (0: the leaves' own); undefined also where one result
 /// over the whole storage costs more than the kernels it saves (a large CPU result, packed.cpp).
