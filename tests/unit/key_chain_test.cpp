@@ -132,10 +132,17 @@ TEST_CASE("a leaf's LibTorch error is named whether LibTorch raised c10::Error o
   CHECK_THROWS_AS(td.apply([](const at::Tensor& x) { return x.view({-1, 7}); }), RuntimeError);
   CHECK_THROWS_WITH(td.apply([](const at::Tensor& x) { return x.mm(x); }),
                     Catch::Contains("apply failed for key 'a'"));
+  // A plain std::runtime_error is wrapped wherever it came from, and stays a std::runtime_error.
+  CHECK_THROWS_WITH(td.apply([](const at::Tensor&) -> at::Tensor { throw std::runtime_error("plain"); }),
+                    Catch::Equals("apply failed for key 'a': plain"));
+  CHECK_THROWS_AS(td.apply([](const at::Tensor&) -> at::Tensor { throw std::runtime_error("plain"); }),
+                  std::runtime_error);
   // A tensordict error keeps its type; the callable's own exception type passes through untouched.
   TensorDict other = nested_td();
   CHECK_THROWS_AS(td.apply([&](const at::Tensor& x) { return other.get({"n", "missing"}) + x; }), KeyError);
   CHECK_THROWS_AS(td.apply([](const at::Tensor&) -> at::Tensor { throw CallableError("mine"); }), CallableError);
+  CHECK_THROWS_WITH(td.apply([](const at::Tensor&) -> at::Tensor { throw CallableError("mine"); }),
+                    Catch::Equals("mine"));
   CHECK_THROWS_AS(td.apply_([](const at::Tensor&) -> at::Tensor { throw CallableError("mine"); }), CallableError);
   CHECK_THROWS_WITH(td.apply_([](const at::Tensor& x) { return x.reshape({-1, 5}); }),
                     Catch::Contains("apply_ failed for key 'a': shape '[-1, 5]' is invalid"));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <tensordict/backends/consolidated.h>
 #include <tensordict/tensordict.h>
 
 #include "backends/in_memory/key_hash.h"
@@ -125,7 +126,10 @@ TEST_CASE("erase_if_present says whether it removed the key, scanned or indexed,
     CHECK(td.num_keys() == count - 1);
     CHECK(position(td, keys[2]) == 1);
     CHECK_THROWS_AS(td.erase(keys[1]), KeyError);
-    CHECK_THROWS_AS(td.erase({"not there", "deeper"}), KeyError);
+    td.set({"sub", "kept"}, at::zeros({2}));
+    CHECK_THROWS_WITH(td.erase({"sub", "not there"}), Catch::Contains("not there"));  // level there, key not
+    CHECK(td.contains({"sub", "kept"}));
+    td.erase("sub");
     td.erase(keys[0]);
     CHECK(td.num_keys() == count - 2);
   }
@@ -136,6 +140,14 @@ TEST_CASE("erase_if_present says whether it removed the key, scanned or indexed,
   CHECK_FALSE(lazy.impl()->erase_if_present("x"));
   CHECK_FALSE(lazy.contains("x"));
   CHECK(lazy.contains("y"));
+  // A consolidated level (a TableBackend over an in-memory table) answers from its table.
+  TensorDict packed = consolidate(TensorDict({{"x", at::zeros({2})}, {"y", at::ones({2})}}, {2}));
+  const uint64_t version = packed.impl()->layout_version();
+  CHECK(packed.impl()->erase_if_present("x"));
+  CHECK(packed.impl()->layout_version() != version);  // cached entry addresses are dropped
+  CHECK_FALSE(packed.impl()->erase_if_present("x"));
+  CHECK_FALSE(packed.contains("x"));
+  CHECK(at::equal(packed.get("y"), at::ones({2})));
 }
 
 TEST_CASE("erasing most of a large level keeps the order and every lookup (tombstones compacted)",

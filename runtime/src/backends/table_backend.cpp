@@ -23,6 +23,11 @@ void TableBackend::erase(std::string_view key) {
   table_->erase(key);
 }
 
+bool TableBackend::erase_if_present(std::string_view key) {
+  bump_layout_version();
+  return table_->erase_if_present(key);
+}
+
 void TableBackend::clear() {
   bump_layout_version();
   table_->clear();

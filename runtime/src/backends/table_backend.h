@@ -34,6 +34,7 @@ class TableBackend : public TensorDictBase {
   // are only valid while it holds.
   void insert_or_assign(std::string_view key, Entry value) override;
   void erase(std::string_view key) override;
+  bool erase_if_present(std::string_view key) override;
   void rename(std::string_view from, std::string_view to) override;
   void clear() override;
   void set_batch_size(c10::IntArrayRef batch_size) override;

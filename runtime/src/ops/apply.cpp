@@ -68,7 +68,7 @@ struct Applier {
           try {
             r = fn(full ? &*full : nullptr, e.tensor_unchecked(), args);
           } catch (...) {
-            rethrow_leaf_error("apply", prefix.child_path(key));
+            rethrow_leaf_error("apply", [&] { return prefix.child_path(key); });
           }
           if (!r.defined()) break;
           c10::IntArrayRef shape = r.sizes();
@@ -174,7 +174,7 @@ TensorDict run_apply_on_entries(const TensorDict& td, c10::ArrayRef<TensorDict> 
     try {
       r = fn(args);
     } catch (...) {
-      rethrow_leaf_error("apply", NestedKey(key));
+      rethrow_leaf_error("apply", [&] { return NestedKey(key); });
     }
     if (r.defined()) out.append(key, detail::prepare_entry(out.level(), key, std::move(r)));
   });
@@ -209,7 +209,7 @@ void run_apply_(const TensorDict& td, c10::ArrayRef<TensorDict> others, ApplyFn 
             at::Tensor r = fn(nullptr, e.tensor_unchecked(), args);
             if (r.defined() && !r.is_same(e.tensor_unchecked())) e.tensor_unchecked().copy_(r);
           } catch (...) {
-            rethrow_leaf_error("apply_", prefix.child_path(key));
+            rethrow_leaf_error("apply_", [&] { return prefix.child_path(key); });
           }
         } else if (e.is_tensordict()) {
           c10::SmallVector<const TensorDictBase*, 4> sub(others.size());

@@ -21,7 +21,7 @@ LeafList compute(size_t n, bool try_foreach, FunctionRef<LeafList()> foreach, Fu
     try {
       for (; i < n; ++i) results[i] = loop(i);
     } catch (...) {
-      rethrow_leaf_error(op, key_of(i));
+      rethrow_leaf_error(op, [&] { return key_of(i); });
     }
   }
   return results;
@@ -34,7 +34,7 @@ void compute_(size_t n, bool try_foreach, FunctionRef<bool()> foreach, FunctionR
   try {
     for (; i < n; ++i) loop(i);
   } catch (...) {
-    rethrow_leaf_error(op, key_of(i));
+    rethrow_leaf_error(op, [&] { return key_of(i); });
   }
 }
 

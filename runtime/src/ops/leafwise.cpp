@@ -344,14 +344,14 @@ bool foreach_pays(const LeafList& leaves) {
   return !leaves.empty() && !leaves.front().is_cpu() && !needs_autograd(leaves);
 }
 
-void rethrow_leaf_error(const char* op, const NestedKey& key) {
+void rethrow_leaf_error(const char* op, FunctionRef<NestedKey()> key) {
   try {
     throw;
   } catch (const c10::Error& e) {
-    TD_THROW(RuntimeError, op, " failed for key ", key.repr(), ": ", e.what_without_backtrace());
+    TD_THROW(RuntimeError, op, " failed for key ", key().repr(), ": ", e.what_without_backtrace());
   } catch (const std::runtime_error& e) {
-    if (typeid(e) != typeid(std::runtime_error)) throw;  // ours, or the callable's own type
-    TD_THROW(RuntimeError, op, " failed for key ", key.repr(), ": ", e.what());
+    if (typeid(e) != typeid(std::runtime_error)) throw;  // ours, or a type of the callable's own
+    TD_THROW(RuntimeError, op, " failed for key ", key().repr(), ": ", e.what());
   }
 }
 

@@ -125,11 +125,13 @@ bool needs_autograd(const LeafList& leaves);
 /// and not under autograd.
 bool foreach_pays(const LeafList& leaves);
 
-/// From a catch-all block around the work on the leaf at `key`: rethrows a LibTorch error as a
-/// tensordict RuntimeError naming the key. LibTorch raises most errors as c10::Error, a few as a
-/// plain std::runtime_error (1.13's view/reshape shape inference); anything else (a tensordict
-/// error, std::bad_alloc, a callable's own exception type) passes through as it is.
-[[noreturn]] void rethrow_leaf_error(const char* op, const NestedKey& key);
+/// From a catch-all block around the work on one leaf: rethrows a LibTorch error as a tensordict
+/// RuntimeError naming the leaf's key, made by `key` only then. LibTorch raises most errors as
+/// c10::Error, a few as a plain std::runtime_error (1.13's view/reshape shape inference), which
+/// is wrapped too, wherever it came from (it stays a std::runtime_error to its catcher). Anything
+/// else (a tensordict error, std::bad_alloc, an exception type of the callable's own, a forced
+/// unwind) passes through untouched, with no key made.
+[[noreturn]] void rethrow_leaf_error(const char* op, FunctionRef<NestedKey()> key);
 
 /// Runs `fn(i)` for every leaf index, turning a LibTorch error into one naming the leaf's key
 /// (looked up in `td` only on failure).
@@ -139,9 +141,11 @@ void for_each_index(const TensorDictBase& td, size_t n, const char* op, Fn&& fn)
   try {
     for (; i < n; ++i) fn(i);
   } catch (...) {
-    std::vector<NestedKey> keys;
-    collect_keys(td, keys);
-    rethrow_leaf_error(op, i < keys.size() ? keys[i] : NestedKey("?"));
+    rethrow_leaf_error(op, [&] {
+      std::vector<NestedKey> keys;
+      collect_keys(td, keys);
+      return i < keys.size() ? keys[i] : NestedKey("?");
+    });
   }
 }
 
