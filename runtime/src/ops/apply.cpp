@@ -91,8 +91,8 @@ struct Applier {
             } else if (oe == nullptr && options.default_value) {
               child_others[j] = nullptr;  // every leaf below gets the default
             } else {
-              TD_THROW(KeyError, "key ", prefix.child_path(key).repr(),
-                       " not found as a TensorDict in the tensordict #", j + 1, " passed to apply, and no default value was provided.");
+              TD_THROW(KeyError, "key ", prefix.child_path(key).repr(), " not found as a TensorDict in the tensordict #",
+                       j + 1, " passed to apply, and no default value was provided.");
             }
           }
           std::optional<TensorDict> r = level(child, child_others, prefix.child(key));
@@ -192,9 +192,10 @@ void run_apply_(const TensorDict& td, c10::ArrayRef<TensorDict> others, ApplyFn 
   // The callable is given no key (apply_ takes none), so none is made unless an error names it.
   struct Writer {
     ApplyFn fn;
-    void level(const TensorDictBase& td, c10::ArrayRef<const TensorDictBase*> others, const detail::KeyChain& prefix) {
+    void level(const TensorDictBase& td, c10::ArrayRef<const TensorDictBase*> others,
+               const detail::KeyChain& prefix) {
       c10::SmallVector<at::Tensor, 4> args(others.size());
-      c10::SmallVector<Entry, 4> holders(others.size());  // the others' entries where fetched, not in memory
+      c10::SmallVector<Entry, 4> holders(others.size());  // the others' entries, where fetched
       size_t position = 0;
       td.for_each([&](const std::string& key, const Entry& e) {
         const size_t at = position++;
