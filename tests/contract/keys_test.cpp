@@ -246,6 +246,8 @@ TEMPLATE_LIST_TEST_CASE("erase and pop remove entries - missing keys are KeyErro
   REQUIRE_THROWS_WITH(td.pop("zz"), Catch::Contains("You are trying to pop key 'zz'") &&
                                         Catch::Contains("without providing default value"));
   CHECK_FALSE(td.pop("zz", Entry()).defined());
+  CHECK_FALSE(td.pop({"zz", "x"}, Entry()).defined());  // a level on the way is missing
+  REQUIRE_THROWS_WITH(td.pop({"zz", "x"}), Catch::Contains("You are trying to pop key ('zz', 'x')"));
   Entry fallback(at::ones({2}));
   CHECK(td.pop("zz", fallback).is_tensor());
   CHECK(joined_keys(td) == Strings{"n"});

@@ -270,23 +270,36 @@ TensorDict& TensorDict::erase(KeyRef key) {
   return *this;
 }
 
+namespace {
+// The entry at `key`, taken out of its level (one walk down the key path), or an undefined Entry
+// when there is none, with nothing changed.
+Entry take_out(TensorDictBase* root, KeyRef key) {
+  Entry holder;
+  TensorDictBase* level = find_level(root, key, holder);
+  if (level == nullptr) return Entry();
+  Entry e = level->get(key.back());
+  if (e.defined()) {
+    check_unlocked(*level);
+    level->erase(key.back());
+  }
+  return e;
+}
+}  // namespace
+
 Entry TensorDict::pop(KeyRef key) {
   check_key(key);
   check_unlocked(*impl_);
-  Entry e = find(key);
+  Entry e = take_out(impl_.get(), key);
   TD_CHECK(e.defined(), KeyError, "You are trying to pop key ", key.repr(),
            " which is not in dict without providing default value. Keys=", keys_str(impl_->keys()));
-  erase(key);
   return e;
 }
 
 Entry TensorDict::pop(KeyRef key, Entry default_value) {
   check_key(key);
   check_unlocked(*impl_);
-  Entry e = find(key);
-  if (!e.defined()) return default_value;
-  erase(key);
-  return e;
+  Entry e = take_out(impl_.get(), key);
+  return e.defined() ? e : default_value;
 }
 
 TensorDict& TensorDict::rename_key_(KeyRef old_key, KeyRef new_key, bool safe) {
