@@ -96,10 +96,7 @@ class TensorDictImpl final : public TensorDictBase {
   }
   template <typename K, typename V>
   void append_unchecked(K&& key, uint32_t hash, V&& value) {
-    if (size_ == capacity_) grow(size_ + 1);
-    new (slots_ + size_) Slot(std::forward<K>(key), std::forward<V>(value), hash);
-    ++size_;
-    ++live_;
+    emplace_slot(std::forward<K>(key), hash, std::forward<V>(value));
     after_append();
   }
   /// append_unchecked for a level being built, whose index (above 16 keys) is built once by
@@ -108,10 +105,7 @@ class TensorDictImpl final : public TensorDictBase {
   template <typename K, typename V>
   void append_unindexed(K&& key, V&& value) {
     const uint32_t hash = in_memory::key_hash(key);
-    if (size_ == capacity_) grow(size_ + 1);
-    new (slots_ + size_) Slot(std::forward<K>(key), std::forward<V>(value), hash);
-    ++size_;
-    ++live_;
+    emplace_slot(std::forward<K>(key), hash, std::forward<V>(value));
     bump_layout_version();
     if (!index_.empty()) index_append();  // an indexed append came first: keep the index whole
   }
@@ -156,6 +150,14 @@ class TensorDictImpl final : public TensorDictBase {
         capacity_(static_cast<uint32_t>(slots.capacity)) {}
 
   void grow(size_t min_capacity);
+  /// A new live slot at the end, the index and layout version left to the caller.
+  template <typename K, typename V>
+  void emplace_slot(K&& key, uint32_t hash, V&& value) {
+    if (size_ == capacity_) grow(size_ + 1);
+    new (slots_ + size_) Slot(std::forward<K>(key), std::forward<V>(value), hash);
+    ++size_;
+    ++live_;
+  }
   void clear_slots() noexcept;
   /// Drops the tombstones, keeping the order, and rebuilds the index.
   void compact();
