@@ -114,9 +114,9 @@ Groups groups_of(const TensorDict& td) {
 
 struct FixtureF {
   std::vector<TensorDict::Item> items;  // the source of `construct`
-  TensorDict td, td_b, td_w, other8;
+  TensorDict td, td_b, td_w, td_u, other8;
   std::vector<TensorDict> td_list16;
-  Groups src, src_b, src_w, src_other8;
+  Groups src, src_b, src_w, src_u, src_other8;
   std::vector<Groups> src_list16;
   at::Tensor mask, idx, new_leaf;
 
@@ -132,6 +132,7 @@ struct FixtureF {
     td = TensorDict(items, {kBatch});
     td_b = td.clone();
     td_w = td.clone();
+    td_u = td.clone();
     std::vector<TensorDict::Item> items8;
     for (int g = 0; g < kGroups; ++g) {
       std::vector<TensorDict::Item> group;
@@ -143,6 +144,7 @@ struct FixtureF {
     src = groups_of(td);
     src_b = groups_of(td_b);
     src_w = groups_of(td_w);
+    src_u = groups_of(td_u);
     src_other8 = groups_of(other8);
     for (const auto& t : td_list16) src_list16.push_back(groups_of(t));
     mask = at::arange(kBatch).remainder(2).eq(0);
@@ -295,6 +297,32 @@ void register_all() {
   TD_BENCH("apply_inplace", f.td_w.apply_([](const at::Tensor& x) { return x.mul_(1.0); }), {
     for (Group& g : f.src_w) {
       for (auto& kv : g.leaves) kv.second.mul_(1.0);
+    }
+  });
+  // update: td_b's 30 tensors replace td_u's (shared, not copied); every call does the same work.
+  TD_BENCH("update", f.td_u.update(f.td_b), {
+    for (const Group& gb : f.src_b) {
+      for (Group& gu : f.src_u) {
+        if (gu.name != gb.name) continue;
+        for (const auto& [k, t] : gb.leaves) {
+          if (t.dim() < 1 || t.size(0) != kBatch) throw std::runtime_error("batch mismatch");
+          bool found = false;
+          for (auto& kv : gu.leaves) {
+            if (kv.first == k) {
+              kv.second = t;
+              found = true;
+              break;
+            }
+          }
+          if (!found) gu.leaves.emplace_back(k, t);
+        }
+      }
+    }
+  });
+  // update_: td_b's values copied into td_w's leaves (its values stay those of td).
+  TD_BENCH("update_inplace", f.td_w.update_(f.td_b), {
+    for (size_t g = 0; g < f.src_w.size(); ++g) {
+      for (size_t x = 0; x < f.src_w[g].leaves.size(); ++x) f.src_w[g].leaves[x].second.copy_(f.src_b[g].leaves[x].second);
     }
   });
   TD_BENCH("add_td", DoNotOptimize(f.td + f.td_b),
