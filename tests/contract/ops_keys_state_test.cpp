@@ -207,6 +207,49 @@ TEMPLATE_LIST_TEST_CASE("update(inplace) and update_ copy into existing storage 
   CHECK(at::equal(td.get("a"), at::full({3}, 6.0)));
 }
 
+TEMPLATE_LIST_TEST_CASE("update and update_ walk both trees in step - keys in another order, full keys in errors, a tensordict updated from itself", "[ops][update][errors]", ContractBackends) {
+  // b's keys listed the other way round: found where they are, not at the same position.
+  TensorDict td = TestType::make(state_abc());
+  TensorDict swapped({{"b", {{"d", at::full({3, 2}, 4.0)}, {"c", at::full({3}, 3.0)}}}, {"a", at::full({3}, 2.0)}}, {3});
+  td.update_(swapped);
+  CHECK(at::equal(td.get("a"), at::full({3}, 2.0)));
+  CHECK(at::equal(td.get({"b", "c"}), at::full({3}, 3.0)));
+  CHECK(at::equal(td.get({"b", "d"}), at::full({3, 2}, 4.0)));
+  CHECK(at::equal(td.get("e"), at::ones({3})));
+  // update_'s errors two levels down name the whole key; nothing is written before them.
+  REQUIRE_THROWS_WITH(td.update_(TensorDict({{"a", at::zeros({3})}, {"b", {{"zz", at::ones({3})}}}}, {3})),
+                      Catch::Contains("The key ('b', 'zz') was not found in the dest tensordict."));
+  REQUIRE_THROWS_WITH(td.update_(TensorDict({{"a", at::zeros({4})}, {"b", {{"c", at::ones({4})}}}}, {})),
+                      Catch::Contains("batch dimension mismatch") && Catch::Contains("for key 'a'"));
+  REQUIRE_THROWS_WITH(td.update_(TensorDict({{"b", {{"c", at::ones({4})}}}}, {})),
+                      Catch::Contains("value.shape=torch.Size([4]) for key ('b', 'c')"));
+  CHECK(at::equal(td.get("a"), at::full({3}, 2.0)));
+  if (!TestType::kMutableKeys) return;
+  td.update(swapped.apply([](const at::Tensor& x) { return x + 1; }));
+  CHECK(at::equal(td.get({"b", "d"}), at::full({3, 2}, 5.0)));
+  CHECK(at::equal(td.get({"b", "c"}), at::full({3}, 4.0)));
+  // update's errors name the whole key too (they named its last part).
+  REQUIRE_THROWS_WITH(td.update(TensorDict({{"b", {{"x", at::ones({4})}}}}, {})),
+                      Catch::Contains("value.shape=torch.Size([4]) for key ('b', 'x')"));
+  // A tensordict updated from itself, whole or a level of it shared: nothing changes, and a
+  // cloning update gives every leaf new storage with the same values.
+  const TensorDict before = td.clone();
+  td.update(td);
+  td.update(TensorDict({{"b", td.get_tensordict("b")}}, {3}));
+  CHECK(td.keys(true, true) == before.keys(true, true));
+  CHECK((td == before).all());
+  const at::Tensor a = td.get("a");
+  td.update(td, /*clone=*/true);
+  CHECK((td == before).all());
+  if (TestType::kLeavesAliasStorage) CHECK_FALSE(td.get("a").is_same(a));
+  // Locked: an in-place update of existing leaves is allowed, a new key is not.
+  td.lock_();
+  td.update(TensorDict({{"b", {{"c", at::full({3}, 8.0)}}}}, {3}), false, /*inplace=*/true);
+  CHECK(at::equal(td.get({"b", "c"}), at::full({3}, 8.0)));
+  REQUIRE_THROWS_AS(td.update(TensorDict({{"b", {{"new", at::ones({3})}}}}, {3}), false, /*inplace=*/true), LockedError);
+  CHECK_FALSE(td.contains({"b", "new"}));
+}
+
 TEMPLATE_LIST_TEST_CASE("update_at_, set_at_ and get_at write and read at a batch index", "[ops][update][errors]", ContractBackends) {
   TensorDict td = TestType::make(state_abc());
   td.set_at_({"b", "c"}, at::full({2}, 9.0), {Slice(0, 2)});

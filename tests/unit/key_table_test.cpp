@@ -150,6 +150,37 @@ TEST_CASE("erase_if_present says whether it removed the key, scanned or indexed,
   CHECK(at::equal(packed.get("y"), at::ones({2})));
 }
 
+TEST_CASE("insert_or_assign_at replaces at the hinted position, else looks the key up or appends it", "[unit][slots]") {
+  const std::vector<std::string> keys = awkward_keys();
+  for (size_t count : {size_t{5}, size_t{20}}) {
+    INFO("count " << count);
+    TensorDict td({}, {2});
+    for (size_t i = 0; i < count; ++i) td.set(keys[i], at::full({2}, static_cast<double>(i)));
+    td.impl()->insert_or_assign_at(keys[3], 3, at::full({2}, -3.0));  // the hint holds the key
+    td.impl()->insert_or_assign_at(keys[4], 0, at::full({2}, -4.0));  // it holds another key
+    td.impl()->insert_or_assign_at(keys[1], 99, at::full({2}, -1.0));  // past the end
+    td.impl()->insert_or_assign_at("new", 2, at::full({2}, -9.0));  // a new key is appended
+    // In an indexed level an erased slot stays as a tombstone: a hint pointing at it looks up.
+    td.erase(keys[2]);
+    td.impl()->insert_or_assign_at(keys[2], 2, at::full({2}, -2.0));
+    CHECK(td.num_keys() == count + 1);
+    CHECK(at::equal(td.get(keys[0]), at::full({2}, 0.0)));
+    CHECK(at::equal(td.get(keys[1]), at::full({2}, -1.0)));
+    CHECK(at::equal(td.get(keys[2]), at::full({2}, -2.0)));
+    CHECK(at::equal(td.get(keys[3]), at::full({2}, -3.0)));
+    CHECK(at::equal(td.get(keys[4]), at::full({2}, -4.0)));
+    CHECK(at::equal(td.get("new"), at::full({2}, -9.0)));
+    CHECK(position(td, keys[3]) == 2);  // keys[2] was erased before it and appended again
+    CHECK(position(td, keys[2]) == static_cast<int64_t>(count));
+    CHECK(td.keys().back() == NestedKey(keys[2]));
+  }
+  // A backend that does not override it (a lazy stack) gets insert_or_assign.
+  TensorDict a({{"x", at::zeros({2})}}, {2});
+  TensorDict lazy = lazy_stack({a, a.clone()}, 0);
+  lazy.impl()->insert_or_assign_at("x", 0, at::ones({2, 2}));
+  CHECK(at::equal(lazy.get("x"), at::ones({2, 2})));
+}
+
 TEST_CASE("erasing most of a large level keeps the order and every lookup (tombstones compacted)",
           "[unit][slots]") {
   // Note [Erasing in O(1)]: tombstones pile up, then the slots are compacted in order.

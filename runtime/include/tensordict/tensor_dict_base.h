@@ -8,10 +8,11 @@
 //   - the storage primitives, one nesting level and one key part at a time: type_name,
 //     num_entries, keys, has, get, for_each, insert_or_assign, erase, rename;
 //   - write_, unless its leaves alias its storage (StoragePolicy below).
-// It may override the hooks, whose defaults are correct for any backend: peek, erase_if_present,
-// kind, for_each_key, leaf_meta, snapshot, write_at_, write_many_, make_child, set_batch_size,
-// set_locked, is_locked, index, map_batch, rearrange_batch, map_leaves, leaf_class_name,
-// missing_key_note, repr_parts, is_shared, is_memmap.
+// It may override the hooks, whose defaults are correct for any backend: peek, peek_at,
+// insert_or_assign_at, erase_if_present, kind, for_each_key, leaf_meta, snapshot, write_at_,
+// write_many_, make_child, set_batch_size, set_locked, is_locked, index, map_batch,
+// rearrange_batch, map_leaves, leaf_class_name, missing_key_note, repr_parts, is_shared,
+// is_memmap.
 //
 // Note [Reads, copies and writes]: a backend whose `get` hands out the stored tensor itself
 // (in memory, a file mapping, a view of a consolidated storage) declares
@@ -134,6 +135,10 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   /// ops): the entry at `position` in key order is tried first, with no hash or scan, then the
   /// key is looked up as usual. The default is peek(key).
   virtual const Entry* peek_at(std::string_view key, size_t position) const;
+  /// insert_or_assign(key, value) for a caller walking another level in step with this one
+  /// (update): an existing entry at `position` is replaced with no hash or scan. The default is
+  /// insert_or_assign(key, value).
+  virtual void insert_or_assign_at(std::string_view key, size_t position, Entry value);
   /// What `key` holds, Undefined when it is missing, without reading tensor data.
   virtual EntryKind kind(std::string_view key) const;
   /// Calls `fn(key, kind)` for every entry, in order, without reading tensor data.

@@ -50,6 +50,10 @@ void TensorDictBase::unsupported(const char* what, const char* why) const {
 const Entry* TensorDictBase::peek(std::string_view) const { return nullptr; }
 const Entry* TensorDictBase::peek_at(std::string_view key, size_t) const { return peek(key); }
 
+void TensorDictBase::insert_or_assign_at(std::string_view key, size_t, Entry value) {
+  insert_or_assign(key, std::move(value));
+}
+
 EntryKind TensorDictBase::kind(std::string_view key) const { return get(key).kind(); }
 
 void TensorDictBase::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
@@ -94,16 +98,27 @@ void TensorDictBase::write_non_tensor_(std::string_view key, const NonTensorData
 }
 
 void TensorDictBase::write_many_(const TensorDict& values) {
+  // Where entries live in memory and alias the storage, each is found in place (first at the
+  // position `values` lists it) and copied into, which is what write_ does after a lookup.
+  const bool in_place = entries_in_memory() && leaves_alias_storage();
+  size_t position = 0;
   values.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const Entry* here = in_place ? peek_at(key, position) : nullptr;
+    ++position;
     if (entry.is_tensor()) {
-      write_(key, entry.tensor_unchecked());
+      if (here != nullptr && here->is_tensor()) {
+        here->tensor_unchecked().copy_(entry.tensor_unchecked());
+      } else {
+        write_(key, entry.tensor_unchecked());
+      }
     } else if (entry.is_tensordict()) {
       const TensorDict& values_below = entry.tensordict_unchecked();
       if (values_below.is_empty()) return;  // nothing to write there
-      Entry child = get(key);
-      TD_CHECK(child.is_tensordict(), KeyError, type_name(), ": no nested tensordict at ", NestedKey(key).repr(),
+      Entry child = here != nullptr ? Entry() : get(key);
+      if (here == nullptr) here = &child;
+      TD_CHECK(here->is_tensordict(), KeyError, type_name(), ": no nested tensordict at ", NestedKey(key).repr(),
                " to write into");
-      child.tensordict_unchecked().impl()->write_many_(values_below);
+      here->tensordict_unchecked().impl()->write_many_(values_below);
     }
   });
 }

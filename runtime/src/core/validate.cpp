@@ -28,6 +28,19 @@ at::Tensor prepare_tensor(const TensorDictBase& dest, KeyRef key, at::Tensor val
   return value;
 }
 
+void write_tensor_(TensorDictBase& level, std::string_view name, const at::Tensor& value, FunctionRef<NestedKey()> key) {
+  TD_CHECK(batch_leads(level, value), ShapeError, "batch dimension mismatch, got self.batch_size=",
+           size_str(level.batch_size()), " and value.shape=", size_str(value.sizes()), " for key ", key().repr(), ".");
+  try {
+    level.write_(name, value);
+  } catch (const c10::Error& e) {
+    // Only on failure is the destination read, to name its shape.
+    TD_THROW(ValueError, "Failed to update ", key().repr(), " in tensordict: destination shape ",
+             size_str(level.get(name).tensor().sizes()), ", value shape ", size_str(value.sizes()), ": ",
+             e.what_without_backtrace());
+  }
+}
+
 TensorDict prepare_tensordict(const TensorDictBase& dest, KeyRef key, TensorDict value) {
   c10::IntArrayRef batch = dest.batch_size();
   c10::IntArrayRef child = value.batch_size();

@@ -238,18 +238,7 @@ TensorDict& TensorDict::set_(KeyRef key, const at::Tensor& value) {
   check_key(key);
   Entry holder;
   TensorDictBase* level = level_holding(impl_.get(), key, EntryKind::Tensor, "set_ of a tensor", holder);
-  c10::IntArrayRef batch = level->batch_size();
-  TD_CHECK(value.dim() >= static_cast<int64_t>(batch.size()) && value.sizes().slice(0, batch.size()) == batch,
-           ShapeError, "batch dimension mismatch, got self.batch_size=", size_str(batch),
-           " and value.shape=", size_str(value.sizes()), " for key ", key.repr(), ".");
-  try {
-    level->write_(key.back(), value);
-  } catch (const c10::Error& e) {
-    // Only on failure is the destination read, to name its shape.
-    TD_THROW(ValueError, "Failed to update ", key.repr(), " in tensordict: destination shape ",
-             size_str(level->get(key.back()).tensor().sizes()), ", value shape ", size_str(value.sizes()), ": ",
-             e.what_without_backtrace());
-  }
+  write_tensor_(*level, key.back(), value, [&] { return NestedKey(key); });
   return *this;
 }
 

@@ -9,6 +9,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "core/format.h"
+#include "core/key_chain.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 
@@ -29,31 +30,76 @@ bool selected(const NestedKey& path, const std::optional<std::vector<NestedKey>>
   return false;
 }
 
-void update_level(TensorDict& dest, const TensorDict& src, bool clone, bool inplace,
-                  const std::optional<std::vector<NestedKey>>& keys, const NestedKey& prefix) {
-  for (auto& [key, entry] : src.items()) {
-    const NestedKey full = prefix.child(key[0]);
-    if (!selected(full, keys)) continue;
-    const Entry existing = dest.find(key);
-    if (entry.is_tensordict()) {
-      if (existing.is_tensordict()) {
-        TensorDict child = existing.tensordict();
-        update_level(child, entry.tensordict_unchecked(), clone, inplace, keys, full);
-      } else {
-        const TensorDict& value = entry.tensordict_unchecked();
-        dest.set(key, EntryInit(clone ? value.clone() : value));
+struct UpdateArgs {
+  bool clone, inplace;
+  const std::optional<std::vector<NestedKey>>& keys;
+};
+
+void update_level(TensorDictBase& dest, const TensorDictBase& src, const UpdateArgs& args, const detail::KeyChain& prefix);
+
+// src's entry `key`, at `position` in src's key order, written into the level `dest`;
+// `unlocked`: dest's lock already checked.
+void update_entry(TensorDictBase& dest, const std::string& key, size_t position, const Entry& entry,
+                  const UpdateArgs& args, const detail::KeyChain& prefix, bool& unlocked) {
+  if (args.keys && !selected(prefix.child_path(key), args.keys)) return;
+  const auto check_unlocked = [&] {
+    if (!unlocked) detail::check_unlocked(dest);
+    unlocked = true;
+  };
+  // dest's entry, looked up where it decides something: a nested level, or an in-place write.
+  Entry holder;
+  const Entry* existing =
+      entry.is_tensordict() || (args.inplace && entry.is_tensor()) ? detail::entry_in(dest, key, holder, position)
+                                                                   : nullptr;
+  switch (entry.kind()) {
+    case Entry::Kind::TensorDict: {
+      if (existing != nullptr && existing->is_tensordict()) {
+        update_level(*existing->tensordict_unchecked().impl(), *entry.tensordict_unchecked().impl(), args,
+                     prefix.child(key));
+        return;
       }
-    } else if (entry.is_tensor()) {
-      at::Tensor value = clone ? entry.tensor_unchecked().clone() : entry.tensor_unchecked();
-      if (inplace && existing.is_tensor()) {
-        dest.set_(key, value);
-      } else {
-        dest.set(key, value);
-      }
-    } else if (entry.defined()) {
-      dest.set(key, EntryInit(entry));
+      check_unlocked();
+      const TensorDict& value = entry.tensordict_unchecked();
+      dest.insert_or_assign(key, detail::prepare_tensordict(dest, prefix.child_path(key), args.clone ? value.clone() : value));
+      return;
     }
+    case Entry::Kind::Tensor: {
+      const at::Tensor& t = entry.tensor_unchecked();
+      at::Tensor value = args.clone ? t.clone() : t;
+      if (args.inplace && existing != nullptr && existing->is_tensor()) {
+        detail::write_tensor_(dest, key, value, [&] { return prefix.child_path(key); });
+        return;
+      }
+      check_unlocked();
+      // The full key is made only for an error or a move to dest's device.
+      if (!detail::storable_as_is(dest, value)) value = detail::prepare_tensor(dest, prefix.child_path(key), std::move(value));
+      dest.insert_or_assign_at(key, position, std::move(value));
+      return;
+    }
+    case Entry::Kind::NonTensor:
+      check_unlocked();
+      dest.insert_or_assign(key, detail::prepare_non_tensor(dest, prefix.child_path(key), entry.non_tensor()));
+      return;
+    case Entry::Kind::Undefined:
+      return;
   }
+}
+
+// The level walk of update: src's entries in order, each looked up in dest where it lives (no
+// NestedKey made per entry, no walk from the root per key).
+void update_level(TensorDictBase& dest, const TensorDictBase& src, const UpdateArgs& args, const detail::KeyChain& prefix) {
+  bool unlocked = false;
+  size_t position = 0;
+  if (&dest == &src) {
+    // A level updated from itself: its entries are read first, as the writes replace them.
+    std::vector<std::pair<std::string, Entry>> items;
+    src.for_each([&](const std::string& key, const Entry& entry) { items.emplace_back(key, entry); });
+    for (const auto& [key, entry] : items) update_entry(dest, key, position++, entry, args, prefix, unlocked);
+    return;
+  }
+  src.for_each([&](const std::string& key, const Entry& entry) {
+    update_entry(dest, key, position++, entry, args, prefix, unlocked);
+  });
 }
 
 // Every tensor and non-tensor leaf of `src` must exist in `dest` with the same kind, tensors
@@ -74,12 +120,34 @@ std::vector<std::pair<NestedKey, Entry>> check_in_place_source(const TensorDict&
       continue;
     }
     const at::Tensor& v = value.tensor_unchecked();
-    c10::IntArrayRef batch = level->batch_size();
-    TD_CHECK(v.dim() >= static_cast<int64_t>(batch.size()) && v.sizes().slice(0, batch.size()) == batch, ShapeError,
-             "batch dimension mismatch, got self.batch_size=", size_str(batch), " and value.shape=", size_str(v.sizes()),
-             " for key ", key.repr(), ".");
+    TD_CHECK(detail::batch_leads(*level, v), ShapeError, "batch dimension mismatch, got self.batch_size=",
+             size_str(level->batch_size()), " and value.shape=", size_str(v.sizes()), " for key ", key.repr(), ".");
   }
   return non_tensors;
+}
+
+// The common case of check_in_place_source, walked level by level (no key made per leaf, no
+// walk from the root): true when every leaf below `src` fits `dest`, with the non-tensor leaves
+// added to `non_tensors`; false at the first that may not, for check_in_place_source to name.
+bool in_place_source_fits(const TensorDictBase& dest, const TensorDictBase& src, const detail::KeyChain& prefix,
+                          std::vector<std::pair<NestedKey, Entry>>& non_tensors) {
+  if (!dest.entries_in_memory()) return false;  // other backends: the per-key check, as it was
+  bool fits = true;
+  src.for_each([&](const std::string& key, const Entry& value) {
+    if (!fits || !value.defined()) return;
+    const Entry* existing = dest.peek(key);
+    if (existing == nullptr || existing->kind() != value.kind()) {
+      fits = false;  // missing, or another kind (a nested level here may still hold no leaf)
+    } else if (value.is_tensor()) {
+      fits = detail::batch_leads(dest, value.tensor_unchecked());
+    } else if (value.is_non_tensor()) {
+      non_tensors.emplace_back(prefix.child_path(key), value);
+    } else {
+      fits = in_place_source_fits(*existing->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl(),
+                                  prefix.child(key), non_tensors);
+    }
+  });
+  return fits;
 }
 
 }  // namespace
@@ -92,12 +160,15 @@ TensorDict& TensorDict::update(const TensorDict& source, bool clone, bool inplac
   TD_CHECK(a.slice(0, n) == b.slice(0, n), ShapeError,
            "update_batch_size must be set to True to be able to update tensordicts of different batch size. Got sizes ",
            size_str(a), " and ", size_str(b), ".");
-  update_level(*this, source, clone, inplace, keys_to_update, NestedKey());
+  update_level(*impl_, *source.impl(), UpdateArgs{clone, inplace, keys_to_update}, detail::KeyChain());
   return *this;
 }
 
 TensorDict& TensorDict::update_(const TensorDict& source) {
-  const auto non_tensors = check_in_place_source(*this, source);
+  std::vector<std::pair<NestedKey, Entry>> non_tensors;
+  if (!in_place_source_fits(*impl_, *source.impl(), detail::KeyChain(), non_tensors)) {
+    non_tensors = check_in_place_source(*this, source);  // names what does not fit, or finds all fits
+  }
   // One batched write (one round trip for a remote backend); a failing copy is redone key by
   // key, which names the key.
   try {

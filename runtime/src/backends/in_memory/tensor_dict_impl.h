@@ -74,6 +74,14 @@ class TensorDictImpl final : public TensorDictBase {
     if (position < size_ && slots_[position].live && slots_[position].key == key) return &slots_[position].value;
     return peek(key);
   }
+  void insert_or_assign_at(std::string_view key, size_t position, Entry value) override {
+    // As peek_at: the slot at `position` when it holds the key, else the usual lookup.
+    if (position < size_ && slots_[position].live && slots_[position].key == key) {
+      slots_[position].value = std::move(value);
+      return;
+    }
+    insert_or_assign(key, std::move(value));
+  }
   EntryKind kind(std::string_view key) const override;
   void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
