@@ -280,6 +280,13 @@ void register_all() {
     }
   });
 
+  TD_BENCH("update_at_slice", f.td_w.update_at_(f.other8, {Slice(at::indexing::None, 8)}), {
+    for (size_t g = 0; g < f.src_w.size(); ++g) {
+      for (size_t x = 0; x < f.src_w[g].leaves.size(); ++x) {
+        f.src_w[g].leaves[x].second.slice(0, 0, 8).copy_(f.src_other8[g].leaves[x].second);
+      }
+    }
+  });
   TD_BENCH("stack16", DoNotOptimize(tensordict::stack(f.td_list16, 0)), DoNotOptimize(floor_join(f, true)));
   TD_BENCH("stack16_contig", DoNotOptimize(tensordict::stack(f.td_list16, 0).contiguous()),
            DoNotOptimize(floor_join(f, true)));
