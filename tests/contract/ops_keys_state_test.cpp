@@ -265,6 +265,30 @@ TEMPLATE_LIST_TEST_CASE("update_at_, set_at_ and get_at write and read at a batc
   REQUIRE_THROWS_AS(td.get_at("a", {7}), IndexError);
 }
 
+TEMPLATE_LIST_TEST_CASE("update_at_ finds keys in another order, names the whole key, writes nothing before a missing one", "[ops][update][errors]", ContractBackends) {
+  TensorDict td = TestType::make(state_abc());
+  // b's keys the other way round, and a nested level and a non-tensor value that have no tensor
+  // leaf to write: skipped, as by the key list update_at_ takes (tensor leaves).
+  TensorDict src({{"b", {{"d", at::full({2, 2}, 4.0)}, {"c", at::full({2}, 3.0)}}},
+                  {"a", at::full({2}, 2.0)},
+                  {"empty", TensorDict({}, {2})}},
+                 {2});
+  src.set_non_tensor("note", "not written");
+  td.update_at_(src, {Slice(1, 3)});
+  CHECK(at::equal(td.get("a"), at::tensor({0.0f, 2.0f, 2.0f})));
+  CHECK(at::equal(td.get({"b", "c"}), at::tensor({1.0f, 3.0f, 3.0f})));
+  CHECK(at::equal(td.get({"b", "d"}).select(1, 0), at::tensor({1.0f, 4.0f, 4.0f})));
+  CHECK_FALSE(td.contains("empty"));
+  CHECK_FALSE(td.contains("note"));
+  // A missing key two levels down is named whole, before anything is written.
+  REQUIRE_THROWS_WITH(td.update_at_(TensorDict({{"a", at::full({1}, 9.0)}, {"b", {{"zz", at::ones({1})}}}}, {1}), {0}),
+                      Catch::Contains("The key ('b', 'zz') was not found in the dest tensordict."));
+  CHECK(td.get("a").select(0, 0).item<float>() == 0.0f);
+  // A value LibTorch cannot write there: a ShapeError naming the whole key and both shapes.
+  REQUIRE_THROWS_WITH(td.update_at_(TensorDict({{"b", {{"d", at::ones({1, 5})}}}}, {1}), {0}),
+                      Catch::Contains("into ('b', 'd')[(0)]") && Catch::Contains("leaf shape torch.Size([3, 2])"));
+}
+
 TEMPLATE_LIST_TEST_CASE("setdefault returns the existing entry or stores the default", "[ops][update][lock]", ContractBackends) {
   TensorDict td = TestType::make(state_abc());
   CHECK(at::equal(td.setdefault("a", at::ones({3})).tensor(), at::zeros({3})));

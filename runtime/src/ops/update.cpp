@@ -6,6 +6,7 @@
 
 #include <tensordict/batch_index.h>
 #include <tensordict/entry.h>
+#include <tensordict/function_ref.h>
 #include <tensordict/tensor_dict.h>
 
 #include "core/format.h"
@@ -150,6 +151,54 @@ bool in_place_source_fits(const TensorDictBase& dest, const TensorDictBase& src,
   return fits;
 }
 
+// update_at_'s check, walked level by level where entries live in memory: true when every tensor
+// leaf below `src` is a tensor leaf of `dest`; false at the first that may not be (or another
+// backend), for the per-key path to name.
+bool tensor_leaves_found(const TensorDictBase& dest, const TensorDictBase& src) {
+  if (!dest.entries_in_memory()) return false;
+  bool found = true;
+  size_t position = 0;
+  src.for_each([&](const std::string& key, const Entry& value) {
+    const size_t at = position++;
+    if (!found || !(value.is_tensor() || value.is_tensordict())) return;
+    const Entry* here = dest.peek_at(key, at);
+    if (here == nullptr || here->kind() != value.kind()) {
+      found = false;
+    } else if (value.is_tensordict()) {
+      found = tensor_leaves_found(*here->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl());
+    }
+  });
+  return found;
+}
+
+// `level[name][index] = value`; LibTorch's refusal becomes a ShapeError naming the key (made by
+// `key`, only then) and both shapes.
+void write_at_named(TensorDictBase& level, std::string_view name, const BatchIndex& index, const at::Tensor& value,
+                    FunctionRef<NestedKey()> key) {
+  try {
+    level.write_at_(name, index, value);
+  } catch (const c10::Error& e) {
+    TD_THROW(ShapeError, "set_at_: cannot write a value of shape ", size_str(value.sizes()), " into ", key().repr(), "[",
+             index.repr(), "] (leaf shape ", size_str(level.get(name).tensor().sizes()), "): ", e.what_without_backtrace());
+  }
+}
+
+// The tensor leaves of `src` written at `index` into the matching leaves of `dest`, which
+// tensor_leaves_found has checked.
+void write_leaves_at(TensorDictBase& dest, const BatchIndex& index, const TensorDictBase& src,
+                     const detail::KeyChain& prefix) {
+  size_t position = 0;
+  src.for_each([&](const std::string& key, const Entry& value) {
+    const size_t at = position++;
+    if (value.is_tensor()) {
+      write_at_named(dest, key, index, value.tensor_unchecked(), [&] { return prefix.child_path(key); });
+    } else if (value.is_tensordict()) {
+      write_leaves_at(*dest.peek_at(key, at)->tensordict_unchecked().impl(), index, *value.tensordict_unchecked().impl(),
+                      prefix.child(key));
+    }
+  });
+}
+
 }  // namespace
 
 TensorDict& TensorDict::update(const TensorDict& source, bool clone, bool inplace,
@@ -187,12 +236,18 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
 TensorDict& TensorDict::copy_(const TensorDict& source) { return update_(source); }
 
 TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index) {
-  for (const auto& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-    TD_CHECK(contains(key), KeyError, "The key ", key.repr(), " was not found in the dest tensordict.");
+  if (!tensor_leaves_found(*impl_, *source.impl())) {
+    // The per-key path: names the first key missing, or not a tensor, and writes the rest.
+    for (const auto& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+      TD_CHECK(contains(key), KeyError, "The key ", key.repr(), " was not found in the dest tensordict.");
+    }
+    for (auto& [key, entry] : source.items(/*include_nested=*/true, /*leaves_only=*/true)) {
+      set_at_(key, entry.tensor_unchecked(), index);
+    }
+    return *this;
   }
-  for (auto& [key, entry] : source.items(/*include_nested=*/true, /*leaves_only=*/true)) {
-    set_at_(key, entry.tensor_unchecked(), index);
-  }
+  const BatchIndex bi(index, batch_size());
+  write_leaves_at(*impl_, bi, *source.impl(), detail::KeyChain());
   return *this;
 }
 
@@ -208,14 +263,7 @@ TensorDict& TensorDict::set_at_(KeyRef key, const at::Tensor& value, c10::ArrayR
   if (kind == EntryKind::Undefined) detail::throw_missing(*level, key, key.size() - 1);
   TD_CHECK(kind == EntryKind::Tensor, TypeError, "set_at_ of a tensor at ", key.repr(), " which holds ",
            kind_name(kind));
-  BatchIndex bi(index, batch_size());
-  try {
-    level->write_at_(key.back(), bi, value);
-  } catch (const c10::Error& e) {
-    TD_THROW(ShapeError, "set_at_: cannot write a value of shape ", size_str(value.sizes()), " into ", key.repr(), "[",
-             bi.repr(), "] (leaf shape ", size_str(level->get(key.back()).tensor().sizes()),
-             "): ", e.what_without_backtrace());
-  }
+  write_at_named(*level, key.back(), BatchIndex(index, batch_size()), value, [&] { return NestedKey(key); });
   return *this;
 }
 
