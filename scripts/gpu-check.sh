@@ -33,5 +33,12 @@ if [ $tests = ON ]; then
   start=$(date +%s)
   ninja -C /tmp/b unit_tests contract_tests >> "$OUT/build.log" 2>&1 || { grep -A8 -m5 error: "$OUT/build.log" | head -40; exit 1; }
   echo "unit + contract tests built in $(( $(date +%s) - start )) s"
-  (cd /tmp/b && tests/contract_tests 2>&1 | tail -4; tests/unit_tests 2>&1 | tail -4) | tee "$OUT/tests.txt"
+  # The unit suite's Python interop case runs tests/unit/tabular_python.py, which needs numpy in
+  # /usr/bin/python3 (scripts/install-deps.sh installs it); the GPU images lack it: left out, said so.
+  spec=()
+  if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    spec=('~Python v0.14 compatibility*')
+    echo "no numpy in /usr/bin/python3: unit case 'Python v0.14 compatibility...' left out"
+  fi
+  (cd /tmp/b && tests/contract_tests 2>&1 | tail -4; tests/unit_tests "${spec[@]}" 2>&1 | tail -4) | tee "$OUT/tests.txt"
 fi
