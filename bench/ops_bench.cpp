@@ -119,6 +119,8 @@ struct FixtureF {
   Groups src, src_b, src_w, src_u, src_other8;
   std::vector<Groups> src_list16;
   at::Tensor mask, idx, new_leaf;
+  std::vector<tensordict::NestedKey> select_keys{tensordict::NestedKey("g1"), tensordict::NestedKey({"g2", "x3"})};
+  std::vector<tensordict::NestedKey> exclude_keys{tensordict::NestedKey({"g1", "x5"})};
 
   FixtureF() {
     at::manual_seed(0);
@@ -345,6 +347,33 @@ void register_all() {
            DoNotOptimize(map_groups(f.src, [](const at::Tensor& t) { return t.reshape({8, 8, 16}); })));
   TD_BENCH("unsqueeze0", DoNotOptimize(f.td.unsqueeze(0)),
            DoNotOptimize(map_groups(f.src, [](const at::Tensor& t) { return t.unsqueeze(0); })));
+  // select / exclude with the key lists built once, as a caller keeps them.
+  TD_BENCH("select_nested", DoNotOptimize(f.td.select(f.select_keys)), {
+    Groups out;
+    for (const Group& g : f.src) {
+      if (g.name == "g1") out.push_back(g);
+      if (g.name != "g2") continue;
+      Group ng{g.name, {}};
+      for (const auto& kv : g.leaves) {
+        if (kv.first == "x3") ng.leaves.push_back(kv);
+      }
+      out.push_back(std::move(ng));
+    }
+    DoNotOptimize(out);
+  });
+  TD_BENCH("exclude_nested", DoNotOptimize(f.td.exclude(f.exclude_keys)), {
+    Groups out;
+    out.reserve(f.src.size());
+    for (const Group& g : f.src) {
+      Group ng{g.name, {}};
+      ng.leaves.reserve(g.leaves.size());
+      for (const auto& kv : g.leaves) {
+        if (g.name != "g1" || kv.first != "x5") ng.leaves.push_back(kv);
+      }
+      out.push_back(std::move(ng));
+    }
+    DoNotOptimize(out);
+  });
   TD_BENCH("flatten_keys", DoNotOptimize(f.td.flatten_keys(".")), {
     std::vector<std::pair<std::string, at::Tensor>> flat;
     flat.reserve(kGroups * kLeaves);
