@@ -55,6 +55,29 @@ TEMPLATE_LIST_TEST_CASE("select keeps argument order, shares leaves, nested keys
   REQUIRE_THROWS_WITH(td.select({"zz"}), Catch::Contains("zz"));
   CHECK(td.select({"zz"}, /*strict=*/false).num_keys() == 0);
   CHECK(td.select({}).num_keys() == 0);
+  // The nested key's full path in the error of a key under a leaf.
+  REQUIRE_THROWS_WITH(td.select({{"b", "c", "x"}}), Catch::Contains("('b', 'c') holds a tensor, so the nested key ('b', 'c', 'x')"));
+}
+
+TEMPLATE_LIST_TEST_CASE("select and exclude past 16 distinct heads (grouped through an index) keep order and duplicates", "[ops][keys]", ContractBackends) {
+  std::vector<TensorDict::Item> items;
+  for (int i = 0; i < 20; ++i) items.emplace_back("k" + std::to_string(i), at::full({2}, static_cast<double>(i)));
+  items.emplace_back("n", EntryInit({{"c", at::ones({2})}, {"d", at::zeros({2})}}));
+  TensorDict td = TestType::make(TensorDict(items, {2}));
+  std::vector<NestedKey> keys;
+  for (int i = 19; i >= 0; --i) keys.emplace_back("k" + std::to_string(i));  // 20 heads, reversed
+  keys.push_back({"n", "d"});
+  keys.emplace_back("k3");  // named again: once in the result, at its first place
+  const TensorDict s = td.select(keys);
+  const std::vector<NestedKey> got = s.keys(true);
+  CHECK(got.size() == 22u);
+  CHECK(got.front() == NestedKey("k19"));
+  CHECK(got[19] == NestedKey("k0"));
+  CHECK(got[20] == NestedKey("n"));
+  CHECK(got[21] == NestedKey({"n", "d"}));
+  CHECK(at::equal(s.get("k7"), at::full({2}, 7.0)));
+  const TensorDict e = td.exclude(keys);
+  CHECK(e.keys(true) == (std::vector<NestedKey>{"n", {"n", "c"}}));
 }
 
 TEMPLATE_LIST_TEST_CASE("select_ and exclude_ work in place, nested levels included, and respect the lock", "[ops][keys][lock][errors]", ContractBackends) {

@@ -1,6 +1,7 @@
 // Key selection and key transforms (semantics 1.5): select(_), exclude(_), split_keys,
 // flatten_keys, unflatten_keys. Results share the leaves.
 
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "core/format.h"
+#include "core/key_chain.h"
 #include "core/validate.h"
 
 namespace tensordict {
@@ -25,30 +27,45 @@ struct KeyGroup {
   std::vector<NestedKey> rest;
 };
 
-// Groups in first-appearance order, with an index by head: O(1) per key, whatever the count.
+// Groups in first-appearance order. A few heads (the usual select) are found by a scan; past
+// kScannedHeads an index by head is built, O(1) per key whatever the count.
 struct KeyGroups {
+  static constexpr size_t kScannedHeads = 16;
   std::vector<KeyGroup> groups;
-  std::unordered_map<std::string_view, size_t> by_head;  // views into groups[i].head
-  const KeyGroup* find(std::string_view head) const {
+  std::unordered_map<std::string_view, size_t> by_head;  // views into groups[i].head; empty below the limit
+  static constexpr size_t kMissing = SIZE_MAX;
+  size_t index_of(std::string_view head) const {
+    if (by_head.empty()) {
+      for (size_t i = 0; i < groups.size(); ++i) {
+        if (groups[i].head == head) return i;
+      }
+      return kMissing;
+    }
     auto it = by_head.find(head);
-    return it == by_head.end() ? nullptr : &groups[it->second];
+    return it == by_head.end() ? kMissing : it->second;
+  }
+  const KeyGroup* find(std::string_view head) const {
+    const size_t i = index_of(head);
+    return i == kMissing ? nullptr : &groups[i];
   }
 };
 
 KeyGroups group_keys(const std::vector<NestedKey>& keys) {
   KeyGroups out;
-  out.groups.reserve(keys.size());
+  out.groups.reserve(keys.size());  // no reallocation: by_head views the heads in place
   for (const auto& key : keys) {
     detail::check_key(key);
-    KeyGroup* g = nullptr;
-    auto it = out.by_head.find(key[0]);
-    if (it != out.by_head.end()) {
-      g = &out.groups[it->second];
-    } else {
+    size_t i = out.index_of(key[0]);
+    if (i == KeyGroups::kMissing) {
+      i = out.groups.size();
       out.groups.push_back(KeyGroup{key[0], false, {}});
-      g = &out.groups.back();
-      out.by_head.emplace(g->head, out.groups.size() - 1);
+      if (!out.by_head.empty()) {
+        out.by_head.emplace(out.groups[i].head, i);
+      } else if (out.groups.size() > KeyGroups::kScannedHeads) {
+        for (size_t j = 0; j < out.groups.size(); ++j) out.by_head.emplace(out.groups[j].head, j);
+      }
     }
+    KeyGroup* g = &out.groups[i];
     if (key.size() == 1) {
       g->whole = true;
     } else {
@@ -61,12 +78,12 @@ KeyGroups group_keys(const std::vector<NestedKey>& keys) {
 // Python narrows a nested level to the nested keys named under it, even when the level is also
 // named whole (select("n", ("n", "c")) keeps n with c only).
 TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& keys, bool strict,
-                        const NestedKey& prefix) {
+                        const detail::KeyChain& prefix) {
   const KeyGroups groups = group_keys(keys);
   LevelBuilder out(td.batch_size(), td.device(), groups.groups.size());
   for (const KeyGroup& g : groups.groups) {
     Entry e = td.get(g.head);
-    const NestedKey full = prefix.child(g.head);
+    const detail::KeyChain full = prefix.child(g.head);
     if (!e.defined()) {
       if (!strict) continue;
       TD_THROW(KeyError, "key \"", detail::printable(g.head), "\" not found in ", td.type_name(),
@@ -79,7 +96,7 @@ TensorDict select_level(const TensorDictBase& td, const std::vector<NestedKey>& 
       out.append(g.head, select_level(*e.tensordict_unchecked().impl(), g.rest, strict, full));
     } else {
       TD_CHECK(!strict, KeyError, "select: ", full.repr(), " holds ", kind_name(e.kind()), ", so the nested key ",
-               full.child(g.rest.front()[0]).repr(), " does not exist");
+               full.child_path(g.rest.front()[0]).repr(), " does not exist");
       if (g.whole) out.append(g.head, std::move(e));
     }
   }
@@ -215,7 +232,7 @@ void flatten_into(LevelBuilder& out, const TensorDictBase& td, const std::string
 }  // namespace
 
 TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) const {
-  return select_level(*impl_, keys, strict, NestedKey());
+  return select_level(*impl_, keys, strict, detail::KeyChain());
 }
 
 TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const { return exclude_level(*impl_, keys); }
