@@ -288,6 +288,18 @@ TEMPLATE_LIST_TEST_CASE("update_at_, set_at_ and get_at write and read at a batc
   REQUIRE_THROWS_AS(td.get_at("a", {7}), IndexError);
 }
 
+TEMPLATE_LIST_TEST_CASE("update from a level of the destination (td.update(td[a])) gives what a copy of it would", "[ops][update]", ContractBackends) {
+  if (!TestType::kMutableKeys) return;
+  // td = {a: {a: {a: 1, b: 2}}}: the walk of td["a"]["a"] writes into td["a"], replacing the
+  // level being walked (its last reference) and adding a key to the level walked above it.
+  TensorDict inner({{"a", at::full({3}, 1.0)}, {"b", at::full({3}, 2.0)}}, {3});
+  TensorDict td = TestType::make(TensorDict({{"a", TensorDict({{"a", inner}}, {3})}}, {3}));
+  td.update(td.get_tensordict("a"));
+  CHECK(td.keys(true) == (std::vector<NestedKey>{"a", {"a", "a"}, {"a", "b"}}));
+  CHECK(at::equal(td.get({"a", "a"}), at::full({3}, 1.0)));
+  CHECK(at::equal(td.get({"a", "b"}), at::full({3}, 2.0)));
+}
+
 TEMPLATE_LIST_TEST_CASE("update_at_ finds keys in another order, names the whole key, writes nothing before a missing one", "[ops][update][errors]", ContractBackends) {
   TensorDict td = TestType::make(state_abc());
   // b's keys the other way round, and a nested level and a non-tensor value that have no tensor
@@ -303,6 +315,9 @@ TEMPLATE_LIST_TEST_CASE("update_at_ finds keys in another order, names the whole
   CHECK(at::equal(td.get({"b", "d"}).select(1, 0), at::tensor({1.0f, 4.0f, 4.0f})));
   CHECK_FALSE(td.contains("empty"));
   CHECK_FALSE(td.contains("note"));
+  // No tensor leaf to write: the index is not read (three indices for one batch dim).
+  CHECK_NOTHROW(td.update_at_(TensorDict({}, {}), {0, 0, 0}));
+  CHECK_THROWS_AS(td.update_at_(TensorDict({{"a", at::ones({1})}}, {1}), {0, 0, 0}), IndexError);
   // A missing key two levels down is named whole, before anything is written.
   REQUIRE_THROWS_WITH(td.update_at_(TensorDict({{"a", at::full({1}, 9.0)}, {"b", {{"zz", at::ones({1})}}}}, {1}), {0}),
                       Catch::Contains("The key ('b', 'zz') was not found in the dest tensordict."));

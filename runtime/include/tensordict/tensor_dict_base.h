@@ -175,7 +175,9 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   virtual void put_at_(const BatchIndex& index, const TensorDict& values);
   /// Copies every tensor leaf of `values` (some of this level's keys, nested levels included,
   /// same shapes) into the existing leaves: one batched write where the backend can. The
-  /// default calls write_ per leaf.
+  /// default calls write_ per leaf; where entries live in memory and alias the storage it copies
+  /// into the leaves in place, as write_'s default does (a backend with both flags that
+  /// overrides write_ overrides this too).
   virtual void write_many_(const TensorDict& values);
   /// Replaces the non-tensor value of the existing non-tensor entry `key` (uniform, or a stack
   /// shaped like this level's batch): what an indexed write of per-element strings leaves.

@@ -86,21 +86,32 @@ void update_entry(TensorDictBase& dest, const std::string& key, size_t position,
   }
 }
 
+// True when `level` holds a nested tensordict (read without touching tensor data).
+bool has_nested_level(const TensorDictBase& level) {
+  bool nested = false;
+  level.for_each_key([&](const std::string&, EntryKind kind) { nested = nested || kind == EntryKind::TensorDict; });
+  return nested;
+}
+
 // The level walk of update: src's entries in order, each looked up in dest where it lives (no
 // NestedKey made per entry, no walk from the root per key).
 void update_level(TensorDictBase& dest, const TensorDictBase& src, const UpdateArgs& args, const detail::KeyChain& prefix) {
   bool unlocked = false;
   size_t position = 0;
-  if (&dest == &src) {
-    // A level updated from itself: its entries are read first, as the writes replace them.
-    std::vector<std::pair<std::string, Entry>> items;
-    src.for_each([&](const std::string& key, const Entry& entry) { items.emplace_back(key, entry); });
-    for (const auto& [key, entry] : items) update_entry(dest, key, position++, entry, args, prefix, unlocked);
+  // src is walked in place only when no write can reach it: an in-memory level of leaves (a write
+  // below a nested level could change, or drop the last reference to, a source level that is part
+  // of the destination: td.update(td["a"])) other than dest itself. Otherwise its entries are read
+  // first, which also keeps a file's or a server's lock out of the writes.
+  if (&dest != &src && src.entries_in_memory() && !has_nested_level(src)) {
+    src.for_each([&](const std::string& key, const Entry& entry) {
+      update_entry(dest, key, position++, entry, args, prefix, unlocked);
+    });
     return;
   }
-  src.for_each([&](const std::string& key, const Entry& entry) {
-    update_entry(dest, key, position++, entry, args, prefix, unlocked);
-  });
+  std::vector<std::pair<std::string, Entry>> items;
+  items.reserve(src.num_entries());
+  src.for_each([&](const std::string& key, const Entry& entry) { items.emplace_back(key, entry); });
+  for (const auto& [key, entry] : items) update_entry(dest, key, position++, entry, args, prefix, unlocked);
 }
 
 // Every tensor and non-tensor leaf of `src` must exist in `dest` with the same kind, tensors
@@ -152,10 +163,11 @@ bool in_place_source_fits(const TensorDictBase& dest, const TensorDictBase& src,
 }
 
 // update_at_'s check, walked level by level where entries live in memory: true when every tensor
-// leaf below `src` is a tensor leaf of `dest`; false at the first that may not be (or another
-// backend), for the per-key path to name.
-bool tensor_leaves_found(const TensorDictBase& dest, const TensorDictBase& src) {
-  if (!dest.entries_in_memory()) return false;
+// leaf below `src` is a tensor leaf of `dest` (counted in `leaves`); false at the first that may
+// not be (or another backend), for the per-key path to name.
+bool tensor_leaves_found(const TensorDictBase& dest, const TensorDictBase& src, size_t& leaves) {
+  // Both in memory: a source whose reads load data (a file, a server) is read once, below.
+  if (!dest.entries_in_memory() || !src.entries_in_memory()) return false;
   bool found = true;
   size_t position = 0;
   src.for_each([&](const std::string& key, const Entry& value) {
@@ -165,7 +177,9 @@ bool tensor_leaves_found(const TensorDictBase& dest, const TensorDictBase& src) 
     if (here == nullptr || here->kind() != value.kind()) {
       found = false;
     } else if (value.is_tensordict()) {
-      found = tensor_leaves_found(*here->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl());
+      found = tensor_leaves_found(*here->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl(), leaves);
+    } else {
+      ++leaves;
     }
   });
   return found;
@@ -236,7 +250,8 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
 TensorDict& TensorDict::copy_(const TensorDict& source) { return update_(source); }
 
 TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index) {
-  if (!tensor_leaves_found(*impl_, *source.impl())) {
+  size_t leaves = 0;
+  if (!tensor_leaves_found(*impl_, *source.impl(), leaves)) {
     // The per-key path: names the first key missing, or not a tensor, and writes the rest.
     for (const auto& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
       TD_CHECK(contains(key), KeyError, "The key ", key.repr(), " was not found in the dest tensordict.");
@@ -246,6 +261,7 @@ TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::i
     }
     return *this;
   }
+  if (leaves == 0) return *this;  // nothing to write: the index is not even read, as per key
   const BatchIndex bi(index, batch_size());
   write_leaves_at(*impl_, bi, *source.impl(), detail::KeyChain());
   return *this;
