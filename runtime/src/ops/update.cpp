@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/TensorIndexing.h>
+#include <c10/util/SmallVector.h>
 
 #include <tensordict/batch_index.h>
 #include <tensordict/entry.h>
@@ -38,10 +39,19 @@ struct UpdateArgs {
 
 void update_level(TensorDictBase& dest, const TensorDictBase& src, const UpdateArgs& args, const detail::KeyChain& prefix);
 
+// A nested level of the source whose level in the destination exists, updated once the level
+// above has been walked (update_level). Handles, and a copy of the key: the walk below may change
+// or free the levels they came from.
+struct NestedUpdate {
+  std::string key;
+  TensorDict dest, src;
+};
+using NestedUpdates = c10::SmallVector<NestedUpdate, 4>;
+
 // src's entry `key`, at `position` in src's key order, written into the level `dest`;
-// `unlocked`: dest's lock already checked.
+// `unlocked`: dest's lock already checked. A nested level to update goes to `later` when given.
 void update_entry(TensorDictBase& dest, const std::string& key, size_t position, const Entry& entry,
-                  const UpdateArgs& args, const detail::KeyChain& prefix, bool& unlocked) {
+                  const UpdateArgs& args, const detail::KeyChain& prefix, bool& unlocked, NestedUpdates* later) {
   if (args.keys && !selected(prefix.child_path(key), args.keys)) return;
   const auto check_unlocked = [&] {
     if (!unlocked) detail::check_unlocked(dest);
@@ -55,8 +65,12 @@ void update_entry(TensorDictBase& dest, const std::string& key, size_t position,
   switch (entry.kind()) {
     case Entry::Kind::TensorDict: {
       if (existing != nullptr && existing->is_tensordict()) {
-        update_level(*existing->tensordict_unchecked().impl(), *entry.tensordict_unchecked().impl(), args,
-                     prefix.child(key));
+        if (later != nullptr) {
+          later->push_back(NestedUpdate{key, existing->tensordict_unchecked(), entry.tensordict_unchecked()});
+        } else {
+          update_level(*existing->tensordict_unchecked().impl(), *entry.tensordict_unchecked().impl(), args,
+                       prefix.child(key));
+        }
         return;
       }
       check_unlocked();
@@ -86,32 +100,29 @@ void update_entry(TensorDictBase& dest, const std::string& key, size_t position,
   }
 }
 
-// True when `level` holds a nested tensordict (read without touching tensor data).
-bool has_nested_level(const TensorDictBase& level) {
-  bool nested = false;
-  level.for_each_key([&](const std::string&, EntryKind kind) { nested = nested || kind == EntryKind::TensorDict; });
-  return nested;
-}
-
 // The level walk of update: src's entries in order, each looked up in dest where it lives (no
 // NestedKey made per entry, no walk from the root per key).
 void update_level(TensorDictBase& dest, const TensorDictBase& src, const UpdateArgs& args, const detail::KeyChain& prefix) {
   bool unlocked = false;
   size_t position = 0;
-  // src is walked in place only when no write can reach it: an in-memory level of leaves (a write
-  // below a nested level could change, or drop the last reference to, a source level that is part
-  // of the destination: td.update(td["a"])) other than dest itself. Otherwise its entries are read
-  // first, which also keeps a file's or a server's lock out of the writes.
-  if (&dest != &src && src.entries_in_memory() && !has_nested_level(src)) {
+  if (&dest != &src && src.entries_in_memory()) {
+    // src walked in place: this walk writes only into dest, so src's slots stay as they are. The
+    // nested levels are updated after it, as a write below one could change a level walked here
+    // or drop the last reference to it (a source that is part of the destination:
+    // td.update(td["a"])); they write no key of this level, so its order is unchanged.
+    NestedUpdates later;
     src.for_each([&](const std::string& key, const Entry& entry) {
-      update_entry(dest, key, position++, entry, args, prefix, unlocked);
+      update_entry(dest, key, position++, entry, args, prefix, unlocked, &later);
     });
+    for (const NestedUpdate& n : later) update_level(*n.dest.impl(), *n.src.impl(), args, prefix.child(n.key));
     return;
   }
+  // A level updated from itself, or one whose reads are copies (a file, a server): its entries are
+  // read first, which also keeps the file's or the store's lock out of the writes.
   std::vector<std::pair<std::string, Entry>> items;
   items.reserve(src.num_entries());
   src.for_each([&](const std::string& key, const Entry& entry) { items.emplace_back(key, entry); });
-  for (const auto& [key, entry] : items) update_entry(dest, key, position++, entry, args, prefix, unlocked);
+  for (const auto& [key, entry] : items) update_entry(dest, key, position++, entry, args, prefix, unlocked, nullptr);
 }
 
 // Every tensor and non-tensor leaf of `src` must exist in `dest` with the same kind, tensors
