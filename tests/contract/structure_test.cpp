@@ -48,6 +48,17 @@ TEMPLATE_LIST_TEST_CASE("new_zeros, new_ones, new_full and new_empty keep the st
   doubles.dtype = at::kDouble;
   CHECK(dtype(td.new_zeros({2}, doubles)) == at::kDouble);
   CHECK(td.get("a").scalar_type() == at::kFloat);  // the source is untouched
+  // A device asked for: the result and its nested levels are on it, and so is every leaf.
+  NewOptions on_cpu;
+  on_cpu.device = at::Device(at::kCPU);
+  on_cpu.dtype = at::kDouble;  // every leaf floating, so that it can require grad
+  on_cpu.requires_grad = true;
+  TensorDict placed = td.new_ones({2}, on_cpu);
+  CHECK(placed.device() == std::optional<at::Device>(at::kCPU));
+  CHECK(placed.get_tensordict("n").device() == std::optional<at::Device>(at::kCPU));
+  CHECK(placed.get("a").device().is_cpu());
+  CHECK(placed.get("a").requires_grad());
+  CHECK(placed.keys(true) == td.keys(true));  // in the source's order
 }
 
 TEMPLATE_LIST_TEST_CASE("new_tensor copies the data into every leaf in the leaf's dtype", "[contract][structure]",

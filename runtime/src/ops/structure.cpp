@@ -13,6 +13,7 @@
 #include <tensordict/ops.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/in_memory/level_builder.h"
 #include "core/validate.h"
 
 namespace tensordict {
@@ -39,27 +40,28 @@ NonTensorData non_tensor_for(const NonTensorData& data, const std::string& key, 
 
 // The shared recursion of new_zeros / new_ones / new_empty / new_full: `make(shape, options)`
 // makes each leaf, `size` + the leaf's dims past this level's batch.
+// Each leaf is made with the level's batch size leading and on its device (o.device, else the
+// source's, which its leaves are on), so the level is built without set()'s checks.
 TensorDict new_like(const TensorDict& td, c10::IntArrayRef size, const NewOptions& o, const char* op,
                     const std::function<at::Tensor(c10::IntArrayRef, const at::TensorOptions&)>& make) {
-  TensorDict out = TensorDict::empty_with(size, o.device ? o.device : td.device());
+  LevelBuilder out(size, o.device ? o.device : td.device(), td.impl()->num_entries());
   const size_t dims = static_cast<size_t>(td.batch_dims());
-  for (const auto& [key, entry] : td.items()) {
-    const std::string& name = key.parts()[0];
+  td.impl()->for_each([&](const std::string& name, const Entry& entry) {
     if (entry.is_tensor()) {
       const at::Tensor& t = entry.tensor_unchecked();
       at::TensorOptions options = t.options().dtype(o.dtype.value_or(t.scalar_type()));
       if (o.device) options = options.device(*o.device);
       at::Tensor leaf = make(joined(size, t.sizes().slice(dims)), options);
       if (o.requires_grad) leaf.requires_grad_(true);
-      out.set(name, std::move(leaf));
+      out.append(name, std::move(leaf));
     } else if (entry.is_tensordict()) {
       const TensorDict& child = entry.tensordict_unchecked();
-      out.set(name, EntryInit(new_like(child, joined(size, child.batch_size().slice(dims)), o, op, make)));
-    } else {
-      out.set(name, EntryInit(non_tensor_for(entry.non_tensor(), name, td.batch_size(), size, op)));
+      out.append(name, new_like(child, joined(size, child.batch_size().slice(dims)), o, op, make));
+    } else if (entry.is_non_tensor()) {
+      out.append(name, non_tensor_for(entry.non_tensor(), name, td.batch_size(), size, op));
     }
-  }
-  return out;
+  });
+  return out.finish();
 }
 
 // new_tensor: every leaf a copy of `data_of(key)` in the leaf's dtype.
