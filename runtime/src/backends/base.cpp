@@ -114,8 +114,11 @@ void TensorDictBase::write_many_(const TensorDict& values) {
     } else if (entry.is_tensordict()) {
       const TensorDict& values_below = entry.tensordict_unchecked();
       if (values_below.is_empty()) return;  // nothing to write there
-      Entry child = here != nullptr ? Entry() : get(key);
-      if (here == nullptr) here = &child;
+      Entry child;  // the nested level where it is not found in place
+      if (here == nullptr) {
+        child = get(key);
+        here = &child;
+      }
       TD_CHECK(here->is_tensordict(), KeyError, type_name(), ": no nested tensordict at ", NestedKey(key).repr(),
                " to write into");
       here->tensordict_unchecked().impl()->write_many_(values_below);

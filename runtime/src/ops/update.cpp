@@ -149,51 +149,31 @@ std::vector<std::pair<NestedKey, Entry>> check_in_place_source(const TensorDict&
   return non_tensors;
 }
 
-// The common case of check_in_place_source, walked level by level (no key made per leaf, no
-// walk from the root): true when every leaf below `src` fits `dest`, with the non-tensor leaves
-// added to `non_tensors`; false at the first that may not, for check_in_place_source to name.
-bool in_place_source_fits(const TensorDictBase& dest, const TensorDictBase& src, const detail::KeyChain& prefix,
-                          std::vector<std::pair<NestedKey, Entry>>& non_tensors) {
-  if (!dest.entries_in_memory()) return false;  // other backends: the per-key check, as it was
-  bool fits = true;
-  src.for_each([&](const std::string& key, const Entry& value) {
-    if (!fits || !value.defined()) return;
-    const Entry* existing = dest.peek(key);
-    if (existing == nullptr || existing->kind() != value.kind()) {
-      fits = false;  // missing, or another kind (a nested level here may still hold no leaf)
-    } else if (value.is_tensor()) {
-      fits = detail::batch_leads(dest, value.tensor_unchecked());
-    } else if (value.is_non_tensor()) {
-      non_tensors.emplace_back(prefix.child_path(key), value);
-    } else {
-      fits = in_place_source_fits(*existing->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl(),
-                                  prefix.child(key), non_tensors);
-    }
-  });
-  return fits;
-}
-
-// update_at_'s check, walked level by level where entries live in memory: true when every tensor
-// leaf below `src` is a tensor leaf of `dest` (counted in `leaves`); false at the first that may
-// not be (or another backend), for the per-key path to name.
-bool tensor_leaves_found(const TensorDictBase& dest, const TensorDictBase& src, size_t& leaves) {
-  // Both in memory: a source whose reads load data (a file, a server) is read once, below.
+// The fast checks of update_ and update_at_: the leaves of `src` walked beside `dest` where both
+// live in memory (no key made per leaf, no walk from the root). Every entry `wanted` names must be
+// in dest, at src's position or found, with the same kind, nested levels walked in turn, and
+// `fits(dest, prefix, key, value)` must accept each leaf. False at the first that does not (or
+// another backend): the caller's per-key path then names what is wrong, or finds all is well.
+template <typename Wanted, typename Fits>
+bool leaves_fit(const TensorDictBase& dest, const TensorDictBase& src, const detail::KeyChain& prefix,
+                const Wanted& wanted, const Fits& fits) {
   if (!dest.entries_in_memory() || !src.entries_in_memory()) return false;
-  bool found = true;
+  bool ok = true;
   size_t position = 0;
   src.for_each([&](const std::string& key, const Entry& value) {
     const size_t at = position++;
-    if (!found || !(value.is_tensor() || value.is_tensordict())) return;
+    if (!ok || !(value.is_tensordict() || wanted(value))) return;
     const Entry* here = dest.peek_at(key, at);
     if (here == nullptr || here->kind() != value.kind()) {
-      found = false;
+      ok = false;  // missing, or another kind (a nested level here may still hold no leaf)
     } else if (value.is_tensordict()) {
-      found = tensor_leaves_found(*here->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl(), leaves);
+      ok = leaves_fit(*here->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl(), prefix.child(key),
+                      wanted, fits);
     } else {
-      ++leaves;
+      ok = fits(dest, prefix, key, value);
     }
   });
-  return found;
+  return ok;
 }
 
 // `level[name][index] = value`; LibTorch's refusal becomes a ShapeError naming the key (made by
@@ -209,7 +189,7 @@ void write_at_named(TensorDictBase& level, std::string_view name, const BatchInd
 }
 
 // The tensor leaves of `src` written at `index` into the matching leaves of `dest`, which
-// tensor_leaves_found has checked.
+// leaves_fit has checked.
 void write_leaves_at(TensorDictBase& dest, const BatchIndex& index, const TensorDictBase& src,
                      const detail::KeyChain& prefix) {
   size_t position = 0;
@@ -239,8 +219,17 @@ TensorDict& TensorDict::update(const TensorDict& source, bool clone, bool inplac
 }
 
 TensorDict& TensorDict::update_(const TensorDict& source) {
+  // Every tensor and non-tensor leaf, tensors with their level's batch leading; the non-tensor
+  // ones are kept, to be written after the tensors.
   std::vector<std::pair<NestedKey, Entry>> non_tensors;
-  if (!in_place_source_fits(*impl_, *source.impl(), detail::KeyChain(), non_tensors)) {
+  const auto any_leaf = [](const Entry& value) { return value.defined(); };
+  const auto leaf_fits = [&](const TensorDictBase& level, const detail::KeyChain& prefix, const std::string& key,
+                             const Entry& value) {
+    if (value.is_tensor()) return detail::batch_leads(level, value.tensor_unchecked());
+    non_tensors.emplace_back(prefix.child_path(key), value);
+    return true;
+  };
+  if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), any_leaf, leaf_fits)) {
     non_tensors = check_in_place_source(*this, source);  // names what does not fit, or finds all fits
   }
   // One batched write (one round trip for a remote backend); a failing copy is redone key by
@@ -261,8 +250,14 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
 TensorDict& TensorDict::copy_(const TensorDict& source) { return update_(source); }
 
 TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index) {
+  // Every tensor leaf, counted (non-tensor entries are not written).
   size_t leaves = 0;
-  if (!tensor_leaves_found(*impl_, *source.impl(), leaves)) {
+  const auto tensor = [](const Entry& value) { return value.is_tensor(); };
+  const auto count = [&](const TensorDictBase&, const detail::KeyChain&, const std::string&, const Entry&) {
+    ++leaves;
+    return true;
+  };
+  if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), tensor, count)) {
     // The per-key path: names the first key missing, or not a tensor, and writes the rest.
     for (const auto& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
       TD_CHECK(contains(key), KeyError, "The key ", key.repr(), " was not found in the dest tensordict.");
