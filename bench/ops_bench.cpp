@@ -24,7 +24,7 @@
 #include <tensordict/tensordict.h>
 
 #include "instruction_count.h"
-#include "ops_groups.h"
+#include "ops_bench.h"
 #include "paired_timing.h"
 
 namespace {
@@ -39,7 +39,7 @@ using ops_bench::kLeaves;
 
 constexpr int64_t kBatch = 64;
 
-// ---- The floor's container (ops_groups.h) and helpers over it ----------------------------------
+// ---- The floor's container (ops_bench.h) and helpers over it ----------------------------------
 
 
 // A new Groups with the same names whose leaves are fn(leaf).

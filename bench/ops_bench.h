@@ -1,6 +1,7 @@
 #pragma once
-// The floor's container of bench/ops.md's fixtures: named groups of named tensors, what a user
-// writing the ops by hand keeps instead of a tensordict (ops_bench.cpp, ops_bench_io.cpp).
+// What ops_bench's two files share: the floor's container of bench/ops.md's fixtures (named
+// groups of named tensors, what a user writing the ops by hand keeps instead of a tensordict)
+// and the registration of fixture B's I/O ops (ops_bench_io.cpp) by main (ops_bench.cpp).
 
 #include <string>
 #include <utility>

@@ -21,7 +21,7 @@
 
 #include <tensordict/tensordict.h>
 
-#include "ops_groups.h"
+#include "ops_bench.h"
 
 namespace ops_bench {
 
