@@ -38,11 +38,12 @@ namespace {
 // leaves laid out the same way (so it is packed too); undefined when the leaves are not packed.
 std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      size_t result_itemsize = 0) {
+  if (auto unread = ops::map_unread(*td.impl(), fn, result_itemsize)) return keep_names(std::move(*unread), *td.impl());
   if (!td.impl()->leaves_alias_storage() || !ops::may_be_packed(*td.impl())) return std::nullopt;
   const ops::LeafList leaves = ops::leaves_of(td);
   const at::Tensor flat = ops::packed_storage_for_result(leaves, result_itemsize);
   if (!flat.defined()) return std::nullopt;
-  return keep_names(ops::rebuild(*td.impl(), ops::unpack_like(fn(flat), leaves)), *td.impl());
+  return keep_names(ops::packed_result(*td.impl(), fn(flat), leaves), *td.impl());
 }
 }  // namespace
 

@@ -9,6 +9,7 @@
 
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/unread_result.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -24,6 +25,19 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
                       FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> loop,
                       FunctionRef<LeafList(const LeafList&, const LeafList&)> foreach) {
   std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), op);
+  if (def.kind() == BinaryDefault::Kind::None && a_in.batch_size() == b_in.batch_size()) {
+    // Two unread packed results of one layout (Note [Lazy leaves]): one kernel over both.
+    const at::Tensor fa = unread_storage_for_result(*a_in.impl());
+    const at::Tensor fb = fa.defined() ? in_memory::unread_packed_storage(*b_in.impl()) : at::Tensor();
+    if (fb.defined() && fa.numel() == fb.numel() && in_memory::same_unread_layout(*a_in.impl(), *b_in.impl())) {
+      at::Tensor out;
+      try {
+        out = loop(fa, fb);
+      } catch (const c10::Error&) {
+      }
+      if (out.defined()) return keep_lock(in_memory::unread_packed_like(*a_in.impl(), out, /*filter_empty=*/true), a_in);
+    }
+  }
   const TensorDict a = readable(a_in), b = readable(b_in);
   MatchedLeaves m;
   m.lhs.reserve(32);
@@ -34,11 +48,17 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
     // Two packed storages of one layout (consolidated tensordicts): one kernel over both.
     const at::Tensor fa = packed_storage_for_result(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
     if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
+      at::Tensor out;
       try {
-        results = unpack_like(loop(fa, fb), m.lhs);
+        out = loop(fa, fb);
       } catch (const c10::Error&) {
-        results.clear();  // the per-leaf path below names the failing key
+        // the per-leaf path below names the failing key
       }
+      // Matched strictly, the result has a's structure (rebuild_pair); a fill-value default
+      // may add b's keys, which rebuild_pair places.
+      if (out.defined() && def.kind() == BinaryDefault::Kind::None)
+        return keep_lock(packed_result(*a.impl(), out, m.lhs, /*filter_empty=*/true), a_in);
+      if (out.defined()) results = unpack_like(out, m.lhs);
     }
   }
   if (results.empty())
@@ -212,26 +232,31 @@ void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, cons
 // leaf); the result is bit-identical since LibTorch casts the scalar to the leaf's dtype anyway.
 TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, false);
+  ScalarOperand scalar(other);
+  const auto over_storage = [&](const at::Tensor& flat) {
+    const at::Tensor& operand = scalar.for_leaf(flat);  // one dtype, as every leaf's
+    return operand.defined() ? arith(op, flat, operand, alpha) : arith(op, flat, other, alpha);
+  };
+  // An unread packed result (Note [Lazy leaves]) or a packed storage (a consolidated
+  // tensordict): one kernel over all of it; on an error the per-leaf path below names the key.
+  if (auto unread = map_unread(*td.impl(), over_storage, 0, /*filter_empty=*/true))
+    return keep_lock(std::move(*unread), td);
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
   const size_t n = leaves.size();
-  ScalarOperand scalar(other);
+  if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
+    at::Tensor out;
+    try {
+      out = over_storage(flat);
+    } catch (const c10::Error&) {
+    }
+    if (out.defined()) return keep_lock(packed_result(*src.impl(), out, leaves, /*filter_empty=*/true), td);
+  }
   LeafList operands(n);
   bool all_tensor_operands = true;
   for (size_t i = 0; i < n; ++i) {
     operands[i] = scalar.for_leaf(leaves[i]);
     all_tensor_operands = all_tensor_operands && operands[i].defined();
-  }
-  if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
-    // A packed storage (a consolidated tensordict): one kernel over all of it; on an error the
-    // per-leaf path below names the failing key.
-    try {
-      const at::Tensor out = operands[0].defined() ? arith(op, flat, operands[0], alpha) : arith(op, flat, other, alpha);
-      RebuildOptions packed;
-      packed.filter_empty = true;
-      return keep_lock(rebuild(*src.impl(), unpack_like(out, leaves), packed), td);
-    } catch (const c10::Error&) {
-    }
   }
   LeafList results = compute(
       n, foreach_pays(leaves) && (all_tensor_operands || alpha.equal(1)),
@@ -249,9 +274,19 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
 
 void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, true);
+  ScalarOperand scalar(other);
+  if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) {
+    try {
+      // An unread packed result: its leaves, made later, view what this changes.
+      const at::Tensor& operand = scalar.for_leaf(flat);
+      if (operand.defined()) arith_(op, flat, operand, alpha);
+      else arith_(op, flat, other, alpha);
+      return;
+    } catch (const c10::Error&) {
+    }
+  }
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
-  ScalarOperand scalar(other);
   LeafList operands(leaves.size());
   bool all_tensor_operands = !needs_autograd(leaves);
   for (size_t i = 0; i < leaves.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/unread_result.h"
 #include "ops/compare_kernel.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
@@ -50,6 +51,19 @@ at::Tensor compare(CmpOp op, const at::Tensor& a, const Other& b) {
 
 TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) {
   std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), cmp_name(op));
+  if (a_in.batch_size() == b_in.batch_size()) {
+    // Two unread packed results of one layout (Note [Lazy leaves]): one comparison of both.
+    const at::Tensor fa = unread_storage_for_result(*a_in.impl(), sizeof(bool));
+    const at::Tensor fb = fa.defined() ? in_memory::unread_packed_storage(*b_in.impl()) : at::Tensor();
+    if (fb.defined() && fa.numel() == fb.numel() && in_memory::same_unread_layout(*a_in.impl(), *b_in.impl())) {
+      at::Tensor out;
+      try {
+        out = compare(op, fa, fb);
+      } catch (const c10::Error&) {
+      }
+      if (out.defined()) return in_memory::unread_packed_like(*a_in.impl(), out, /*filter_empty=*/false);
+    }
+  }
   const TensorDict a = readable(a_in), b = readable(b_in);
   MatchedLeaves m;
   match_leaves(a, b, BinaryDefault(), m);
@@ -60,10 +74,13 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
     const at::Tensor fa = packed_storage_for_result(m.lhs, sizeof(bool));
     const at::Tensor fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
     if (fb.defined() && same_layout(m.lhs, m.rhs)) {
+      at::Tensor out;
       try {
-        return rebuild_pair(a, b, def, unpack_like(compare(op, fa, fb), m.lhs), batch);
+        out = compare(op, fa, fb);
       } catch (const c10::Error&) {
       }
+      // Strictly matched at one batch size: the result has a's structure (as rebuild_pair).
+      if (out.defined()) return packed_result(*a.impl(), out, m.lhs);
     }
   }
   LeafList results = compute(

@@ -57,14 +57,20 @@ TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::T
 
 TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                            const RebuildOptions& options, size_t result_itemsize) {
+  if (!options.batch_size) {
+    if (auto unread = map_unread(*td.impl(), fn, result_itemsize, options.filter_empty)) return std::move(*unread);
+  }
   const TensorDict src = readable(td);
   const LeafList leaves = leaves_of(src);
   if (const at::Tensor flat = packed_storage_for_result(leaves, result_itemsize); flat.defined()) {
+    at::Tensor out;
     try {
-      return rebuild(*src.impl(), unpack_like(fn(flat), leaves), options);
+      out = fn(flat);
     } catch (const c10::Error&) {
       // the per-leaf path below names the failing key
     }
+    if (out.defined() && !options.batch_size) return packed_result(*src.impl(), out, leaves, options.filter_empty);
+    if (out.defined()) return rebuild(*src.impl(), unpack_like(out, leaves), options);
   }
   return map_leaf_list(src, leaves, op, fn, options);
 }

@@ -17,6 +17,8 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict_base.h>
 
+#include "backends/in_memory/level_builder.h"
+#include "backends/in_memory/unread_result.h"
 #include "core/strided_view.h"
 
 namespace tensordict {
@@ -77,13 +79,36 @@ at::Tensor packed_storage(const LeafList& leaves) {
   return detail::strided_view(first, flat_size, flat_stride, 0);
 }
 
-at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_itemsize) {
-  at::Tensor flat = packed_storage(leaves);
+namespace {
+// `flat` unless one result over it is too large (kLargestPackedCpuResult).
+at::Tensor fit_for_result(at::Tensor flat, size_t result_itemsize) {
   if (flat.defined() && flat.is_cpu()) {
     const size_t itemsize = result_itemsize != 0 ? result_itemsize : flat.element_size();
     if (static_cast<size_t>(flat.numel()) * itemsize > kLargestPackedCpuResult) return at::Tensor();
   }
   return flat;
+}
+}  // namespace
+
+at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_itemsize) {
+  return fit_for_result(packed_storage(leaves), result_itemsize);
+}
+
+at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_itemsize) {
+  return fit_for_result(in_memory::unread_packed_storage(td), result_itemsize);
+}
+
+std::optional<TensorDict> map_unread(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                     size_t result_itemsize, bool filter_empty) {
+  const at::Tensor flat = unread_storage_for_result(td, result_itemsize);
+  if (!flat.defined()) return std::nullopt;
+  at::Tensor out;
+  try {
+    out = fn(flat);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  return in_memory::unread_packed_like(td, out, filter_empty);
 }
 
 bool same_layout(const LeafList& a, const LeafList& b) {
@@ -99,6 +124,39 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
   out.reserve(leaves.size());
   for (const at::Tensor& t : leaves) out.push_back(detail::strided_view(flat, t.sizes(), t.strides(), t.storage_offset()));
   return out;
+}
+
+namespace {
+TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves, size_t& next,
+                        bool filter_empty) {
+  LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
+  like.for_each([&](const std::string& key, const Entry& entry) {
+    switch (entry.kind()) {
+      case EntryKind::Tensor:
+        out.append_lazy(key, flat, leaves[next++]);
+        break;
+      case EntryKind::TensorDict: {
+        TensorDict child = packed_level(*entry.tensordict_unchecked().impl(), flat, leaves, next, filter_empty);
+        if (!filter_empty || child.num_keys() != 0) out.append(key, std::move(child));
+        break;
+      }
+      case EntryKind::NonTensor:
+        out.append(key, entry.non_tensor());
+        break;
+      case EntryKind::Undefined:
+        break;
+    }
+  });
+  TensorDict result = out.finish();
+  if (C10_UNLIKELY(!like.dim_names().empty())) result.impl()->set_dim_names(like.dim_names());
+  return result;
+}
+}  // namespace
+
+TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
+                         bool filter_empty) {
+  size_t next = 0;
+  return packed_level(like, flat, leaves, next, filter_empty);
 }
 
 }  // namespace ops

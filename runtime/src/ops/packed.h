@@ -3,8 +3,11 @@
 // consolidated tensordict.
 
 #include <cstddef>
+#include <optional>
 
 #include <ATen/core/Tensor.h>
+
+#include <tensordict/function_ref.h>
 
 #include "ops/leafwise.h"
 
@@ -34,6 +37,22 @@ at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_items
 bool same_layout(const LeafList& a, const LeafList& b);
 /// An elementwise result over packed_storage(leaves), cut into leaves laid out as `leaves`.
 LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
+/// rebuild(like, unpack_like(flat, leaves)) with like's batch sizes, whose leaves are made on
+/// first access (Note [Lazy leaves]): a result dropped, or consumed whole by the next op, never
+/// pays for them. `leaves` are like's tensor leaves in key order; `filter_empty` drops nested
+/// levels without entries, as RebuildOptions::filter_empty.
+TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
+                         bool filter_empty = false);
+
+/// The storage of an unread packed result (in_memory::unread_packed_storage, Note [Lazy
+/// leaves]) that an out-of-place op of `result_itemsize` bytes an element (0: the leaves' own)
+/// may run over whole, as packed_storage_for_result; undefined otherwise.
+at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_itemsize = 0);
+/// `fn` once over the storage of an unread packed result, its result laid out as `td`
+/// (in_memory::unread_packed_like); nullopt when `td` is no such result or `fn` raised a
+/// c10::Error (the per-leaf path then names the leaf).
+std::optional<TensorDict> map_unread(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                     size_t result_itemsize = 0, bool filter_empty = false);
 
 }  // namespace ops
 }  // namespace tensordict

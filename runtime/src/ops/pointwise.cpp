@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "backends/in_memory/unread_result.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -18,19 +19,21 @@ namespace ops {
 
 TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> loop,
                      FunctionRef<LeafList(const LeafList&)> foreach) {
+  // An unread packed result (Note [Lazy leaves]), or a packed storage (a consolidated
+  // tensordict): one kernel over all of it.
+  if (auto unread = map_unread(*td.impl(), loop, 0, /*filter_empty=*/true)) return keep_lock(std::move(*unread), td);
   TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
-  // A packed storage (a consolidated tensordict): one kernel over all of it.
-  LeafList results;
   if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
+    at::Tensor out;
     try {
-      results = unpack_like(loop(flat), leaves);
+      out = loop(flat);
     } catch (const c10::Error&) {
-      results.clear();  // the per-leaf path below names the failing key
+      // the per-leaf path below names the failing key
     }
+    if (out.defined()) return keep_lock(packed_result(*src.impl(), out, leaves, /*filter_empty=*/true), td);
   }
-  if (results.empty())
-    results = compute(
+  LeafList results = compute(
         leaves.size(), foreach_pays(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
         LeafKeys{*src.impl()}, op);
   RebuildOptions options;
@@ -49,6 +52,13 @@ bool all_floating(const LeafList& leaves) {
 
 void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> loop,
                 FunctionRef<bool(const LeafList&)> foreach) {
+  if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) {
+    try {
+      loop(flat);  // an unread packed result: its leaves, made later, view what this changes
+      return;
+    } catch (const c10::Error&) {
+    }
+  }
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {

@@ -3,6 +3,7 @@
 // constructors), entry by entry, without going through the checks of `set`. One allocation for
 // the level and its `capacity` entries.
 
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -17,7 +18,7 @@ namespace tensordict {
 class LevelBuilder {
  public:
   LevelBuilder(c10::IntArrayRef batch_size, std::optional<at::Device> device, size_t capacity = 0)
-      : impl_(TensorDictImpl::make(batch_size, device, capacity)) {}
+      : impl_(TensorDictImpl::make(batch_size, device, capacity)), capacity_(capacity) {}
 
   /// Adds an entry. The key must not be in the level yet (callers copy keys from a level,
   /// where they are distinct); `value` is anything Entry accepts, stored as it is. A level of
@@ -34,6 +35,17 @@ class LevelBuilder {
     impl_->append_unchecked(key, hash, std::forward<V>(value));
     return true;
   }
+  /// Adds a tensor leaf made on first access (Note [Lazy leaves]): a view of `flat` (a whole
+  /// storage, 1-D) laid out as `like`. Every lazy leaf of a level views the same `flat`.
+  void append_lazy(std::string_view key, const at::Tensor& flat, const at::Tensor& like) {
+    lazy_leaves(flat, like.dim()).add(next_slot(), like);
+    impl_->append_unindexed(key, at::Tensor());
+  }
+  /// The same, laid out as another lazy leaf's record.
+  void append_lazy(std::string_view key, const at::Tensor& flat, const LazyLeaves::Record& like) {
+    lazy_leaves(flat, static_cast<int64_t>(like.sizes.size())).add(next_slot(), like.offset, like.sizes, like.strides);
+    impl_->append_unindexed(key, at::Tensor());
+  }
   bool contains(std::string_view key) const { return impl_->has(key); }
   size_t size() const { return impl_->num_entries(); }
   /// The level being built (what values are validated against).
@@ -42,11 +54,24 @@ class LevelBuilder {
   /// The finished level; the builder is empty afterwards.
   TensorDict finish() {
     impl_->index_appended();
+    if (lazy_) impl_->set_lazy_leaves(std::move(lazy_));
     return TensorDict(std::move(impl_));
   }
 
  private:
+  uint32_t next_slot() const { return static_cast<uint32_t>(impl_->num_entries()); }  // no tombstones while built
+  LazyLeaves& lazy_leaves(const at::Tensor& flat, int64_t dim) {
+    if (!lazy_) {
+      lazy_ = std::make_unique<LazyLeaves>();
+      lazy_->flat = flat;
+      lazy_->records.reserve(capacity_ * static_cast<size_t>(3 + 2 * dim));  // leaves of one rank: one allocation
+    }
+    return *lazy_;
+  }
+
   c10::intrusive_ptr<TensorDictImpl> impl_;
+  size_t capacity_;
+  std::unique_ptr<LazyLeaves> lazy_;
 };
 
 }  // namespace tensordict

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include <tensordict/errors.h>
+
+#include "core/strided_view.h"
 
 namespace tensordict {
 
@@ -28,11 +31,13 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make(c10::IntArrayRef batch_s
 }
 
 TensorDictImpl::~TensorDictImpl() {
+  delete lazy_.load(std::memory_order_relaxed);
   clear_slots();
   if (slots_on_heap_) ::operator delete(slots_);
 }
 
 void TensorDictImpl::release_resources() {
+  delete lazy_.exchange(nullptr, std::memory_order_acq_rel);
   clear_slots();
   index_.clear();
   TensorDictBase::release_resources();
@@ -45,6 +50,7 @@ void TensorDictImpl::clear_slots() noexcept {
 }
 
 void TensorDictImpl::clear() {
+  delete lazy_.exchange(nullptr, std::memory_order_acq_rel);  // no slot left to make
   bump_layout_version();
   clear_slots();
   index_.clear();
@@ -148,9 +154,27 @@ std::vector<std::string> TensorDictImpl::keys() const {
   return out;
 }
 
+std::recursive_mutex& TensorDictImpl::lazy_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
+void TensorDictImpl::make_lazy_leaves() const {
+  // Levels are made rarely, once each: one lock for all of them.
+  std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
+  LazyLeaves* lazy = lazy_.load(std::memory_order_acquire);
+  if (lazy == nullptr) return;  // another reader made them
+  for (size_t i = 0; i < lazy->records.size();) {
+    const LazyLeaves::Record r = lazy->next(i);
+    slots_[r.slot].value = Entry(detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset));
+  }
+  lazy_.store(nullptr, std::memory_order_release);
+  delete lazy;
+}
+
 Entry TensorDictImpl::get(std::string_view key) const {
   const int64_t i = find_slot(key);
-  return i < 0 ? Entry() : slots_[i].value;
+  return i < 0 ? Entry() : *entry_read(slots_[i]);
 }
 
 EntryKind TensorDictImpl::kind(std::string_view key) const {
@@ -159,6 +183,7 @@ EntryKind TensorDictImpl::kind(std::string_view key) const {
 }
 
 void TensorDictImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  make_leaves();
   for (uint32_t i = 0; i < size_; ++i) {
     const Slot& s = slots_[i];
     if (s.live) fn(s.key, s.value);
@@ -173,6 +198,7 @@ void TensorDictImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind
 }
 
 void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
+  make_leaves();  // a lazy leaf replaced before it is made would be made over the new value
   const uint32_t hash = in_memory::key_hash(key);
   const int64_t i = find_slot(key, hash);
   if (i >= 0) {
@@ -192,6 +218,7 @@ size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
 }
 
 bool TensorDictImpl::erase_if_present(std::string_view key) {
+  make_leaves();
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.
     const int64_t found = find_slot(key);
@@ -219,6 +246,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
 }
 
 void TensorDictImpl::rename(std::string_view from, std::string_view to) {
+  make_leaves();
   const uint32_t from_hash = in_memory::key_hash(from);
   uint32_t i = 0;
   if (index_.empty()) {

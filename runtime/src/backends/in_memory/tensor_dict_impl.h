@@ -11,10 +11,16 @@
 // whatever the level's size, and insertion order is kept. Up to 16 keys there is no index and
 // an erase shifts the few slots after it.
 //
+// A level may hold its leaves not made yet (Note [Lazy leaves], lazy_leaves.h): every read of a
+// tensor entry, every walk of the entries and every write makes them first.
+//
 // Only this folder names this class: the rest of the runtime builds in-memory levels through
 // in_memory.h and level_builder.h and reads them through TensorDictBase.
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +31,7 @@
 #include <tensordict/tensor_dict_base.h>
 
 #include "backends/in_memory/key_hash.h"
+#include "backends/in_memory/lazy_leaves.h"
 
 namespace tensordict {
 
@@ -66,16 +73,17 @@ class TensorDictImpl final : public TensorDictBase {
   Entry get(std::string_view key) const override;
   const Entry* peek(std::string_view key) const override {
     const int64_t i = find_slot(key);
-    return i < 0 ? nullptr : &slots_[i].value;
+    return i < 0 ? nullptr : entry_read(slots_[i]);
   }
   const Entry* peek_at(std::string_view key, size_t position) const override {
     // Slot `position` holds the key when both levels list the same keys in the same order and
     // this one has no tombstones before it: one string compare instead of a hash and a scan.
-    if (position < size_ && slots_[position].live && slots_[position].key == key) return &slots_[position].value;
+    if (position < size_ && slots_[position].live && slots_[position].key == key) return entry_read(slots_[position]);
     return peek(key);
   }
   void insert_or_assign_at(std::string_view key, size_t position, Entry value) override {
     // As peek_at: the slot at `position` when it holds the key, else the usual lookup.
+    make_leaves();
     if (position < size_ && slots_[position].live && slots_[position].key == key) {
       slots_[position].value = std::move(value);
       return;
@@ -126,6 +134,24 @@ class TensorDictImpl final : public TensorDictBase {
     if (n > capacity_) grow(n);
   }
 
+  /// Hands the level leaves to make on first access (Note [Lazy leaves]): the slots `lazy`
+  /// records hold undefined tensors until then. Called once, on a level being built.
+  void set_lazy_leaves(std::unique_ptr<LazyLeaves> lazy) { lazy_.store(lazy.release(), std::memory_order_release); }
+  /// True while the level's leaves are not made yet.
+  bool has_lazy_leaves() const { return lazy_.load(std::memory_order_acquire) != nullptr; }
+  /// Held while leaves are made, and by readers of unmade_leaves() and for_each_unmade().
+  static std::recursive_mutex& lazy_mutex();
+  /// The leaves not made yet (nullptr: none), under lazy_mutex().
+  const LazyLeaves* unmade_leaves() const { return lazy_.load(std::memory_order_acquire); }
+  /// fn(key, entry) for every entry, its lazy leaves left unmade (undefined tensors), under
+  /// lazy_mutex(): for code that reads the structure of a result and its unmade_leaves().
+  template <typename Fn>
+  void for_each_unmade(Fn&& fn) const {
+    for (uint32_t i = 0; i < size_; ++i) {
+      if (slots_[i].live) fn(slots_[i].key, slots_[i].value);
+    }
+  }
+
   /// Drops the entries when the last handle goes: children hold weak references to their lock
   /// parents, and intrusive_ptr only deletes an object once those are gone too; without this, a
   /// locked tensordict would keep its leaves (and mapped files) alive.
@@ -158,6 +184,17 @@ class TensorDictImpl final : public TensorDictBase {
         capacity_(static_cast<uint32_t>(slots.capacity)) {}
 
   void grow(size_t min_capacity);
+  /// Makes the leaves of a lazy level (Note [Lazy leaves]); one atomic load when there are none.
+  void make_leaves() const {
+    if (C10_UNLIKELY(lazy_.load(std::memory_order_acquire) != nullptr)) make_lazy_leaves();
+  }
+  /// The entry of `slot` for a reader: a nested level or non-tensor data is read without
+  /// making the level's leaves (locking a result walks its nested levels this way).
+  const Entry* entry_read(const Slot& slot) const {
+    if (slot.value.is_tensor()) make_leaves();
+    return &slot.value;
+  }
+  void make_lazy_leaves() const;
   /// A new live slot at the end, the index and layout version left to the caller.
   template <typename K, typename V>
   void emplace_slot(K&& key, uint32_t hash, V&& value) {
@@ -188,6 +225,8 @@ class TensorDictImpl final : public TensorDictBase {
   // 2^(32 - index_shift_).
   std::vector<uint64_t> index_;
   uint8_t index_shift_ = 26;
+  // Owned; null once the leaves are made (or when there never were lazy ones).
+  mutable std::atomic<LazyLeaves*> lazy_{nullptr};
 };
 
 }  // namespace tensordict

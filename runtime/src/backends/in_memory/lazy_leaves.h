@@ -1,0 +1,59 @@
+#pragma once
+// Note [Lazy leaves]: the result of an elementwise op over a packed storage (a consolidated
+// tensordict, ops/packed.cpp) is one new storage whose leaves are views laid out as the
+// operand's. Making those views is most of such an op's cost on small leaves (a TensorImpl each,
+// made and, when the result is dropped or consumed by the next op, destroyed), so a level of such
+// a result keeps, instead of its leaves, the storage and where each leaf lies in it: its slots
+// hold undefined tensors until the first read of one of its tensor entries (get, peek), a walk
+// of its entries (for_each) or any write makes every leaf of the level at once. Key and kind
+// queries (keys, has, kind, for_each_key, num_entries) and reads of a nested level or of
+// non-tensor data answer without making them. Making them is thread-safe: concurrent
+// first readers wait for one of them, and later readers pay one atomic load.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/TensorImpl.h>
+
+namespace tensordict {
+
+/// A level's leaves not made yet: views of `flat` (the whole storage, 1-D, offset 0).
+struct LazyLeaves {
+  at::Tensor flat;
+  /// Per leaf, in slot order: slot, storage offset, dim, then its sizes and strides.
+  std::vector<int64_t> records;
+
+  /// Where a leaf lies in `flat`.
+  struct Record {
+    uint32_t slot;
+    int64_t offset;
+    c10::IntArrayRef sizes, strides;
+  };
+
+  /// Records a leaf at `slot` laid out (sizes, strides, storage offset) as `like`.
+  void add(uint32_t slot, const at::Tensor& like) {
+    const c10::TensorImpl* t = like.unsafeGetTensorImpl();
+    add(slot, t->storage_offset(), t->sizes(), t->strides());
+  }
+  void add(uint32_t slot, int64_t offset, c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+    const size_t dim = sizes.size(), at = records.size();
+    records.resize(at + 3 + 2 * dim);
+    int64_t* r = records.data() + at;
+    r[0] = slot;
+    r[1] = offset;
+    r[2] = static_cast<int64_t>(dim);
+    std::copy(sizes.begin(), sizes.end(), r + 3);
+    std::copy(strides.begin(), strides.end(), r + 3 + dim);
+  }
+  /// The record starting at `records[i]`; `i` moves to the next one.
+  Record next(size_t& i) const {
+    const int64_t* r = records.data() + i;
+    const auto dim = static_cast<size_t>(r[2]);
+    i += 3 + 2 * dim;
+    return Record{static_cast<uint32_t>(r[0]), r[1], c10::IntArrayRef(r + 3, dim), c10::IntArrayRef(r + 3 + dim, dim)};
+  }
+};
+
+}  // namespace tensordict

@@ -1,0 +1,124 @@
+#include "backends/in_memory/unread_result.h"
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include <c10/util/SmallVector.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+
+#include "backends/in_memory/level_builder.h"
+#include "backends/in_memory/tensor_dict_impl.h"
+
+namespace tensordict {
+namespace in_memory {
+
+namespace {
+
+const TensorDictImpl* in_memory_level(const TensorDictBase& td) { return dynamic_cast<const TensorDictImpl*>(&td); }
+
+// Whether `level` and its nested levels hold only unmade leaves, all of one `flat` (the first
+// level's, set here): under lazy_mutex().
+bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat) {
+  const LazyLeaves* lazy = level.unmade_leaves();
+  if (lazy != nullptr) {
+    if (flat == nullptr) flat = &lazy->flat;
+    else if (!flat->is_same(lazy->flat)) return false;
+  }
+  bool unmade = true;
+  level.for_each_unmade([&](const std::string&, const Entry& e) {
+    if (!unmade) return;
+    if (e.is_tensor()) {
+      unmade = lazy != nullptr && !e.tensor_unchecked().defined();
+    } else if (e.is_tensordict()) {
+      const TensorDictImpl* child = in_memory_level(*e.tensordict_unchecked().impl());
+      unmade = child != nullptr && all_unmade(*child, flat);
+    }
+  });
+  return unmade;
+}
+
+bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
+  if (&a == &b) return true;
+  if (a.num_entries() != b.num_entries() || a.batch_size() != b.batch_size()) return false;
+  const LazyLeaves *la = a.unmade_leaves(), *lb = b.unmade_leaves();
+  if ((la == nullptr) != (lb == nullptr) || (la != nullptr && la->records != lb->records)) return false;
+  c10::SmallVector<std::pair<const std::string*, const Entry*>, 16> theirs;
+  b.for_each_unmade([&](const std::string& key, const Entry& e) { theirs.emplace_back(&key, &e); });
+  size_t i = 0;
+  bool same = true;
+  a.for_each_unmade([&](const std::string& key, const Entry& e) {
+    if (!same) return;
+    const auto& [their_key, their_entry] = theirs[i++];
+    same = key == *their_key && e.kind() == their_entry->kind();
+    if (same && e.is_tensordict()) {
+      const TensorDictImpl* x = in_memory_level(*e.tensordict_unchecked().impl());
+      const TensorDictImpl* y = in_memory_level(*their_entry->tensordict_unchecked().impl());
+      same = x != nullptr && y != nullptr && same_level(*x, *y);
+    }
+  });
+  return same;
+}
+
+TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool filter_empty) {
+  LevelBuilder out(level.batch_size(), level.device(), level.num_entries());
+  const LazyLeaves* lazy = level.unmade_leaves();
+  size_t record = 0;
+  level.for_each_unmade([&](const std::string& key, const Entry& e) {
+    switch (e.kind()) {
+      case EntryKind::Tensor:
+        // Made by another reader since the caller checked: the same layout, read from the leaf.
+        if (e.tensor_unchecked().defined()) out.append_lazy(key, flat, e.tensor_unchecked());
+        else if (lazy != nullptr) out.append_lazy(key, flat, lazy->next(record));
+        else TD_THROW(RuntimeError, "the leaf '", key, "' of an elementwise operation's operand is undefined");
+        break;
+      case EntryKind::TensorDict: {
+        const TensorDictImpl* child = in_memory_level(*e.tensordict_unchecked().impl());
+        TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", key,
+                 "' of an elementwise operation's operand was replaced while the operation read it");
+        TensorDict result = build_like(*child, flat, filter_empty);
+        if (!filter_empty || result.num_keys() != 0) out.append(key, std::move(result));
+        break;
+      }
+      case EntryKind::NonTensor:
+        out.append(key, e.non_tensor());
+        break;
+      case EntryKind::Undefined:
+        break;
+    }
+  });
+  TensorDict result = out.finish();
+  if (C10_UNLIKELY(!level.dim_names().empty())) result.impl()->set_dim_names(level.dim_names());
+  return result;
+}
+
+}  // namespace
+
+at::Tensor unread_packed_storage(const TensorDictBase& td) {
+  const TensorDictImpl* level = in_memory_level(td);
+  if (level == nullptr) return at::Tensor();
+  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
+  const at::Tensor* flat = nullptr;
+  if (!all_unmade(*level, flat) || flat == nullptr) return at::Tensor();
+  return *flat;
+}
+
+bool same_unread_layout(const TensorDictBase& a, const TensorDictBase& b) {
+  const TensorDictImpl *x = in_memory_level(a), *y = in_memory_level(b);
+  if (x == nullptr || y == nullptr) return false;
+  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
+  return same_level(*x, *y);
+}
+
+TensorDict unread_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty) {
+  const TensorDictImpl* level = in_memory_level(like);
+  TD_CHECK(level != nullptr, RuntimeError, "unread_packed_like: ", like.type_name(), " is not an in-memory level");
+  // Held while building: the new levels get their leaves unmade, which takes no lock.
+  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
+  return build_like(*level, flat, filter_empty);
+}
+
+}  // namespace in_memory
+}  // namespace tensordict

@@ -1,0 +1,271 @@
+// Note [Lazy leaves]: the result of an elementwise op over a packed storage makes its leaves on
+// the first read of a level's entries; the next elementwise op reads an unread result's storage
+// without making them. These cases check that the leaves are made only then, that every read and
+// write sees the values the per-leaf path gives, and that concurrent first reads agree.
+#include "support/catch_torch.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/ops.h>
+
+#include "backends/in_memory/tensor_dict_impl.h"
+#include "backends/in_memory/unread_result.h"
+
+using namespace tensordict;
+
+namespace {
+// Leaves at the root and in a nested level, 1k floats each: consolidate packs them with no gap.
+TensorDict fixture() {
+  TensorDict td({}, {10});
+  for (int i = 0; i < 12; ++i) {
+    const NestedKey key = i % 3 == 0 ? NestedKey({"n", "l" + std::to_string(i)}) : NestedKey("l" + std::to_string(i));
+    td.set(key, at::randn({10, 100}));
+  }
+  return td;
+}
+
+// Only nested levels under the root (its own level has no leaf to make).
+TensorDict groups_only() {
+  TensorDict td({}, {4});
+  td.set({"a", "x"}, at::randn({4, 8}));
+  td.set({"a", "y"}, at::randn({4, 3}));
+  td.set({"b", "z"}, at::randn({4, 5}));
+  return td;
+}
+
+bool unread(const TensorDict& td) { return in_memory::unread_packed_storage(*td.impl()).defined(); }
+
+bool root_unmade(const TensorDict& td) {
+  const auto* level = dynamic_cast<const TensorDictImpl*>(td.impl());
+  return level != nullptr && level->has_lazy_leaves();
+}
+
+// Every leaf of `a` equals `b`'s under the same key, and both have the same keys.
+void require_same(const TensorDict& a, const TensorDict& b) {
+  const std::vector<NestedKey> keys = b.keys(true, true);
+  REQUIRE(a.keys(true, true).size() == keys.size());
+  for (const NestedKey& k : keys) {
+    INFO(k.repr());
+    REQUIRE(a.contains(k));
+    CHECK(at::equal(a.get(k), b.get(k)));
+  }
+}
+}  // namespace
+
+TEST_CASE("a packed op's result makes its leaves on the first read of their level", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  TensorDict packed = consolidate(plain);
+  TensorDict r = packed * 2;
+  REQUIRE(unread(r));
+  REQUIRE(root_unmade(r));
+  // Keys, kinds and sizes answer without making leaves.
+  CHECK(r.keys(true, true).size() == 12);
+  CHECK(r.contains("l1"));
+  CHECK(r.impl()->kind("l1") == EntryKind::Tensor);
+  CHECK(r.num_keys() == plain.num_keys());
+  CHECK(root_unmade(r));
+  CHECK(unread(r));
+  // The first read makes them, as views of one new storage laid out as the operand's.
+  const at::Tensor l1 = r.get("l1");
+  CHECK_FALSE(root_unmade(r));
+  CHECK_FALSE(unread(r));
+  CHECK(l1.storage().is_alias_of(r.get({"n", "l0"}).storage()));
+  CHECK_FALSE(l1.storage().is_alias_of(packed.get("l1").storage()));
+  require_same(r, plain * 2);
+  // A leaf read twice is the same tensor.
+  CHECK(r.get("l1").unsafeGetTensorImpl() == l1.unsafeGetTensorImpl());
+}
+
+TEST_CASE("a chain of elementwise ops over unread results reads none of their leaves", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  TensorDict packed = consolidate(plain);
+  TensorDict a = packed * 2;
+  TensorDict b = a.exp();
+  TensorDict c = b.sub(1);
+  CHECK(unread(a));
+  CHECK(unread(b));
+  CHECK(unread(c));
+  TensorDict d = a + c;  // two unread results of one layout: one kernel, another unread result
+  TensorDict e = a.gt(c);
+  TensorDict f = c.to(at::kDouble);
+  TensorDict g = c.clone();
+  CHECK(unread(a));
+  CHECK(unread(c));
+  CHECK(unread(d));
+  CHECK(unread(e));
+  CHECK(unread(f));
+  CHECK(unread(g));
+  require_same(c, (plain * 2).exp().sub(1));
+  require_same(d, plain * 2 + (plain * 2).exp().sub(1));
+  require_same(e, (plain * 2).gt((plain * 2).exp().sub(1)));
+  require_same(f, (plain * 2).exp().sub(1).to(at::kDouble));
+  require_same(g, c);
+  CHECK(f.get("l1").scalar_type() == at::kDouble);
+  // A clone owns its storage.
+  CHECK_FALSE(g.get("l1").storage().is_alias_of(c.get("l1").storage()));
+}
+
+TEST_CASE("in-place ops on an unread result change the storage its leaves will view", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  TensorDict r = consolidate(plain) * 2;
+  r.mul_(3);
+  r.add_(1);
+  r.exp_();
+  CHECK(unread(r));
+  require_same(r, ((plain * 2) * 3 + 1).exp());
+  // Once made, in-place ops change the leaves handed out.
+  const at::Tensor l1 = r.get("l1");
+  r.zero_();
+  CHECK(at::equal(l1, at::zeros_like(l1)));
+}
+
+TEST_CASE("writes to an unread result make its leaves first and are kept", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  TensorDict packed = consolidate(plain);
+  // Results of ops on a locked tensordict (consolidate's) are locked: unlocked here to write.
+  SECTION("overwriting a leaf") {
+    TensorDict r = packed * 2;
+    r.unlock_();
+    r.set("l1", at::zeros({10, 100}));
+    CHECK(at::equal(r.get("l1"), at::zeros({10, 100})));
+    CHECK(at::equal(r.get("l2"), plain.get("l2") * 2));
+  }
+  SECTION("a new key, an erase and a rename") {
+    TensorDict r = packed * 2;
+    r.unlock_();
+    r.set("new", at::ones({10}));
+    r.erase("l2");
+    r.rename_key_("l4", "four");
+    CHECK_FALSE(r.contains("l2"));
+    CHECK(at::equal(r.get("four"), plain.get("l4") * 2));
+    CHECK(at::equal(r.get("new"), at::ones({10})));
+    CHECK(at::equal(r.get("l5"), plain.get("l5") * 2));
+    // Changed, it is no unread result: the next op takes the packed or per-leaf path, exactly.
+    CHECK_FALSE(unread(r));
+    require_same(r.exp(), r.apply([](const at::Tensor& t) { return t.exp(); }));
+  }
+  SECTION("a nested level written through its handle") {
+    TensorDict r = packed * 2;
+    r.unlock_();
+    CHECK(unread(r));  // unlocking reads no leaf
+    TensorDict n = r.get_tensordict("n");
+    n.set("l0", at::full({10, 100}, 7.0));
+    CHECK_FALSE(unread(r));
+    TensorDict s = r + 1;
+    CHECK(at::equal(s.get({"n", "l0"}), at::full({10, 100}, 8.0)));
+    CHECK(at::equal(s.get("l1"), plain.get("l1") * 2 + 1));
+  }
+  SECTION("update and clear") {
+    TensorDict r = packed * 2;
+    r.unlock_();
+    r.update(TensorDict({{"l1", at::ones({10, 100})}}, {10}));
+    CHECK(at::equal(r.get("l1"), at::ones({10, 100})));
+    CHECK(at::equal(r.get("l7"), plain.get("l7") * 2));
+    TensorDict q = packed * 2;
+    q.unlock_();
+    q.clear();
+    CHECK(q.num_keys() == 0);
+  }
+}
+
+TEST_CASE("an unread result whose root only holds nested levels follows changes of its root",
+          "[unit][lazy_leaves]") {
+  TensorDict plain = groups_only();
+  TensorDict r = consolidate(plain) * 2;
+  r.unlock_();
+  REQUIRE(unread(r));
+  SECTION("an erased nested level: its bytes are computed, no leaf shows them") {
+    r.erase("a");
+    CHECK(unread(r));
+    TensorDict s = r.exp();
+    CHECK_FALSE(s.contains("a"));
+    CHECK(at::equal(s.get({"b", "z"}), (plain.get({"b", "z"}) * 2).exp()));
+    // An op with an unread result of another size falls back to the matched path.
+    CHECK_THROWS_AS(s + (consolidate(plain) * 2), KeyError);
+  }
+  SECTION("a nested level from another storage") {
+    r.set("c", TensorDict({{"w", at::ones({4, 2})}}, {4}));
+    CHECK_FALSE(unread(r));
+    TensorDict s = r + 1;
+    CHECK(at::equal(s.get({"c", "w"}), at::full({4, 2}, 2.0)));
+    CHECK(at::equal(s.get({"a", "x"}), plain.get({"a", "x"}) * 2 + 1));
+  }
+  SECTION("a nested level shared under two keys") {
+    r.set("b2", r.get_tensordict("b"));
+    TensorDict s = r * 3;
+    CHECK(at::equal(s.get({"b2", "z"}), plain.get({"b", "z"}) * 6));
+    CHECK(at::equal(s.get({"b", "z"}), plain.get({"b", "z"}) * 6));
+  }
+}
+
+TEST_CASE("unread results of different layouts are matched by key", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  TensorDict a = consolidate(plain) * 2;
+  TensorDict other = fixture();
+  // The same keys, inserted in another order: another layout.
+  TensorDict reordered({}, {10});
+  for (const NestedKey& k : other.keys(true, true)) reordered.set(k, other.get(k));
+  TensorDict shuffled({}, {10});
+  std::vector<NestedKey> keys = reordered.keys(true, true);
+  std::reverse(keys.begin(), keys.end());
+  for (const NestedKey& k : keys) shuffled.set(k, reordered.get(k));
+  TensorDict b = consolidate(shuffled) * 1;
+  REQUIRE(unread(b));
+  TensorDict s = a + b;
+  for (const NestedKey& k : plain.keys(true, true)) {
+    INFO(k.repr());
+    CHECK(at::equal(s.get(k), plain.get(k) * 2 + other.get(k)));
+  }
+}
+
+TEST_CASE("concurrent first reads of an unread result see the same leaves", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  TensorDict packed = consolidate(plain);
+  const TensorDict expected = plain * 2;
+  for (int round = 0; round < 20; ++round) {
+    TensorDict r = packed * 2;
+    std::vector<std::vector<const void*>> seen(4);
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t) {
+      readers.emplace_back([&, t] {
+        for (const NestedKey& k : r.keys(true, true)) {
+          const at::Tensor leaf = r.get(k);
+          seen[t].push_back(leaf.unsafeGetTensorImpl());
+          if (!at::equal(leaf, expected.get(k))) ++mismatches[t];
+        }
+      });
+    }
+    for (std::thread& reader : readers) reader.join();
+    for (int t = 0; t < 4; ++t) {
+      CHECK(mismatches[t] == 0);
+      CHECK((seen[t] == seen[0]));
+    }
+  }
+}
+
+TEST_CASE("unread results keep locks, names, non-tensor entries and drop empty levels as the per-leaf path",
+          "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  plain.set_non_tensor("text", json::Value("hello"));
+  plain.set("empty", TensorDict({}, {10}));
+  plain.set_names({"batch"});
+  TensorDict packed = consolidate(plain);
+  REQUIRE(packed.is_locked());
+  TensorDict r = packed.exp();
+  CHECK(unread(r));
+  CHECK(r.is_locked());
+  CHECK(r.contains("text"));
+  CHECK_FALSE(r.contains("empty"));  // Python's math ops drop empty nested levels
+  CHECK((r.names() == packed.names()));
+  TensorDict s = r * 2;
+  CHECK(unread(s));
+  CHECK(s.is_locked());
+  CHECK((s.names() == packed.names()));
+  CHECK(s.get_non_tensor("text").value() == json::Value("hello"));
+  CHECK(at::equal(s.get("l1"), plain.get("l1").exp() * 2));
+  CHECK(at::equal(s.get({"n", "l3"}), plain.get({"n", "l3"}).exp() * 2));
+}
