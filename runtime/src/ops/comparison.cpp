@@ -121,6 +121,8 @@ bool leaf_any(const at::Tensor& t) {
 // bools of a comparison of consolidated tensordicts), else leaf by leaf.
 template <typename LeafTest>
 bool over_leaves(const TensorDict& td, bool stop_at, LeafTest leaf_test) {
+  // An unread packed result (Note [Lazy leaves]): its storage is every leaf's elements.
+  if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) return leaf_test(flat);
   LeafList leaves = leaves_of(readable(td));
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return leaf_test(flat);
   for (const auto& t : leaves) {
@@ -170,6 +172,17 @@ TensorDict TensorDictComparison::to_tensordict() const {
 bool TensorDictComparison::all() const {
   if (op_ == Op::Eq && rhs_td_) {
     broadcast_batch(lhs_.batch_size(), rhs_td_->batch_size(), "eq");
+    if (lhs_.batch_size() == rhs_td_->batch_size()) {
+      // Two unread packed results of one layout (Note [Lazy leaves]): one comparison.
+      const at::Tensor fa = in_memory::unread_packed_storage(*lhs_.impl());
+      const at::Tensor fb = fa.defined() ? in_memory::unread_packed_storage(*rhs_td_->impl()) : at::Tensor();
+      if (fb.defined() && fa.numel() == fb.numel() && in_memory::same_unread_layout(*lhs_.impl(), *rhs_td_->impl())) {
+        try {
+          return leaves_equal(fa, fb);
+        } catch (const c10::Error&) {
+        }
+      }
+    }
     MatchedLeaves m;
     m.lhs.reserve(32);
     m.rhs.reserve(32);

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include "backends/in_memory/unread_result.h"
 #include "core/batch_dim.h"
 #include "core/format.h"
 #include "ops/kernel.h"
@@ -154,8 +155,18 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
 // there. The feature dims: every leaf's features past the root batch dims joined along one
 // last dim, then reduced over it (a tensor of the batch size).
 at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, const Extra& x) {
-  LeafList leaves = leaves_of(readable(td));
   const char* form = feature ? "(reduce, feature)" : "(reduce)";
+  if (!feature && !dim) {
+    // An unread packed result (Note [Lazy leaves]): its storage is every leaf's elements.
+    if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) {
+      try {
+        return reduce_full(r, flat, x);
+      } catch (const c10::Error& e) {
+        TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
+      }
+    }
+  }
+  LeafList leaves = leaves_of(readable(td));
   TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
   std::optional<int64_t> d;
   if (dim) d = reduction_dim(td, *dim, red_name(r));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <c10/util/SmallVector.h>
+#include <c10/util/accumulate.h>
 
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
@@ -20,12 +21,13 @@ namespace {
 const TensorDictImpl* in_memory_level(const TensorDictBase& td) { return dynamic_cast<const TensorDictImpl*>(&td); }
 
 // Whether `level` and its nested levels hold only unmade leaves, all of one `flat` (the first
-// level's, set here): under lazy_mutex().
-bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat) {
+// level's, set here), adding their elements to `elements`: under lazy_mutex().
+bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat, int64_t& elements) {
   const LazyLeaves* lazy = level.unmade_leaves();
   if (lazy != nullptr) {
     if (flat == nullptr) flat = &lazy->flat;
     else if (!flat->is_same(lazy->flat)) return false;
+    for (size_t i = 0; i < lazy->records.size();) elements += c10::multiply_integers(lazy->next(i).sizes);
   }
   bool unmade = true;
   level.for_each_unmade([&](const std::string&, const Entry& e) {
@@ -34,7 +36,7 @@ bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat) {
       unmade = lazy != nullptr && !e.tensor_unchecked().defined();
     } else if (e.is_tensordict()) {
       const TensorDictImpl* child = in_memory_level(*e.tensordict_unchecked().impl());
-      unmade = child != nullptr && all_unmade(*child, flat);
+      unmade = child != nullptr && all_unmade(*child, flat, elements);
     }
   });
   return unmade;
@@ -101,7 +103,10 @@ at::Tensor unread_packed_storage(const TensorDictBase& td) {
   if (level == nullptr) return at::Tensor();
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   const at::Tensor* flat = nullptr;
-  if (!all_unmade(*level, flat) || flat == nullptr) return at::Tensor();
+  int64_t elements = 0;
+  // The leaves were laid out over the whole storage without overlap: as many elements as it
+  // holds means none was dropped (an erased nested level) or is seen twice (a shared one).
+  if (!all_unmade(*level, flat, elements) || flat == nullptr || elements != flat->numel()) return at::Tensor();
   return *flat;
 }
 
