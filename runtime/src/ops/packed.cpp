@@ -130,6 +130,7 @@ namespace {
 TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves, size_t& next,
                         bool filter_empty) {
   LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
+  out.mark_packed_result();
   like.for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {
       case EntryKind::Tensor:

@@ -46,6 +46,8 @@ class LevelBuilder {
     lazy_leaves(flat, static_cast<int64_t>(like.sizes.size())).add(next_slot(), like.offset, like.sizes, like.strides);
     impl_->append_unindexed(key, at::Tensor());
   }
+  /// The level is part of a packed op's result (TensorDictImpl::mark_packed_result).
+  void mark_packed_result() { impl_->mark_packed_result(); }
   bool contains(std::string_view key) const { return impl_->has(key); }
   size_t size() const { return impl_->num_entries(); }
   /// The level being built (what values are validated against).

@@ -137,6 +137,10 @@ class TensorDictImpl final : public TensorDictBase {
   /// Hands the level leaves to make on first access (Note [Lazy leaves]): the slots `lazy`
   /// records hold undefined tensors until then. Called once, on a level being built.
   void set_lazy_leaves(std::unique_ptr<LazyLeaves> lazy) { lazy_.store(lazy.release(), std::memory_order_release); }
+  /// Marks a level built as part of a packed op's result (Note [Lazy leaves]), with or
+  /// without leaves of its own: only such levels are looked at for unread results.
+  void mark_packed_result() { packed_result_ = true; }
+  bool is_packed_result() const { return packed_result_; }
   /// True while the level's leaves are not made yet.
   bool has_lazy_leaves() const { return lazy_.load(std::memory_order_acquire) != nullptr; }
   /// Held while leaves are made, and by readers of unmade_leaves() and for_each_unmade().
@@ -225,6 +229,7 @@ class TensorDictImpl final : public TensorDictBase {
   // 2^(32 - index_shift_).
   std::vector<uint64_t> index_;
   uint8_t index_shift_ = 26;
+  bool packed_result_ = false;
   // Owned; null once the leaves are made (or when there never were lazy ones).
   mutable std::atomic<LazyLeaves*> lazy_{nullptr};
 };

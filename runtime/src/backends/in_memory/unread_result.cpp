@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <utility>
 
 #include <c10/util/SmallVector.h>
@@ -18,7 +19,13 @@ namespace in_memory {
 
 namespace {
 
-const TensorDictImpl* in_memory_level(const TensorDictBase& td) { return dynamic_cast<const TensorDictImpl*>(&td); }
+// The level when it is an in-memory level built as a packed op's result, else nullptr: what every
+// other tensordict costs here (typeid of a final class, then a flag).
+const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
+  if (typeid(td) != typeid(TensorDictImpl)) return nullptr;
+  const auto* level = static_cast<const TensorDictImpl*>(&td);
+  return level->is_packed_result() ? level : nullptr;
+}
 
 // Whether `level` and its nested levels hold only unmade leaves, all of one `flat` (the first
 // level's, set here), adding their elements to `elements`: under lazy_mutex().
@@ -35,7 +42,7 @@ bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat, int64_t& e
     if (e.is_tensor()) {
       unmade = lazy != nullptr && !e.tensor_unchecked().defined();
     } else if (e.is_tensordict()) {
-      const TensorDictImpl* child = in_memory_level(*e.tensordict_unchecked().impl());
+      const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
       unmade = child != nullptr && all_unmade(*child, flat, elements);
     }
   });
@@ -56,8 +63,8 @@ bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
     const auto& [their_key, their_entry] = theirs[i++];
     same = key == *their_key && e.kind() == their_entry->kind();
     if (same && e.is_tensordict()) {
-      const TensorDictImpl* x = in_memory_level(*e.tensordict_unchecked().impl());
-      const TensorDictImpl* y = in_memory_level(*their_entry->tensordict_unchecked().impl());
+      const TensorDictImpl* x = packed_result_level(*e.tensordict_unchecked().impl());
+      const TensorDictImpl* y = packed_result_level(*their_entry->tensordict_unchecked().impl());
       same = x != nullptr && y != nullptr && same_level(*x, *y);
     }
   });
@@ -66,6 +73,7 @@ bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
 
 TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool filter_empty) {
   LevelBuilder out(level.batch_size(), level.device(), level.num_entries());
+  out.mark_packed_result();
   const LazyLeaves* lazy = level.unmade_leaves();
   size_t record = 0;
   level.for_each_unmade([&](const std::string& key, const Entry& e) {
@@ -77,7 +85,7 @@ TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool 
         else TD_THROW(RuntimeError, "the leaf '", key, "' of an elementwise operation's operand is undefined");
         break;
       case EntryKind::TensorDict: {
-        const TensorDictImpl* child = in_memory_level(*e.tensordict_unchecked().impl());
+        const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
         TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", key,
                  "' of an elementwise operation's operand was replaced while the operation read it");
         TensorDict result = build_like(*child, flat, filter_empty);
@@ -99,7 +107,7 @@ TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool 
 }  // namespace
 
 at::Tensor unread_packed_storage(const TensorDictBase& td) {
-  const TensorDictImpl* level = in_memory_level(td);
+  const TensorDictImpl* level = packed_result_level(td);
   if (level == nullptr) return at::Tensor();
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   const at::Tensor* flat = nullptr;
@@ -111,14 +119,14 @@ at::Tensor unread_packed_storage(const TensorDictBase& td) {
 }
 
 bool same_unread_layout(const TensorDictBase& a, const TensorDictBase& b) {
-  const TensorDictImpl *x = in_memory_level(a), *y = in_memory_level(b);
+  const TensorDictImpl *x = packed_result_level(a), *y = packed_result_level(b);
   if (x == nullptr || y == nullptr) return false;
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   return same_level(*x, *y);
 }
 
 TensorDict unread_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty) {
-  const TensorDictImpl* level = in_memory_level(like);
+  const TensorDictImpl* level = packed_result_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "unread_packed_like: ", like.type_name(), " is not an in-memory level");
   // Held while building: the new levels get their leaves unmade, which takes no lock.
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
