@@ -34,6 +34,9 @@ struct Packed {
   std::vector<at::Tensor> leaves, leaves2;  // their leaves (views of the storages)
   at::Tensor storage, storage2, same_storage, same_storage2;  // the storages as one float tensor each
   LeafCut cut;                              // a storage result cut into the leaves by hand
+  // Results of an op on td and td2 that nothing reads (Note [Lazy leaves]): the middle of a chain.
+  // The *_unread rows run on them; the ops leave them unread, so every call sees the same.
+  TensorDict unread, unread2;
 
   Packed() {
     at::manual_seed(0);
@@ -51,6 +54,8 @@ struct Packed {
     same_storage = tensordict::consolidated_storage(same).view(at::kFloat);
     same_storage2 = tensordict::consolidated_storage(same2).view(at::kFloat);
     cut = LeafCut(leaves);
+    unread = td * 1.0;
+    unread2 = td2 * 1.0;
   }
 };
 
@@ -144,6 +149,31 @@ void register_all() {
   reg("storage/isnan_any", [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
   op4("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
       [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
+
+  // The same ops on an unread result (the operand of each op of a chain after the first): its
+  // storage and structure are read without making its leaves. The floors are td's.
+  op4("exp_unread", [](Packed& p) { DoNotOptimize(p.unread.exp()); }, [](const at::Tensor& t) { return t.exp(); },
+      [](Packed& p) { return p.storage.exp(); });
+  op4("mul_scalar_unread", [](Packed& p) { DoNotOptimize(p.unread * 0.5); },
+      [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
+  reg("cpp/add_td_unread", [](Packed& p) { DoNotOptimize(p.unread + p.unread2); });
+  reg("floor/add_td_unread", [](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
+    DoNotOptimize(out);
+  });
+  reg("storage/add_td_unread", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
+  reg("views/add_td_unread", [](Packed& p) { DoNotOptimize(p.cut(p.storage + p.storage2)); });
+  op4("clone_unread", [](Packed& p) { DoNotOptimize(p.unread.clone()); }, [](const at::Tensor& t) { return t.clone(); },
+      [](Packed& p) { return p.storage.clone(); });
+  reg("cpp/sum_reduce_unread", [](Packed& p) { DoNotOptimize(p.unread.sum(tensordict::reduce)); });
+  reg("floor/sum_reduce_unread", [](Packed& p) {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
+    DoNotOptimize(at::cat(flat).sum());
+  });
+  reg("storage/sum_reduce_unread", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
 }
 
 }  // namespace

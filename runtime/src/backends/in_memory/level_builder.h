@@ -27,6 +27,11 @@ class LevelBuilder {
   void append(K&& key, V&& value) {
     impl_->append_unindexed(std::forward<K>(key), std::forward<V>(value));
   }
+  /// The same, with the key's hash known (a key copied from another in-memory level).
+  template <typename K, typename V>
+  void append(K&& key, uint32_t hash, V&& value) {
+    impl_->append_unindexed(std::forward<K>(key), hash, std::forward<V>(value));
+  }
   /// Adds the entry unless the key is already there (then returns false); hashes the key once.
   template <typename V>
   bool try_append(std::string_view key, V&& value) {
@@ -41,10 +46,19 @@ class LevelBuilder {
     lazy_leaves(flat, like.dim()).add(next_slot(), like);
     impl_->append_unindexed(key, at::Tensor());
   }
-  /// The same, laid out as another lazy leaf's record.
-  void append_lazy(std::string_view key, const at::Tensor& flat, const LazyLeaves::Record& like) {
-    lazy_leaves(flat, static_cast<int64_t>(like.sizes.size())).add(next_slot(), like.offset, like.sizes, like.strides);
-    impl_->append_unindexed(key, at::Tensor());
+  /// Lazy leaves laid out as another level's (`like`, its records in slot order), viewing `flat`:
+  /// append_copied_lazy() adds their slots, in the same order. Called before any append_lazy.
+  void copy_lazy(const at::Tensor& flat, const LazyLeaves& like) {
+    lazy_ = std::make_unique<LazyLeaves>();
+    lazy_->flat = flat;
+    lazy_->records = like.records;
+  }
+  /// Adds the slot of the copied lazy leaf whose record starts at `record` (moved to the next).
+  void append_copied_lazy(std::string_view key, uint32_t hash, size_t& record) {
+    const size_t at = record;
+    lazy_->next(record);
+    lazy_->records[at] = next_slot();  // the same slot as in `like` unless an entry before it was dropped
+    impl_->append_unindexed(key, hash, at::Tensor());
   }
   /// The level is part of a packed op's result (TensorDictImpl::mark_packed_result).
   void mark_packed_result() { impl_->mark_packed_result(); }

@@ -121,6 +121,11 @@ class TensorDictImpl final : public TensorDictBase {
   template <typename K, typename V>
   void append_unindexed(K&& key, V&& value) {
     const uint32_t hash = in_memory::key_hash(key);
+    append_unindexed(std::forward<K>(key), hash, std::forward<V>(value));
+  }
+  /// The same, with `hash == key_hash(key)` already computed (a key copied from another level).
+  template <typename K, typename V>
+  void append_unindexed(K&& key, uint32_t hash, V&& value) {
     emplace_slot(std::forward<K>(key), hash, std::forward<V>(value));
     bump_layout_version();
     if (!index_.empty()) index_append();  // an indexed append came first: keep the index whole
@@ -147,12 +152,12 @@ class TensorDictImpl final : public TensorDictBase {
   static std::recursive_mutex& lazy_mutex();
   /// The leaves not made yet (nullptr: none), under lazy_mutex().
   const LazyLeaves* unmade_leaves() const { return lazy_.load(std::memory_order_acquire); }
-  /// fn(key, entry) for every entry, its lazy leaves left unmade (undefined tensors), under
+  /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors), under
   /// lazy_mutex(): for code that reads the structure of a result and its unmade_leaves().
   template <typename Fn>
   void for_each_unmade(Fn&& fn) const {
     for (uint32_t i = 0; i < size_; ++i) {
-      if (slots_[i].live) fn(slots_[i].key, slots_[i].value);
+      if (slots_[i].live) fn(slots_[i]);
     }
   }
 

@@ -37,7 +37,8 @@ bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat, int64_t& e
     for (size_t i = 0; i < lazy->records.size();) elements += c10::multiply_integers(lazy->next(i).sizes);
   }
   bool unmade = true;
-  level.for_each_unmade([&](const std::string&, const Entry& e) {
+  level.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
+    const Entry& e = slot.value;
     if (!unmade) return;
     if (e.is_tensor()) {
       unmade = lazy != nullptr && !e.tensor_unchecked().defined();
@@ -55,10 +56,12 @@ bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
   const LazyLeaves *la = a.unmade_leaves(), *lb = b.unmade_leaves();
   if ((la == nullptr) != (lb == nullptr) || (la != nullptr && la->records != lb->records)) return false;
   c10::SmallVector<std::pair<const std::string*, const Entry*>, 16> theirs;
-  b.for_each_unmade([&](const std::string& key, const Entry& e) { theirs.emplace_back(&key, &e); });
+  b.for_each_unmade([&](const TensorDictImpl::Slot& slot) { theirs.emplace_back(&slot.key, &slot.value); });
   size_t i = 0;
   bool same = true;
-  a.for_each_unmade([&](const std::string& key, const Entry& e) {
+  a.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
+    const std::string& key = slot.key;
+    const Entry& e = slot.value;
     if (!same) return;
     const auto& [their_key, their_entry] = theirs[i++];
     same = key == *their_key && e.kind() == their_entry->kind();
@@ -75,25 +78,28 @@ TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool 
   LevelBuilder out(level.batch_size(), level.device(), level.num_entries());
   out.mark_packed_result();
   const LazyLeaves* lazy = level.unmade_leaves();
+  if (lazy != nullptr) out.copy_lazy(flat, *lazy);
   size_t record = 0;
-  level.for_each_unmade([&](const std::string& key, const Entry& e) {
+  level.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
+    const Entry& e = slot.value;
     switch (e.kind()) {
       case EntryKind::Tensor:
-        // Made by another reader since the caller checked: the same layout, read from the leaf.
-        if (e.tensor_unchecked().defined()) out.append_lazy(key, flat, e.tensor_unchecked());
-        else if (lazy != nullptr) out.append_lazy(key, flat, lazy->next(record));
-        else TD_THROW(RuntimeError, "the leaf '", key, "' of an elementwise operation's operand is undefined");
+        // Made by another reader since the caller checked (then all of them are): the same
+        // layout, read from the leaf.
+        if (e.tensor_unchecked().defined()) out.append_lazy(slot.key, flat, e.tensor_unchecked());
+        else if (lazy != nullptr) out.append_copied_lazy(slot.key, slot.hash, record);
+        else TD_THROW(RuntimeError, "the leaf '", slot.key, "' of an elementwise operation's operand is undefined");
         break;
       case EntryKind::TensorDict: {
         const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
-        TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", key,
+        TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
                  "' of an elementwise operation's operand was replaced while the operation read it");
         TensorDict result = build_like(*child, flat, filter_empty);
-        if (!filter_empty || result.num_keys() != 0) out.append(key, std::move(result));
+        if (!filter_empty || result.num_keys() != 0) out.append(slot.key, slot.hash, std::move(result));
         break;
       }
       case EntryKind::NonTensor:
-        out.append(key, e.non_tensor());
+        out.append(slot.key, slot.hash, e.non_tensor());
         break;
       case EntryKind::Undefined:
         break;
