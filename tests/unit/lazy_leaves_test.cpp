@@ -257,7 +257,17 @@ TEST_CASE("concurrent first reads of an unread result see the same leaves", "[un
         }
       });
     }
+    // Readers of kinds do not wait for the leaves: they see tensor entries throughout.
+    int wrong_kinds = 0;
+    readers.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        r.impl()->for_each_key([&](const std::string&, EntryKind kind) {
+          if (kind != EntryKind::Tensor && kind != EntryKind::TensorDict) ++wrong_kinds;
+        });
+      }
+    });
     for (std::thread& reader : readers) reader.join();
+    CHECK(wrong_kinds == 0);
     for (int t = 0; t < 4; ++t) {
       CHECK(mismatches[t] == 0);
       CHECK((seen[t] == seen[0]));

@@ -166,7 +166,9 @@ void TensorDictImpl::make_lazy_leaves() const {
   if (lazy == nullptr) return;  // another reader made them
   for (size_t i = 0; i < lazy->records.size();) {
     const LazyLeaves::Record r = lazy->next(i);
-    slots_[r.slot].value = Entry(detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset));
+    // Only the tensor handle changes: the entry's kind stays Tensor for readers of kinds and
+    // keys, who do not wait for this.
+    slots_[r.slot].value.mutable_tensor() = detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset);
   }
   lazy_.store(nullptr, std::memory_order_release);
   delete lazy;
