@@ -219,6 +219,28 @@ TEST_CASE("an unread result whose root only holds nested levels follows changes 
   }
 }
 
+TEST_CASE("a nested level replaced by another of the same size is caught", "[unit][lazy_leaves]") {
+  // Dropping one level and holding another twice keeps the element count: the leaves must tile.
+  TensorDict plain({}, {4});
+  plain.set({"a", "x"}, at::randn({4, 5}));
+  plain.set({"b", "z"}, at::randn({4, 5}));
+  TensorDict r = consolidate(plain) * 2;
+  r.unlock_();
+  r.set("b", r.get_tensordict("a"));
+  CHECK_FALSE(unread(r));
+  const at::Tensor x2 = plain.get({"a", "x"}) * 2;
+  CHECK(r.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4));
+  CHECK((r + 1).sum(reduce).item<float>() == Approx(((x2 + 1).sum() * 2).item<float>()).epsilon(1e-4));
+  CHECK(r.all() == (x2.all().item<bool>()));
+  // A level of another result over the same storage (to() of the same dtype aliases it).
+  TensorDict q = consolidate(plain) * 2;
+  q.unlock_();
+  TensorDict alias = q.to(at::kFloat);
+  q.set("b", alias.get_tensordict("a"));
+  CHECK_FALSE(unread(q));
+  CHECK(q.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4));
+}
+
 TEST_CASE("unread results of different layouts are matched by key", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   TensorDict a = consolidate(plain) * 2;

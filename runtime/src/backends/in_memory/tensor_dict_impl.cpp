@@ -220,7 +220,10 @@ size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
 }
 
 bool TensorDictImpl::erase_if_present(std::string_view key) {
-  make_leaves();
+  if (C10_UNLIKELY(has_lazy_leaves())) {
+    if (find_slot(key) < 0) return false;  // nothing to erase: the leaves stay unmade
+    make_lazy_leaves();  // the slots after the key move
+  }
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.
     const int64_t found = find_slot(key);

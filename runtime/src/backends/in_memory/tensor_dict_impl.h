@@ -146,6 +146,13 @@ class TensorDictImpl final : public TensorDictBase {
   /// without leaves of its own: only such levels are looked at for unread results.
   void mark_packed_result() { packed_result_ = true; }
   bool is_packed_result() const { return packed_result_; }
+  /// Whether a live slot holds a tensor (kinds are never changed by making leaves: no lock).
+  bool has_tensor_entry() const {
+    for (uint32_t i = 0; i < size_; ++i) {
+      if (slots_[i].live && slots_[i].value.is_tensor()) return true;
+    }
+    return false;
+  }
   /// True while the level's leaves are not made yet.
   bool has_lazy_leaves() const { return lazy_.load(std::memory_order_acquire) != nullptr; }
   /// Held while leaves are made, and by readers of unmade_leaves() and for_each_unmade().

@@ -1,5 +1,6 @@
 #include "backends/in_memory/unread_result.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <typeinfo>
@@ -27,14 +28,20 @@ const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
   return level->is_packed_result() ? level : nullptr;
 }
 
+// (storage offset, elements) of each leaf, in elements of the storage's dtype.
+using Spans = c10::SmallVector<std::pair<int64_t, int64_t>, 32>;
+
 // Whether `level` and its nested levels hold only unmade leaves, all of one `flat` (the first
-// level's, set here), adding their elements to `elements`: under lazy_mutex().
-bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat, int64_t& elements) {
+// level's, set here), adding where each lies to `spans`: under lazy_mutex().
+bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat, Spans& spans) {
   const LazyLeaves* lazy = level.unmade_leaves();
   if (lazy != nullptr) {
     if (flat == nullptr) flat = &lazy->flat;
     else if (!flat->is_same(lazy->flat)) return false;
-    for (size_t i = 0; i < lazy->records.size();) elements += c10::multiply_integers(lazy->next(i).sizes);
+    for (size_t i = 0; i < lazy->records.size();) {
+      const LazyLeaves::Record r = lazy->next(i);  // a packed op's leaves are contiguous
+      spans.emplace_back(r.offset, c10::multiply_integers(r.sizes));
+    }
   }
   bool unmade = true;
   level.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
@@ -44,7 +51,7 @@ bool all_unmade(const TensorDictImpl& level, const at::Tensor*& flat, int64_t& e
       unmade = lazy != nullptr && !e.tensor_unchecked().defined();
     } else if (e.is_tensordict()) {
       const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
-      unmade = child != nullptr && all_unmade(*child, flat, elements);
+      unmade = child != nullptr && all_unmade(*child, flat, spans);
     }
   });
   return unmade;
@@ -115,13 +122,20 @@ TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool 
 at::Tensor unread_packed_storage(const TensorDictBase& td) {
   const TensorDictImpl* level = packed_result_level(td);
   if (level == nullptr) return at::Tensor();
+  if (!level->has_lazy_leaves() && level->has_tensor_entry()) return at::Tensor();  // made: no lock needed
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   const at::Tensor* flat = nullptr;
-  int64_t elements = 0;
-  // The leaves were laid out over the whole storage without overlap: as many elements as it
-  // holds means none was dropped (an erased nested level) or is seen twice (a shared one).
-  if (!all_unmade(*level, flat, elements) || flat == nullptr || elements != flat->numel()) return at::Tensor();
-  return *flat;
+  Spans spans;
+  if (!all_unmade(*level, flat, spans) || flat == nullptr) return at::Tensor();
+  // The leaves must tile the storage, each element in one leaf: a root holding only nested levels
+  // may have lost one (erased or replaced) or hold one twice (shared), or both at once.
+  if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());
+  int64_t end = 0;
+  for (const auto& [offset, numel] : spans) {
+    if (offset != end) return at::Tensor();
+    end += numel;
+  }
+  return end == flat->numel() ? *flat : at::Tensor();
 }
 
 bool same_unread_layout(const TensorDictBase& a, const TensorDictBase& b) {

@@ -14,8 +14,8 @@ namespace in_memory {
 /// The storage (1-D, whole) the tensor leaves of `td` tile, when `td` is an unread packed
 /// result: every level in memory, every leaf unmade, one storage for all, each element in one
 /// leaf. Undefined otherwise, also for a tree without tensor leaves. A level whose entries were
-/// changed has made its leaves; a root holding only nested levels may have lost one (erased) or
-/// hold one twice, which the element count finds.
+/// changed has made its leaves; a root holding only nested levels may have lost one (erased or
+/// replaced) or hold one twice, which the check that the leaves tile the storage finds.
 at::Tensor unread_packed_storage(const TensorDictBase& td);
 /// True when `a` and `b` are unread packed results laid out alike: the same keys and kinds in
 /// the same order and the same batch sizes at every level, each leaf at the same element offset
