@@ -7,7 +7,10 @@
 //                 (split_with_sizes and view): what an out-of-place result needs to be used.
 // scripts/bench.sh prints `packed op cpp floor storage views floor/cpp cpp/storage cpp/views`;
 // `packed_bench --paired` times cpp/<op> in rounds right next to each other side instead.
-// One intra-op thread; every result is created and destroyed inside the timed region.
+// The *_unread rows run on an op's result nobody has read, the *_fresh rows on a consolidated
+// tensordict nobody has read (Note [Lazy leaves]); the others on a consolidated tensordict whose
+// leaves were read. One intra-op thread; every result is created and destroyed inside the
+// timed region.
 
 #include <cstdlib>
 #include <functional>
@@ -37,6 +40,9 @@ struct Packed {
   // Results of an op on td and td2 that nothing reads (Note [Lazy leaves]): the middle of a chain.
   // The *_unread rows run on them; the ops leave them unread, so every call sees the same.
   TensorDict unread, unread2;
+  // Consolidated tensordicts nobody has read (consolidate makes their leaves when read): the
+  // *_fresh rows.
+  TensorDict fresh, fresh2;
 
   Packed() {
     at::manual_seed(0);
@@ -56,6 +62,8 @@ struct Packed {
     cut = LeafCut(leaves);
     unread = td * 1.0;
     unread2 = td2 * 1.0;
+    fresh = tensordict::consolidate(plain);
+    fresh2 = tensordict::consolidate(plain.clone());
   }
 };
 
@@ -174,6 +182,27 @@ void register_all() {
     DoNotOptimize(at::cat(flat).sum());
   });
   reg("storage/sum_reduce_unread", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
+
+  // The same on a consolidated tensordict nobody has read: its root is a consolidated level.
+  op4("mul_scalar_fresh", [](Packed& p) { DoNotOptimize(p.fresh * 0.5); },
+      [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
+  op3("abs_fresh", [](Packed& p) { p.fresh.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
+      [](Packed& p) { p.storage.abs_(); });
+  reg("cpp/add_td_fresh", [](Packed& p) { DoNotOptimize(p.fresh + p.fresh2); });
+  reg("floor/add_td_fresh", [](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
+    DoNotOptimize(out);
+  });
+  reg("storage/add_td_fresh", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
+  reg("cpp/sum_reduce_fresh", [](Packed& p) { DoNotOptimize(p.fresh.sum(tensordict::reduce)); });
+  reg("floor/sum_reduce_fresh", [](Packed& p) {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
+    DoNotOptimize(at::cat(flat).sum());
+  });
+  reg("storage/sum_reduce_fresh", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
 }
 
 }  // namespace

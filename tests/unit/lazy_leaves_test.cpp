@@ -319,3 +319,46 @@ TEST_CASE("unread results keep locks, names, non-tensor entries and drop empty l
   CHECK(at::equal(s.get("l1"), plain.get("l1").exp() * 2));
   CHECK(at::equal(s.get({"n", "l3"}), plain.get({"n", "l3"}).exp() * 2));
 }
+
+TEST_CASE("a consolidated tensordict nobody has read is an unread result", "[unit][lazy_leaves]") {
+  TensorDict plain = fixture();
+  plain.set_names({"batch"});
+  TensorDict packed = consolidate(plain);
+  REQUIRE(is_consolidated(packed));
+  CHECK(unread(packed));
+  CHECK(packed.num_keys() == plain.num_keys());
+  // Ops read its storage; their results are unread too, with the root's names.
+  TensorDict twice = packed * 2;
+  CHECK(unread(packed));
+  CHECK(unread(twice));
+  CHECK((twice.names() == plain.names()));
+  CHECK(packed.sum(reduce).item<float>() == Approx(plain.sum(reduce).item<float>()).epsilon(1e-4));
+  // In place, through the storage the leaves (made later) view.
+  packed.add_(1);
+  CHECK(unread(packed));
+  require_same(twice, plain * 2);
+  const at::Tensor l1 = packed.get("l1");
+  CHECK_FALSE(unread(packed));
+  CHECK(at::equal(l1, plain.get("l1") + 1));
+  CHECK(l1.storage().is_alias_of(consolidated_storage(packed).storage()));
+  require_same(packed, plain + 1);
+  // Its bytes round-trip; what from_bytes rebuilds is unread again.
+  TensorDict back = from_bytes(to_bytes(packed));
+  CHECK(unread(back));
+  require_same(back, plain + 1);
+}
+
+TEST_CASE("consolidated tensordicts of mixed dtypes or padded leaves make their leaves at once",
+          "[unit][lazy_leaves]") {
+  TensorDict mixed = fixture();
+  mixed.set("ints", at::arange(10));
+  TensorDict padded({}, {3});
+  padded.set("a", at::randn({3}));  // 12 bytes, padded to 16
+  padded.set("b", at::randn({3}));
+  for (const TensorDict& plain : {mixed, padded}) {
+    TensorDict packed = consolidate(plain);
+    CHECK_FALSE(unread(packed));
+    require_same(packed, plain);
+    require_same(packed.exp(), plain.exp());
+  }
+}

@@ -40,6 +40,14 @@ class TableBackend : public TensorDictBase {
   void set_batch_size(c10::IntArrayRef batch_size) override;
   void release_resources() override;
 
+  /// The in-memory level holding the entries (read by in_memory::unread_packed_storage).
+  const TensorDictBase& table() const { return *table_; }
+
+ protected:
+  /// Replaces the (empty) table with `table`, a level of this batch size and device built whole
+  /// (a LevelBuilder's, which can hold lazy leaves: Note [Lazy leaves]).
+  void adopt_table(c10::intrusive_ptr<TensorDictBase> table) { table_ = std::move(table); }
+
  private:
   c10::intrusive_ptr<TensorDictBase> table_;
 };

@@ -2,18 +2,21 @@
 
 #include <tensordict/backends/consolidated.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/util/SmallVector.h>
 
 #include <tensordict/backends/lazy_stack.h>
 #include <tensordict/dtype.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/consolidated/metadata_layout.h"
 #include "backends/consolidated/rebuild.h"
 #include "backends/in_memory/level_builder.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
@@ -25,6 +28,9 @@
 namespace tensordict {
 
 using namespace detail;
+using consolidated::is_metadata_field;
+using consolidated::kLazyClass;
+using consolidated::tiling_flat;
 
 namespace {
 
@@ -37,6 +43,8 @@ class ConsolidatedRoot final : public TableBackend {
       : TableBackend(batch_size, device), storage_(std::move(storage)), metadata_(std::move(metadata)) {}
 
   const char* type_name() const override { return "TensorDict"; }
+  /// Takes `table` (built whole, with this batch size and device) as the root's entries.
+  void set_table(const TensorDict& table) { adopt_table(table.impl_ptr()); }
   const at::Tensor& storage() const { return storage_; }
   const json::Value& metadata() const { return metadata_; }
 
@@ -61,10 +69,6 @@ class ConsolidatedRoot final : public TableBackend {
   at::Tensor storage_;
   json::Value metadata_;
 };
-
-bool is_metadata_field(const std::string& key) {
-  return key == "cls" || key == "leaves" || key == "non_tensors" || key == "cls_metadata" || key == "size";
-}
 
 json::Value int_list(c10::IntArrayRef values) {
   json::Array out;
@@ -169,8 +173,6 @@ std::vector<int64_t> read_ints(const json::Value& v, const std::string& source, 
   return out;
 }
 
-constexpr const char* kLazyClass = "LazyStackedTensorDict";
-
 // The class of one level of the metadata: TensorDict or LazyStackedTensorDict.
 const std::string& level_class(const json::Value& meta, const std::string& source) {
   if (!meta.is_object()) bad_metadata(source, "a level is not an object");
@@ -190,8 +192,8 @@ std::vector<int64_t> level_batch(const json::Value& meta, const std::string& sou
   return read_ints(*cm->find("batch_size"), source, "batch_size");
 }
 
-TensorDict build_level(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
-                       const std::string& source);
+TensorDict build_level(const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
+                       std::optional<at::Device> device, const std::string& source);
 
 // The level's batch-dim names from cls_metadata.names (Python writes one string or null per dim);
 // empty when there are none or the list does not fit the batch.
@@ -209,10 +211,10 @@ DimNames level_names(const json::Value& meta, size_t batch_dims) {
   return any ? out : DimNames{};
 }
 
-// Adds one level's entries, whose leaves view `storage`, to `out` (the root or a nested level).
-template <typename Out>
-void fill_level(Out& out, const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
-                const std::string& source) {
+// Adds one level's entries, whose leaves view `storage`, to `out` (the root's table or a nested
+// level). With `flat` (tiling_flat's) the leaves are made when read (Note [Lazy leaves]).
+void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
+                std::optional<at::Device> device, const std::string& source) {
   const int64_t total = storage.numel();
   if (const json::Value* leaves = meta.find("leaves")) {
     if (!leaves->is_object()) bad_metadata(source, "\"leaves\" is not an object");
@@ -235,7 +237,17 @@ void fill_level(Out& out, const at::Tensor& storage, const json::Value& meta, st
       TD_CHECK(start >= 0 && start % 8 == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
                " spans bytes [", start, ", ", stop, ") which do not hold ", n, " aligned bytes inside the ", total,
                "-byte storage");
-      out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
+      if (flat.defined()) {
+        c10::SmallVector<int64_t, 5> strides(shape.size());
+        int64_t stride = 1;
+        for (size_t d = shape.size(); d-- > 0;) {
+          strides[d] = stride;
+          stride *= std::max<int64_t>(shape[d], 1);
+        }
+        out.append_lazy(key, flat, start / static_cast<int64_t>(flat.element_size()), shape, strides);
+      } else {
+        out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
+      }
     }
   }
   if (const json::Value* nts = meta.find("non_tensors")) {
@@ -247,7 +259,7 @@ void fill_level(Out& out, const at::Tensor& storage, const json::Value& meta, st
   }
   for (const auto& [key, value] : meta.as_object()) {
     if (is_metadata_field(key)) continue;
-    out.append(key, build_level(storage, value, device, source));
+    out.append(key, build_level(storage, flat, value, device, source));
   }
 }
 
@@ -270,7 +282,7 @@ TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, 
     const json::Value* member = meta.find(std::to_string(i));
     if (!member) bad_metadata(source, "a LazyStackedTensorDict level has " + std::to_string(children) +
                                           " children but no member \"" + std::to_string(i) + "\"");
-    members.push_back(build_level(storage, *member, device, source));
+    members.push_back(build_level(storage, at::Tensor(), *member, device, source));
   }
   TD_CHECK(!members.empty(), StorageError, source, ": a LazyStackedTensorDict level has no members");
   try {
@@ -281,25 +293,17 @@ TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, 
 }
 
 // A nested level: an in-memory level (or a lazy stack of them) whose leaves view `storage`.
-TensorDict build_level(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
-                       const std::string& source) {
+TensorDict build_level(const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
+                       std::optional<at::Device> device, const std::string& source) {
   if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
   const std::vector<int64_t> batch = level_batch(meta, source);
   LevelBuilder child(batch, device);
-  fill_level(child, storage, meta, device, source);
+  if (flat.defined()) child.mark_packed_result();
+  fill_level(child, storage, flat, meta, device, source);
   TensorDict out = child.finish();
   out.impl()->set_dim_names(level_names(meta, batch.size()));
   return out;
 }
-
-// Adapts the root (a backend of its own) to fill_level's `append`.
-struct RootAppender {
-  ConsolidatedRoot& root;
-  template <typename V>
-  void append(const std::string& key, V&& value) {
-    root.insert_or_assign(key, Entry(std::forward<V>(value)));
-  }
-};
 
 TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
                    const std::string& source) {
@@ -313,8 +317,11 @@ TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std
   const std::vector<int64_t> batch = level_batch(meta, source);
   auto root = c10::make_intrusive<ConsolidatedRoot>(batch, device, storage, meta);
   root->set_dim_names(level_names(meta, batch.size()));
-  RootAppender appender{*root};
-  fill_level(appender, storage, meta, device, source);
+  const at::Tensor flat = tiling_flat(storage, meta);
+  LevelBuilder table(batch, device);
+  if (flat.defined()) table.mark_packed_result();
+  fill_level(table, storage, flat, meta, device, source);
+  root->set_table(table.finish());
   TensorDict td(std::move(root));
   td.lock_();
   return td;

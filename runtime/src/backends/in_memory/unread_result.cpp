@@ -14,18 +14,26 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "backends/in_memory/tensor_dict_impl.h"
+#include "backends/table_backend.h"
 
 namespace tensordict {
 namespace in_memory {
 
 namespace {
 
-// The level when it is an in-memory level built as a packed op's result, else nullptr: what every
-// other tensordict costs here (typeid of a final class, then a flag).
+// The level when it is an in-memory level built as a packed op's result (or the table of a
+// consolidated root whose leaves were laid out so), else nullptr: what every other tensordict
+// costs here (typeid of a final class and a flag; a dynamic_cast for other backends).
 const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
-  if (typeid(td) != typeid(TensorDictImpl)) return nullptr;
-  const auto* level = static_cast<const TensorDictImpl*>(&td);
-  return level->is_packed_result() ? level : nullptr;
+  const TensorDictBase* level = &td;
+  if (typeid(td) != typeid(TensorDictImpl)) {
+    const auto* table = dynamic_cast<const TableBackend*>(&td);
+    if (table == nullptr) return nullptr;
+    level = &table->table();
+    if (typeid(*level) != typeid(TensorDictImpl)) return nullptr;
+  }
+  const auto* impl = static_cast<const TensorDictImpl*>(level);
+  return impl->is_packed_result() ? impl : nullptr;
 }
 
 // (storage offset, elements) of each leaf, in elements of the storage's dtype.
@@ -81,8 +89,11 @@ bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
   return same;
 }
 
-TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool filter_empty) {
-  LevelBuilder out(level.batch_size(), level.device(), level.num_entries());
+// `outer`: the tensordict `level` is the table of, whose batch size, device and names the result
+// takes (a consolidated root keeps its names, not its table).
+TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const at::Tensor& flat,
+                      bool filter_empty) {
+  LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
   out.mark_packed_result();
   const LazyLeaves* lazy = level.unmade_leaves();
   if (lazy != nullptr) out.copy_lazy(flat, *lazy);
@@ -101,7 +112,7 @@ TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool 
         const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
         TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
                  "' of an elementwise operation's operand was replaced while the operation read it");
-        TensorDict result = build_like(*child, flat, filter_empty);
+        TensorDict result = build_like(*child, *child, flat, filter_empty);
         if (!filter_empty || result.num_keys() != 0) out.append(slot.key, slot.hash, std::move(result));
         break;
       }
@@ -113,7 +124,7 @@ TensorDict build_like(const TensorDictImpl& level, const at::Tensor& flat, bool 
     }
   });
   TensorDict result = out.finish();
-  if (C10_UNLIKELY(!level.dim_names().empty())) result.impl()->set_dim_names(level.dim_names());
+  if (C10_UNLIKELY(!outer.dim_names().empty())) result.impl()->set_dim_names(outer.dim_names());
   return result;
 }
 
@@ -150,7 +161,7 @@ TensorDict unread_packed_like(const TensorDictBase& like, const at::Tensor& flat
   TD_CHECK(level != nullptr, RuntimeError, "unread_packed_like: ", like.type_name(), " is not an in-memory level");
   // Held while building: the new levels get their leaves unmade, which takes no lock.
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
-  return build_like(*level, flat, filter_empty);
+  return build_like(*level, like, flat, filter_empty);
 }
 
 }  // namespace in_memory
