@@ -100,6 +100,31 @@ void op4(const std::string& op, std::function<void(Packed&)> cpp, std::function<
   reg("views/" + op, [storage](Packed& p) { benchmark::DoNotOptimize(p.cut(storage(p))); });
 }
 
+// a + b of two consolidated tensordicts of one layout (`cpp` gives the tensordict side); with
+// `views`, also the storage result cut into leaves by hand.
+void add_td_rows(const std::string& op, std::function<TensorDict(Packed&)> cpp, bool views) {
+  reg("cpp/" + op, [cpp](Packed& p) { benchmark::DoNotOptimize(cpp(p)); });
+  reg("floor/" + op, [](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
+    benchmark::DoNotOptimize(out);
+  });
+  reg("storage/" + op, [](Packed& p) { benchmark::DoNotOptimize(p.storage + p.storage2); });
+  if (views) reg("views/" + op, [](Packed& p) { benchmark::DoNotOptimize(p.cut(p.storage + p.storage2)); });
+}
+
+// sum(reduce): every leaf flattened and concatenated by hand, or the storage summed.
+void sum_reduce_rows(const std::string& op, std::function<at::Tensor(Packed&)> cpp) {
+  reg("cpp/" + op, [cpp](Packed& p) { benchmark::DoNotOptimize(cpp(p)); });
+  reg("floor/" + op, [](Packed& p) {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
+    benchmark::DoNotOptimize(at::cat(flat).sum());
+  });
+  reg("storage/" + op, [](Packed& p) { benchmark::DoNotOptimize(p.storage.sum()); });
+}
+
 void register_all() {
   using benchmark::DoNotOptimize;
   op4("exp", [](Packed& p) { DoNotOptimize(p.td.exp()); }, [](const at::Tensor& t) { return t.exp(); },
@@ -110,15 +135,7 @@ void register_all() {
       [](Packed& p) { p.storage.add_(1e-6); });
   op3("abs_", [](Packed& p) { p.td.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
       [](Packed& p) { p.storage.abs_(); });
-  reg("cpp/add_td", [](Packed& p) { DoNotOptimize(p.td + p.td2); });
-  reg("floor/add_td", [](Packed& p) {
-    std::vector<at::Tensor> out;
-    out.reserve(p.leaves.size());
-    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
-    DoNotOptimize(out);
-  });
-  reg("storage/add_td", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
-  reg("views/add_td", [](Packed& p) { DoNotOptimize(p.cut(p.storage + p.storage2)); });
+  add_td_rows("add_td", [](Packed& p) { return p.td + p.td2; }, /*views=*/true);
   reg("cpp/gt_td", [](Packed& p) { DoNotOptimize(p.td.gt(p.td2)); });
   reg("floor/gt_td", [](Packed& p) {
     std::vector<at::Tensor> out;
@@ -132,13 +149,7 @@ void register_all() {
       [](Packed& p) { return p.storage.clone(); });
   op4("to_double", [](Packed& p) { DoNotOptimize(p.td.to(at::kDouble)); },
       [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { return p.storage.to(at::kDouble); });
-  reg("cpp/sum_reduce", [](Packed& p) { DoNotOptimize(p.td.sum(tensordict::reduce)); });
-  reg("floor/sum_reduce", [](Packed& p) {
-    std::vector<at::Tensor> flat;
-    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
-    DoNotOptimize(at::cat(flat).sum());
-  });
-  reg("storage/sum_reduce", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
+  sum_reduce_rows("sum_reduce", [](Packed& p) { return p.td.sum(tensordict::reduce); });
   // Equal operands: every element is compared on each side (td and td2 differ after add_).
   reg("cpp/eq_all", [](Packed& p) { DoNotOptimize((p.same == p.same2).all()); });
   reg("floor/eq_all", [](Packed& p) {
@@ -164,45 +175,18 @@ void register_all() {
       [](Packed& p) { return p.storage.exp(); });
   op4("mul_scalar_unread", [](Packed& p) { DoNotOptimize(p.unread * 0.5); },
       [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
-  reg("cpp/add_td_unread", [](Packed& p) { DoNotOptimize(p.unread + p.unread2); });
-  reg("floor/add_td_unread", [](Packed& p) {
-    std::vector<at::Tensor> out;
-    out.reserve(p.leaves.size());
-    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
-    DoNotOptimize(out);
-  });
-  reg("storage/add_td_unread", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
-  reg("views/add_td_unread", [](Packed& p) { DoNotOptimize(p.cut(p.storage + p.storage2)); });
+  add_td_rows("add_td_unread", [](Packed& p) { return p.unread + p.unread2; }, /*views=*/true);
   op4("clone_unread", [](Packed& p) { DoNotOptimize(p.unread.clone()); }, [](const at::Tensor& t) { return t.clone(); },
       [](Packed& p) { return p.storage.clone(); });
-  reg("cpp/sum_reduce_unread", [](Packed& p) { DoNotOptimize(p.unread.sum(tensordict::reduce)); });
-  reg("floor/sum_reduce_unread", [](Packed& p) {
-    std::vector<at::Tensor> flat;
-    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
-    DoNotOptimize(at::cat(flat).sum());
-  });
-  reg("storage/sum_reduce_unread", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
+  sum_reduce_rows("sum_reduce_unread", [](Packed& p) { return p.unread.sum(tensordict::reduce); });
 
   // The same on a consolidated tensordict nobody has read: its root is a consolidated level.
   op4("mul_scalar_fresh", [](Packed& p) { DoNotOptimize(p.fresh * 0.5); },
       [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
   op3("abs_fresh", [](Packed& p) { p.fresh.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
       [](Packed& p) { p.storage.abs_(); });
-  reg("cpp/add_td_fresh", [](Packed& p) { DoNotOptimize(p.fresh + p.fresh2); });
-  reg("floor/add_td_fresh", [](Packed& p) {
-    std::vector<at::Tensor> out;
-    out.reserve(p.leaves.size());
-    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i] + p.leaves2[i]);
-    DoNotOptimize(out);
-  });
-  reg("storage/add_td_fresh", [](Packed& p) { DoNotOptimize(p.storage + p.storage2); });
-  reg("cpp/sum_reduce_fresh", [](Packed& p) { DoNotOptimize(p.fresh.sum(tensordict::reduce)); });
-  reg("floor/sum_reduce_fresh", [](Packed& p) {
-    std::vector<at::Tensor> flat;
-    for (const at::Tensor& t : p.leaves) flat.push_back(t.reshape({-1}));
-    DoNotOptimize(at::cat(flat).sum());
-  });
-  reg("storage/sum_reduce_fresh", [](Packed& p) { DoNotOptimize(p.storage.sum()); });
+  add_td_rows("add_td_fresh", [](Packed& p) { return p.fresh + p.fresh2; }, /*views=*/false);
+  sum_reduce_rows("sum_reduce_fresh", [](Packed& p) { return p.fresh.sum(tensordict::reduce); });
 }
 
 }  // namespace

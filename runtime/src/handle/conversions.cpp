@@ -40,10 +40,9 @@ std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tenso
                                      size_t result_itemsize = 0) {
   if (auto unread = ops::map_unread(*td.impl(), fn, result_itemsize)) return keep_names(std::move(*unread), *td.impl());
   if (!td.impl()->leaves_alias_storage() || !ops::may_be_packed(*td.impl())) return std::nullopt;
-  const ops::LeafList leaves = ops::leaves_of(td);
-  const at::Tensor flat = ops::packed_storage_for_result(leaves, result_itemsize);
-  if (!flat.defined()) return std::nullopt;
-  return keep_names(ops::packed_result(*td.impl(), fn(flat), leaves), *td.impl());
+  std::optional<TensorDict> packed = ops::map_packed(*td.impl(), ops::leaves_of(td), fn, result_itemsize);
+  if (packed) return keep_names(std::move(*packed), *td.impl());
+  return std::nullopt;
 }
 }  // namespace
 

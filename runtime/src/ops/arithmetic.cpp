@@ -244,14 +244,8 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
   const size_t n = leaves.size();
-  if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
-    at::Tensor out;
-    try {
-      out = over_storage(flat);
-    } catch (const c10::Error&) {
-    }
-    if (out.defined()) return keep_lock(packed_result(*src.impl(), out, leaves, /*filter_empty=*/true), td);
-  }
+  if (auto packed = map_packed(*src.impl(), leaves, over_storage, 0, /*filter_empty=*/true))
+    return keep_lock(std::move(*packed), td);
   LeafList operands(n);
   bool all_tensor_operands = true;
   for (size_t i = 0; i < n; ++i) {

@@ -62,14 +62,16 @@ TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at:
   }
   const TensorDict src = readable(td);
   const LeafList leaves = leaves_of(src);
-  if (const at::Tensor flat = packed_storage_for_result(leaves, result_itemsize); flat.defined()) {
+  if (!options.batch_size) {
+    if (auto packed = map_packed(*src.impl(), leaves, fn, result_itemsize, options.filter_empty)) return std::move(*packed);
+  } else if (const at::Tensor flat = packed_storage_for_result(leaves, result_itemsize); flat.defined()) {
+    // A new batch size: the leaves are made here, and rebuild() reshapes the structure.
     at::Tensor out;
     try {
       out = fn(flat);
     } catch (const c10::Error&) {
       // the per-leaf path below names the failing key
     }
-    if (out.defined() && !options.batch_size) return packed_result(*src.impl(), out, leaves, options.filter_empty);
     if (out.defined()) return rebuild(*src.impl(), unpack_like(out, leaves), options);
   }
   return map_leaf_list(src, leaves, op, fn, options);

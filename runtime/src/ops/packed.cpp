@@ -98,16 +98,31 @@ at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_ite
   return fit_for_result(in_memory::unread_packed_storage(td), result_itemsize);
 }
 
+namespace {
+// fn(flat), or undefined when `flat` is undefined or `fn` raises a c10::Error (the per-leaf path
+// then names the leaf).
+at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
+  if (!flat.defined()) return at::Tensor();
+  try {
+    return fn(flat);
+  } catch (const c10::Error&) {
+    return at::Tensor();
+  }
+}
+}  // namespace
+
+std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList& leaves,
+                                     FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,
+                                     bool filter_empty) {
+  const at::Tensor out = run_over(packed_storage_for_result(leaves, result_itemsize), fn);
+  if (!out.defined()) return std::nullopt;
+  return packed_result(like, out, leaves, filter_empty);
+}
+
 std::optional<TensorDict> map_unread(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      size_t result_itemsize, bool filter_empty) {
-  const at::Tensor flat = unread_storage_for_result(td, result_itemsize);
-  if (!flat.defined()) return std::nullopt;
-  at::Tensor out;
-  try {
-    out = fn(flat);
-  } catch (const c10::Error&) {
-    return std::nullopt;
-  }
+  const at::Tensor out = run_over(unread_storage_for_result(td, result_itemsize), fn);
+  if (!out.defined()) return std::nullopt;
   return in_memory::unread_packed_like(td, out, filter_empty);
 }
 

@@ -44,6 +44,13 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
                          bool filter_empty = false);
 
+/// `fn` once over the packed storage of `leaves` (like's tensor leaves in key order, as
+/// packed_storage_for_result), its result laid out as `like` (packed_result); nullopt when they
+/// are not packed or `fn` raised a c10::Error (the per-leaf path then names the leaf).
+std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList& leaves,
+                                     FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize = 0,
+                                     bool filter_empty = false);
+
 /// The storage of an unread packed result (in_memory::unread_packed_storage, Note [Lazy
 /// leaves]) that an out-of-place op of `result_itemsize` bytes an element (0: the leaves' own)
 /// may run over whole, as packed_storage_for_result; undefined otherwise.

@@ -24,15 +24,8 @@ TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tenso
   if (auto unread = map_unread(*td.impl(), loop, 0, /*filter_empty=*/true)) return keep_lock(std::move(*unread), td);
   TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
-  if (const at::Tensor flat = packed_storage_for_result(leaves); flat.defined()) {
-    at::Tensor out;
-    try {
-      out = loop(flat);
-    } catch (const c10::Error&) {
-      // the per-leaf path below names the failing key
-    }
-    if (out.defined()) return keep_lock(packed_result(*src.impl(), out, leaves, /*filter_empty=*/true), td);
-  }
+  if (auto packed = map_packed(*src.impl(), leaves, loop, 0, /*filter_empty=*/true))
+    return keep_lock(std::move(*packed), td);
   LeafList results = compute(
         leaves.size(), foreach_pays(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
         LeafKeys{*src.impl()}, op);
