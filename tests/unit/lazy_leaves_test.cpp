@@ -342,6 +342,12 @@ TEST_CASE("a consolidated tensordict nobody has read is an unread result", "[uni
   CHECK(at::equal(l1, plain.get("l1") + 1));
   CHECK(l1.storage().is_alias_of(consolidated_storage(packed).storage()));
   require_same(packed, plain + 1);
+  // Its leaves are views autograd knows, as they were made before (one version counter with the
+  // storage: an in-place change of the storage after a leaf was saved for backward is caught).
+  CHECK(l1.is_view());
+  const auto version = l1._version();
+  consolidated_storage(packed).add_(0);
+  CHECK(l1._version() > version);
   // Its bytes round-trip; what from_bytes rebuilds is unread again.
   TensorDict back = from_bytes(to_bytes(packed));
   CHECK(unread(back));

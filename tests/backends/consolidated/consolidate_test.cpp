@@ -317,3 +317,59 @@ TEST_CASE("consolidate keeps batch-dim names in the metadata, as v0.14 writes th
   CHECK(back.names() == td.names());
   CHECK(back.get_tensordict("n").names() == td.get_tensordict("n").names());
 }
+
+namespace {
+// `blob` (to_bytes' layout) with its storage replaced by `storage` and its metadata by `text`.
+std::string with_storage_and_meta(const std::string& storage, const std::string& text) {
+  const int64_t m = static_cast<int64_t>(text.size());
+  std::string blob = storage + text + std::string(8, '\0');
+  std::memcpy(&blob[blob.size() - 8], &m, 8);
+  return blob;
+}
+std::string storage_of(const std::string& blob) {
+  int64_t m = 0;
+  std::memcpy(&m, blob.data() + blob.size() - 8, 8);
+  return blob.substr(0, blob.size() - 8 - static_cast<size_t>(m));
+}
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+}  // namespace
+
+TEST_CASE("a key naming two entries of one level raises StorageError naming it", "[consolidate][errors]") {
+  // At the root and in a nested level: a leaf and a nested level under one key.
+  TensorDict td({{"x", at::ones({2})}, {"n", {{"y", at::zeros({2})}, {"m", {{"z", at::ones({2})}}}}}}, {2});
+  const std::string good = to_bytes(td);
+  const std::string text = metadata_of(good).dump();
+  const std::string storage = storage_of(good);
+  REQUIRE_THROWS_WITH(from_bytes(with_storage_and_meta(storage, replaced(text, R"("n":{)", R"("x":{)"))),
+                      Catch::Contains("malformed consolidated metadata: the key 'x' names two entries of one level"));
+  REQUIRE_THROWS_WITH(from_bytes(with_storage_and_meta(storage, replaced(text, R"("m":{)", R"("y":{)"))),
+                      Catch::Contains("the key 'y' names two entries of one level"));
+  CHECK(from_bytes(with_storage_and_meta(storage, text)).num_keys() == 2);
+}
+
+TEST_CASE("leaves aligned to their element, not to 8 bytes, load (Python's layout for one dtype)",
+          "[consolidate][interop]") {
+  // Python v0.14 pads leaves to 8 bytes only when dtypes differ: two float32 leaves of 3 elements
+  // sit at bytes 0 and 12. Ours pads: the same metadata with b moved to 12 and no padding.
+  const at::Tensor a = at::arange(3, at::kFloat), b = at::arange(3, 6, at::kFloat);
+  const std::string good = to_bytes(TensorDict({{"a", a}, {"b", b}}, {}));
+  const json::Value meta = metadata_of(good);
+  const std::string a_spec = meta.find("leaves")->find("a")->dump(), b_spec = meta.find("leaves")->find("b")->dump();
+  REQUIRE(b_spec == R"(["torch.float32",[3],16,32,4])");
+  std::string text = replaced(meta.dump(), a_spec, R"(["torch.float32",[3],0,12,0])");
+  text = replaced(text, b_spec, R"(["torch.float32",[3],12,24,0])");
+  std::string storage(24, '\0');
+  std::memcpy(&storage[0], a.data_ptr(), 12);
+  std::memcpy(&storage[12], b.data_ptr(), 12);
+  TensorDict back = from_bytes(with_storage_and_meta(storage, text));
+  CHECK(at::equal(back.get("a"), a));
+  CHECK(at::equal(back.get("b"), b));
+  CHECK(at::equal((from_bytes(with_storage_and_meta(storage, text)) * 2).get("b"), b * 2));
+  // A leaf off its element's alignment is still refused.
+  REQUIRE_THROWS_AS(from_bytes(with_storage_and_meta(storage, replaced(text, R"([3],12,24,0])", R"([3],10,22,0])"))),
+                    StorageError);
+}

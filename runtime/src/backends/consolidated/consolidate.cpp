@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -216,9 +218,15 @@ DimNames level_names(const json::Value& meta, size_t batch_dims) {
 void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
                 std::optional<at::Device> device, const std::string& source) {
   const int64_t total = storage.numel();
+  // A key may name one entry of a level: a leaf, non-tensor data or a nested level.
+  std::unordered_set<std::string_view> seen;
+  auto check_new = [&](const std::string& key) {
+    if (!seen.insert(key).second) bad_metadata(source, "the key " + NestedKey(key).repr() + " names two entries of one level");
+  };
   if (const json::Value* leaves = meta.find("leaves")) {
     if (!leaves->is_object()) bad_metadata(source, "\"leaves\" is not an object");
     for (const auto& [key, spec] : leaves->as_object()) {
+      check_new(key);
       const std::string what = "leaf " + NestedKey(key).repr();
       if (!spec.is_array() || spec.as_array().size() < 5) bad_metadata(source, what + " is not [dtype, shape, start, stop, pad]");
       const auto& a = spec.as_array();
@@ -234,7 +242,9 @@ void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& 
       const int64_t start = a[2].as_int();
       const int64_t stop = a[3].as_int();
       const int64_t n = numel * static_cast<int64_t>(c10::elementSize(*dtype));
-      TD_CHECK(start >= 0 && start % 8 == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
+      // Aligned to the element (Python pads leaves to 8 bytes only when dtypes differ).
+      const auto item = static_cast<int64_t>(c10::elementSize(*dtype));
+      TD_CHECK(start >= 0 && start % item == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
                " spans bytes [", start, ", ", stop, ") which do not hold ", n, " aligned bytes inside the ", total,
                "-byte storage");
       if (flat.defined()) {
@@ -244,7 +254,7 @@ void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& 
           strides[d] = stride;
           stride *= std::max<int64_t>(shape[d], 1);
         }
-        out.append_lazy(key, flat, start / static_cast<int64_t>(flat.element_size()), shape, strides);
+        out.append_lazy_view(key, flat, start / static_cast<int64_t>(flat.element_size()), shape, strides);
       } else {
         out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
       }
@@ -253,12 +263,14 @@ void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& 
   if (const json::Value* nts = meta.find("non_tensors")) {
     if (!nts->is_object()) bad_metadata(source, "\"non_tensors\" is not an object");
     for (const auto& [key, spec] : nts->as_object()) {
+      check_new(key);
       if (!spec.is_array() || spec.as_array().empty()) bad_metadata(source, "non-tensor " + key + " is not [data, batch_size, device]");
       out.append(key, NonTensorData(spec.as_array()[0]));
     }
   }
   for (const auto& [key, value] : meta.as_object()) {
     if (is_metadata_field(key)) continue;
+    check_new(key);
     out.append(key, build_level(storage, flat, value, device, source));
   }
 }

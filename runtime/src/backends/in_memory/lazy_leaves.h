@@ -22,6 +22,9 @@ namespace tensordict {
 /// A level's leaves not made yet: views of `flat` (the whole storage, 1-D, offset 0).
 struct LazyLeaves {
   at::Tensor flat;
+  /// Made with as_strided (views autograd knows, sharing `flat`'s version counter), as a
+  /// consolidated tensordict's leaves always were; else built directly (core/strided_view.h).
+  bool autograd_views = false;
   /// Per leaf, in slot order: slot, storage offset, dim, then its sizes and strides.
   std::vector<int64_t> records;
 

@@ -46,10 +46,13 @@ class LevelBuilder {
     lazy_leaves(flat, like.dim()).add(next_slot(), like);
     impl_->append_unindexed(key, at::Tensor());
   }
-  /// The same, laid out at `offset` elements into `flat`'s storage with `sizes` and `strides`.
-  void append_lazy(std::string_view key, const at::Tensor& flat, int64_t offset, c10::IntArrayRef sizes,
-                   c10::IntArrayRef strides) {
-    lazy_leaves(flat, static_cast<int64_t>(sizes.size())).add(next_slot(), offset, sizes, strides);
+  /// The same, laid out at `offset` elements into `flat`'s storage with `sizes` and `strides`,
+  /// made as views autograd knows (LazyLeaves::autograd_views): a consolidated tensordict's.
+  void append_lazy_view(std::string_view key, const at::Tensor& flat, int64_t offset, c10::IntArrayRef sizes,
+                        c10::IntArrayRef strides) {
+    LazyLeaves& lazy = lazy_leaves(flat, static_cast<int64_t>(sizes.size()));
+    lazy.autograd_views = true;
+    lazy.add(next_slot(), offset, sizes, strides);
     impl_->append_unindexed(key, at::Tensor());
   }
   /// Lazy leaves laid out as another level's (`like`, its records in slot order), viewing `flat`:

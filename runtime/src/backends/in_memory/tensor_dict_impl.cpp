@@ -168,7 +168,9 @@ void TensorDictImpl::make_lazy_leaves() const {
     const LazyLeaves::Record r = lazy->next(i);
     // Only the tensor handle changes: the entry's kind stays Tensor for readers of kinds and
     // keys, who do not wait for this.
-    slots_[r.slot].value.mutable_tensor() = detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset);
+    slots_[r.slot].value.mutable_tensor() = lazy->autograd_views
+                                                ? lazy->flat.as_strided(r.sizes, r.strides, r.offset)
+                                                : detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset);
   }
   lazy_.store(nullptr, std::memory_order_release);
   delete lazy;

@@ -112,7 +112,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
         const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
         TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
                  "' of an elementwise operation's operand was replaced while the operation read it");
-        TensorDict result = build_like(*child, *child, flat, filter_empty);
+        TensorDict result = build_like(*child, *e.tensordict_unchecked().impl(), flat, filter_empty);
         if (!filter_empty || result.num_keys() != 0) out.append(slot.key, slot.hash, std::move(result));
         break;
       }
