@@ -2,7 +2,6 @@
 
 #include <tensordict/backends/consolidated.h>
 
-#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string_view>
@@ -11,7 +10,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/util/SmallVector.h>
+#include <c10/util/strides.h>
 
 #include <tensordict/backends/lazy_stack.h>
 #include <tensordict/dtype.h>
@@ -241,20 +240,14 @@ void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& 
       }
       const int64_t start = a[2].as_int();
       const int64_t stop = a[3].as_int();
-      const int64_t n = numel * static_cast<int64_t>(c10::elementSize(*dtype));
-      // Aligned to the element (Python pads leaves to 8 bytes only when dtypes differ).
       const auto item = static_cast<int64_t>(c10::elementSize(*dtype));
+      const int64_t n = numel * item;
+      // Aligned to the element (Python pads leaves to 8 bytes only when dtypes differ).
       TD_CHECK(start >= 0 && start % item == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
                " spans bytes [", start, ", ", stop, ") which do not hold ", n, " aligned bytes inside the ", total,
                "-byte storage");
       if (flat.defined()) {
-        c10::SmallVector<int64_t, 5> strides(shape.size());
-        int64_t stride = 1;
-        for (size_t d = shape.size(); d-- > 0;) {
-          strides[d] = stride;
-          stride *= std::max<int64_t>(shape[d], 1);
-        }
-        out.append_lazy_view(key, flat, start / static_cast<int64_t>(flat.element_size()), shape, strides);
+        out.append_lazy_view(key, flat, start / item, shape, c10::contiguous_strides(shape));
       } else {
         out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
       }
