@@ -25,11 +25,10 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
                       FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> loop,
                       FunctionRef<LeafList(const LeafList&, const LeafList&)> foreach) {
   std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), op);
-  if (def.kind() == BinaryDefault::Kind::None && a_in.batch_size() == b_in.batch_size()) {
+  if (def.kind() == BinaryDefault::Kind::None) {
     // Two unread packed results of one layout (Note [Lazy leaves]): one kernel over both.
     const at::Tensor fa = unread_storage_for_result(*a_in.impl());
-    const at::Tensor fb = fa.defined() ? in_memory::unread_packed_storage(*b_in.impl()) : at::Tensor();
-    if (fb.defined() && fa.numel() == fb.numel() && in_memory::same_unread_layout(*a_in.impl(), *b_in.impl())) {
+    if (const at::Tensor fb = unread_partner(fa, a_in, b_in); fb.defined()) {
       at::Tensor out;
       try {
         out = loop(fa, fb);

@@ -51,11 +51,10 @@ at::Tensor compare(CmpOp op, const at::Tensor& a, const Other& b) {
 
 TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) {
   std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), cmp_name(op));
-  if (a_in.batch_size() == b_in.batch_size()) {
+  {
     // Two unread packed results of one layout (Note [Lazy leaves]): one comparison of both.
     const at::Tensor fa = unread_storage_for_result(*a_in.impl(), sizeof(bool));
-    const at::Tensor fb = fa.defined() ? in_memory::unread_packed_storage(*b_in.impl()) : at::Tensor();
-    if (fb.defined() && fa.numel() == fb.numel() && in_memory::same_unread_layout(*a_in.impl(), *b_in.impl())) {
+    if (const at::Tensor fb = unread_partner(fa, a_in, b_in); fb.defined()) {
       at::Tensor out;
       try {
         out = compare(op, fa, fb);
@@ -172,15 +171,12 @@ TensorDict TensorDictComparison::to_tensordict() const {
 bool TensorDictComparison::all() const {
   if (op_ == Op::Eq && rhs_td_) {
     broadcast_batch(lhs_.batch_size(), rhs_td_->batch_size(), "eq");
-    if (lhs_.batch_size() == rhs_td_->batch_size()) {
-      // Two unread packed results of one layout (Note [Lazy leaves]): one comparison.
-      const at::Tensor fa = in_memory::unread_packed_storage(*lhs_.impl());
-      const at::Tensor fb = fa.defined() ? in_memory::unread_packed_storage(*rhs_td_->impl()) : at::Tensor();
-      if (fb.defined() && fa.numel() == fb.numel() && in_memory::same_unread_layout(*lhs_.impl(), *rhs_td_->impl())) {
-        try {
-          return leaves_equal(fa, fb);
-        } catch (const c10::Error&) {
-        }
+    // Two unread packed results of one layout (Note [Lazy leaves]): one comparison.
+    const at::Tensor fa = in_memory::unread_packed_storage(*lhs_.impl());
+    if (const at::Tensor fb = unread_partner(fa, lhs_, *rhs_td_); fb.defined()) {
+      try {
+        return leaves_equal(fa, fb);
+      } catch (const c10::Error&) {
       }
     }
     MatchedLeaves m;

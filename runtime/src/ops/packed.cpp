@@ -98,6 +98,14 @@ at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_ite
   return fit_for_result(in_memory::unread_packed_storage(td), result_itemsize);
 }
 
+at::Tensor unread_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b) {
+  if (!fa.defined() || a.batch_size() != b.batch_size()) return at::Tensor();
+  at::Tensor fb = in_memory::unread_packed_storage(*b.impl());
+  if (!fb.defined() || fb.numel() != fa.numel() || !in_memory::same_unread_layout(*a.impl(), *b.impl()))
+    return at::Tensor();
+  return fb;
+}
+
 namespace {
 // fn(flat), or undefined when `flat` is undefined or `fn` raises a c10::Error (the per-leaf path
 // then names the leaf).

@@ -55,6 +55,10 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
 /// leaves]) that an out-of-place op of `result_itemsize` bytes an element (0: the leaves' own)
 /// may run over whole, as packed_storage_for_result; undefined otherwise.
 at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_itemsize = 0);
+/// The storage of `b` when `a` and `b` are unread packed results of one batch size laid out alike
+/// (in_memory::same_unread_layout), `fa` being `a`'s storage (undefined: none): then a binary op
+/// between them is one kernel over `fa` and this. Undefined otherwise.
+at::Tensor unread_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b);
 /// `fn` once over the storage of an unread packed result, its result laid out as `td`
 /// (in_memory::unread_packed_like); nullopt when `td` is no such result or `fn` raised a
 /// c10::Error (the per-leaf path then names the leaf).
