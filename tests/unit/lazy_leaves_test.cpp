@@ -1,6 +1,6 @@
 // Note [Lazy leaves]: the result of an elementwise op over a packed storage makes its leaves on
-// the first read of a level's entries; the next elementwise op reads an unread result's storage
-// without making them. These cases check that the leaves are made only then, that every read and
+// the first read of a level's entries; the next elementwise op reads an intact result's storage
+// (Note [Intact results]) without making them. These cases check that the leaves are made only then, that every read and
 // write sees the values the per-leaf path gives, and that concurrent first reads agree.
 #include "support/catch_torch.h"
 
@@ -12,7 +12,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/tensor_dict_impl.h"
-#include "backends/in_memory/unread_result.h"
+#include "backends/in_memory/intact_result.h"
 
 using namespace tensordict;
 
@@ -36,7 +36,7 @@ TensorDict groups_only() {
   return td;
 }
 
-bool unread(const TensorDict& td) { return in_memory::unread_packed_storage(*td.impl()).defined(); }
+bool intact(const TensorDict& td) { return in_memory::intact_packed_storage(*td.impl()).defined(); }
 
 bool root_unmade(const TensorDict& td) {
   const auto* level = dynamic_cast<const TensorDictImpl*>(td.impl());
@@ -59,7 +59,7 @@ TEST_CASE("a packed op's result makes its leaves on the first read of their leve
   TensorDict plain = fixture();
   TensorDict packed = consolidate(plain);
   TensorDict r = packed * 2;
-  REQUIRE(unread(r));
+  REQUIRE(intact(r));
   REQUIRE(root_unmade(r));
   // Keys, kinds and sizes answer without making leaves.
   CHECK(r.keys(true, true).size() == 12);
@@ -67,11 +67,12 @@ TEST_CASE("a packed op's result makes its leaves on the first read of their leve
   CHECK(r.impl()->kind("l1") == EntryKind::Tensor);
   CHECK(r.num_keys() == plain.num_keys());
   CHECK(root_unmade(r));
-  CHECK(unread(r));
-  // The first read makes them, as views of one new storage laid out as the operand's.
+  CHECK(intact(r));
+  // The first read makes them, as views of one new storage laid out as the operand's; the result
+  // stays intact (its leaves are as made).
   const at::Tensor l1 = r.get("l1");
   CHECK_FALSE(root_unmade(r));
-  CHECK_FALSE(unread(r));
+  CHECK(intact(r));
   CHECK(l1.storage().is_alias_of(r.get({"n", "l0"}).storage()));
   CHECK_FALSE(l1.storage().is_alias_of(packed.get("l1").storage()));
   require_same(r, plain * 2);
@@ -79,25 +80,25 @@ TEST_CASE("a packed op's result makes its leaves on the first read of their leve
   CHECK(r.get("l1").unsafeGetTensorImpl() == l1.unsafeGetTensorImpl());
 }
 
-TEST_CASE("a chain of elementwise ops over unread results reads none of their leaves", "[unit][lazy_leaves]") {
+TEST_CASE("a chain of elementwise ops over intact results reads none of their leaves", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   TensorDict packed = consolidate(plain);
   TensorDict a = packed * 2;
   TensorDict b = a.exp();
   TensorDict c = b.sub(1);
-  CHECK(unread(a));
-  CHECK(unread(b));
-  CHECK(unread(c));
-  TensorDict d = a + c;  // two unread results of one layout: one kernel, another unread result
+  CHECK(intact(a));
+  CHECK(intact(b));
+  CHECK(intact(c));
+  TensorDict d = a + c;  // two intact results of one layout: one kernel, another intact result
   TensorDict e = a.gt(c);
   TensorDict f = c.to(at::kDouble);
   TensorDict g = c.clone();
-  CHECK(unread(a));
-  CHECK(unread(c));
-  CHECK(unread(d));
-  CHECK(unread(e));
-  CHECK(unread(f));
-  CHECK(unread(g));
+  CHECK(intact(a));
+  CHECK(intact(c));
+  CHECK(intact(d));
+  CHECK(intact(e));
+  CHECK(intact(f));
+  CHECK(intact(g));
   require_same(c, (plain * 2).exp().sub(1));
   require_same(d, plain * 2 + (plain * 2).exp().sub(1));
   require_same(e, (plain * 2).gt((plain * 2).exp().sub(1)));
@@ -110,9 +111,9 @@ TEST_CASE("a chain of elementwise ops over unread results reads none of their le
   const at::Tensor sum = twice.sum(reduce), mean = twice.mean(reduce);
   const bool all_equal = (twice == twice_again).all(), any_nan = twice.isnan().any();
   const bool all_greater = greater.all(), any_greater = greater.any();
-  CHECK(unread(twice));
-  CHECK(unread(twice_again));
-  CHECK(unread(greater));
+  CHECK(intact(twice));
+  CHECK(intact(twice_again));
+  CHECK(intact(greater));
   CHECK(sum.item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4));
   CHECK(mean.item<float>() == Approx((plain * 2).mean(reduce).item<float>()).epsilon(1e-4));
   CHECK(all_equal);
@@ -124,13 +125,13 @@ TEST_CASE("a chain of elementwise ops over unread results reads none of their le
   CHECK_FALSE(g.get("l1").storage().is_alias_of(c.get("l1").storage()));
 }
 
-TEST_CASE("in-place ops on an unread result change the storage its leaves will view", "[unit][lazy_leaves]") {
+TEST_CASE("in-place ops on an intact result change the storage its leaves will view", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   TensorDict r = consolidate(plain) * 2;
   r.mul_(3);
   r.add_(1);
   r.exp_();
-  CHECK(unread(r));
+  CHECK(intact(r));
   require_same(r, ((plain * 2) * 3 + 1).exp());
   // Once made, in-place ops change the leaves handed out.
   const at::Tensor l1 = r.get("l1");
@@ -138,7 +139,7 @@ TEST_CASE("in-place ops on an unread result change the storage its leaves will v
   CHECK(at::equal(l1, at::zeros_like(l1)));
 }
 
-TEST_CASE("writes to an unread result make its leaves first and are kept", "[unit][lazy_leaves]") {
+TEST_CASE("writes to an intact result make its leaves first and are kept", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   TensorDict packed = consolidate(plain);
   // Results of ops on a locked tensordict (consolidate's) are locked: unlocked here to write.
@@ -159,17 +160,17 @@ TEST_CASE("writes to an unread result make its leaves first and are kept", "[uni
     CHECK(at::equal(r.get("four"), plain.get("l4") * 2));
     CHECK(at::equal(r.get("new"), at::ones({10})));
     CHECK(at::equal(r.get("l5"), plain.get("l5") * 2));
-    // Changed, it is no unread result: the next op takes the packed or per-leaf path, exactly.
-    CHECK_FALSE(unread(r));
+    // Changed, it is no intact result: the next op takes the packed or per-leaf path, exactly.
+    CHECK_FALSE(intact(r));
     require_same(r.exp(), r.apply([](const at::Tensor& t) { return t.exp(); }));
   }
   SECTION("a nested level written through its handle") {
     TensorDict r = packed * 2;
     r.unlock_();
-    CHECK(unread(r));  // unlocking reads no leaf
+    CHECK(intact(r));  // unlocking reads no leaf
     TensorDict n = r.get_tensordict("n");
     n.set("l0", at::full({10, 100}, 7.0));
-    CHECK_FALSE(unread(r));
+    CHECK_FALSE(intact(r));
     TensorDict s = r + 1;
     CHECK(at::equal(s.get({"n", "l0"}), at::full({10, 100}, 8.0)));
     CHECK(at::equal(s.get("l1"), plain.get("l1") * 2 + 1));
@@ -187,32 +188,32 @@ TEST_CASE("writes to an unread result make its leaves first and are kept", "[uni
   }
 }
 
-TEST_CASE("an unread result whose root only holds nested levels follows changes of its root",
+TEST_CASE("an intact result whose root only holds nested levels follows changes of its root",
           "[unit][lazy_leaves]") {
   TensorDict plain = groups_only();
   TensorDict r = consolidate(plain) * 2;
   r.unlock_();
-  REQUIRE(unread(r));
+  REQUIRE(intact(r));
   SECTION("an erased nested level") {
     r.erase("a");
-    CHECK_FALSE(unread(r));  // its storage holds elements no leaf views any longer
+    CHECK_FALSE(intact(r));  // its storage holds elements no leaf views any longer
     CHECK(r.sum(reduce).item<float>() == Approx((plain.get({"b", "z"}) * 2).sum().item<float>()));
     TensorDict s = r.exp();
     CHECK_FALSE(s.contains("a"));
     CHECK(at::equal(s.get({"b", "z"}), (plain.get({"b", "z"}) * 2).exp()));
-    // An op with an unread result of another size falls back to the matched path.
+    // An op with an intact result of another size falls back to the matched path.
     CHECK_THROWS_AS(s + (consolidate(plain) * 2), KeyError);
   }
   SECTION("a nested level from another storage") {
     r.set("c", TensorDict({{"w", at::ones({4, 2})}}, {4}));
-    CHECK_FALSE(unread(r));
+    CHECK_FALSE(intact(r));
     TensorDict s = r + 1;
     CHECK(at::equal(s.get({"c", "w"}), at::full({4, 2}, 2.0)));
     CHECK(at::equal(s.get({"a", "x"}), plain.get({"a", "x"}) * 2 + 1));
   }
   SECTION("a nested level shared under two keys") {
     r.set("b2", r.get_tensordict("b"));
-    CHECK_FALSE(unread(r));  // its elements are seen twice
+    CHECK_FALSE(intact(r));  // its elements are seen twice
     TensorDict s = r * 3;
     CHECK(at::equal(s.get({"b2", "z"}), plain.get({"b", "z"}) * 6));
     CHECK(at::equal(s.get({"b", "z"}), plain.get({"b", "z"}) * 6));
@@ -227,7 +228,7 @@ TEST_CASE("a nested level replaced by another of the same size is caught", "[uni
   TensorDict r = consolidate(plain) * 2;
   r.unlock_();
   r.set("b", r.get_tensordict("a"));
-  CHECK_FALSE(unread(r));
+  CHECK_FALSE(intact(r));
   const at::Tensor x2 = plain.get({"a", "x"}) * 2;
   CHECK(r.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4));
   CHECK((r + 1).sum(reduce).item<float>() == Approx(((x2 + 1).sum() * 2).item<float>()).epsilon(1e-4));
@@ -237,11 +238,11 @@ TEST_CASE("a nested level replaced by another of the same size is caught", "[uni
   q.unlock_();
   TensorDict alias = q.to(at::kFloat);
   q.set("b", alias.get_tensordict("a"));
-  CHECK_FALSE(unread(q));
+  CHECK_FALSE(intact(q));
   CHECK(q.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4));
 }
 
-TEST_CASE("unread results of different layouts are matched by key", "[unit][lazy_leaves]") {
+TEST_CASE("intact results of different layouts are matched by key", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   TensorDict a = consolidate(plain) * 2;
   TensorDict other = fixture();
@@ -253,7 +254,7 @@ TEST_CASE("unread results of different layouts are matched by key", "[unit][lazy
   std::reverse(keys.begin(), keys.end());
   for (const NestedKey& k : keys) shuffled.set(k, reordered.get(k));
   TensorDict b = consolidate(shuffled) * 1;
-  REQUIRE(unread(b));
+  REQUIRE(intact(b));
   TensorDict s = a + b;
   for (const NestedKey& k : plain.keys(true, true)) {
     INFO(k.repr());
@@ -261,7 +262,7 @@ TEST_CASE("unread results of different layouts are matched by key", "[unit][lazy
   }
 }
 
-TEST_CASE("concurrent first reads of an unread result see the same leaves", "[unit][lazy_leaves]") {
+TEST_CASE("concurrent first reads of an intact result see the same leaves", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   TensorDict packed = consolidate(plain);
   const TensorDict expected = plain * 2;
@@ -297,7 +298,7 @@ TEST_CASE("concurrent first reads of an unread result see the same leaves", "[un
   }
 }
 
-TEST_CASE("unread results keep locks, names, non-tensor entries and drop empty levels as the per-leaf path",
+TEST_CASE("intact results keep locks, names, non-tensor entries and drop empty levels as the per-leaf path",
           "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   plain.set_non_tensor("text", json::Value("hello"));
@@ -306,13 +307,13 @@ TEST_CASE("unread results keep locks, names, non-tensor entries and drop empty l
   TensorDict packed = consolidate(plain);
   REQUIRE(packed.is_locked());
   TensorDict r = packed.exp();
-  CHECK(unread(r));
+  CHECK(intact(r));
   CHECK(r.is_locked());
   CHECK(r.contains("text"));
   CHECK_FALSE(r.contains("empty"));  // Python's math ops drop empty nested levels
   CHECK((r.names() == packed.names()));
   TensorDict s = r * 2;
-  CHECK(unread(s));
+  CHECK(intact(s));
   CHECK(s.is_locked());
   CHECK((s.names() == packed.names()));
   CHECK(s.get_non_tensor("text").value() == json::Value("hello"));
@@ -320,25 +321,25 @@ TEST_CASE("unread results keep locks, names, non-tensor entries and drop empty l
   CHECK(at::equal(s.get({"n", "l3"}), plain.get({"n", "l3"}).exp() * 2));
 }
 
-TEST_CASE("a consolidated tensordict nobody has read is an unread result", "[unit][lazy_leaves]") {
+TEST_CASE("a consolidated tensordict nobody has read is an intact result", "[unit][lazy_leaves]") {
   TensorDict plain = fixture();
   plain.set_names({"batch"});
   TensorDict packed = consolidate(plain);
   REQUIRE(is_consolidated(packed));
-  CHECK(unread(packed));
+  CHECK(intact(packed));
   CHECK(packed.num_keys() == plain.num_keys());
-  // Ops read its storage; their results are unread too, with the root's names.
+  // Ops read its storage; their results are intact too, with the root's names.
   TensorDict twice = packed * 2;
-  CHECK(unread(packed));
-  CHECK(unread(twice));
+  CHECK(intact(packed));
+  CHECK(intact(twice));
   CHECK((twice.names() == plain.names()));
   CHECK(packed.sum(reduce).item<float>() == Approx(plain.sum(reduce).item<float>()).epsilon(1e-4));
   // In place, through the storage the leaves (made later) view.
   packed.add_(1);
-  CHECK(unread(packed));
+  CHECK(intact(packed));
   require_same(twice, plain * 2);
   const at::Tensor l1 = packed.get("l1");
-  CHECK_FALSE(unread(packed));
+  CHECK(intact(packed));  // read, not written
   CHECK(at::equal(l1, plain.get("l1") + 1));
   CHECK(l1.storage().is_alias_of(consolidated_storage(packed).storage()));
   require_same(packed, plain + 1);
@@ -348,9 +349,9 @@ TEST_CASE("a consolidated tensordict nobody has read is an unread result", "[uni
   const auto version = l1._version();
   consolidated_storage(packed).add_(0);
   CHECK(l1._version() > version);
-  // Its bytes round-trip; what from_bytes rebuilds is unread again.
+  // Its bytes round-trip; what from_bytes rebuilds is intact again.
   TensorDict back = from_bytes(to_bytes(packed));
-  CHECK(unread(back));
+  CHECK(intact(back));
   require_same(back, plain + 1);
 }
 
@@ -363,7 +364,7 @@ TEST_CASE("consolidated tensordicts of mixed dtypes or padded leaves make their 
   padded.set("b", at::randn({3}));
   for (const TensorDict& plain : {mixed, padded}) {
     TensorDict packed = consolidate(plain);
-    CHECK_FALSE(unread(packed));
+    CHECK_FALSE(intact(packed));
     require_same(packed, plain);
     require_same(packed.exp(), plain.exp());
   }

@@ -40,7 +40,7 @@ class TableBackend : public TensorDictBase {
   void set_batch_size(c10::IntArrayRef batch_size) override;
   void release_resources() override;
 
-  /// The in-memory level holding the entries (read by in_memory::unread_packed_storage).
+  /// The in-memory level holding the entries (read by in_memory::intact_packed_storage).
   const TensorDictBase& table() const { return *table_; }
 
  protected:

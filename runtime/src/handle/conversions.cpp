@@ -38,7 +38,7 @@ namespace {
 // leaves laid out the same way (so it is packed too); undefined when the leaves are not packed.
 std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      size_t result_itemsize = 0) {
-  if (auto unread = ops::map_unread(*td.impl(), fn, result_itemsize)) return keep_names(std::move(*unread), *td.impl());
+  if (auto intact = ops::map_intact(*td.impl(), fn, result_itemsize)) return keep_names(std::move(*intact), *td.impl());
   if (!td.impl()->leaves_alias_storage() || !ops::may_be_packed(*td.impl())) return std::nullopt;
   std::optional<TensorDict> packed = ops::map_packed(*td.impl(), ops::leaves_of(td), fn, result_itemsize);
   if (packed) return keep_names(std::move(*packed), *td.impl());
@@ -113,6 +113,7 @@ void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(co
   if (const at::Tensor flat = ops::packed_storage(leaves); flat.defined()) {
     try {
       fn(flat);  // fails before writing (a dtype error), and the per-leaf path names the key
+      ops::bump_versions(leaves);
       target.commit();
       return;
     } catch (const c10::Error&) {

@@ -9,7 +9,7 @@
 
 #include <tensordict/ops.h>
 
-#include "backends/in_memory/unread_result.h"
+#include "backends/in_memory/intact_result.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -26,15 +26,15 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
                       FunctionRef<LeafList(const LeafList&, const LeafList&)> foreach) {
   std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), op);
   if (def.kind() == BinaryDefault::Kind::None) {
-    // Two unread packed results of one layout (Note [Lazy leaves]): one kernel over both.
-    const at::Tensor fa = unread_storage_for_result(*a_in.impl());
-    if (const at::Tensor fb = unread_partner(fa, a_in, b_in); fb.defined()) {
+    // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
+    const at::Tensor fa = intact_storage_for_result(*a_in.impl());
+    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
       at::Tensor out;
       try {
         out = loop(fa, fb);
       } catch (const c10::Error&) {
       }
-      if (out.defined()) return keep_lock(in_memory::unread_packed_like(*a_in.impl(), out, /*filter_empty=*/true), a_in);
+      if (out.defined()) return keep_lock(in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true), a_in);
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
@@ -97,6 +97,7 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
   if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
     try {
       loop(fa, fb);  // one kernel over both packed storages; a dtype error fails before writing
+      bump_versions(m.lhs);
       target.commit();
       return;
     } catch (const c10::Error&) {
@@ -236,10 +237,10 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
     const at::Tensor& operand = scalar.for_leaf(flat);  // one dtype, as every leaf's
     return operand.defined() ? arith(op, flat, operand, alpha) : arith(op, flat, other, alpha);
   };
-  // An unread packed result (Note [Lazy leaves]) or a packed storage (a consolidated
+  // An intact packed result (Note [Intact results]) or a packed storage (a consolidated
   // tensordict): one kernel over all of it; on an error the per-leaf path below names the key.
-  if (auto unread = map_unread(*td.impl(), over_storage, 0, /*filter_empty=*/true))
-    return keep_lock(std::move(*unread), td);
+  if (auto intact = map_intact(*td.impl(), over_storage, 0, /*filter_empty=*/true))
+    return keep_lock(std::move(*intact), td);
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
   const size_t n = leaves.size();
@@ -268,12 +269,14 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
 void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, true);
   ScalarOperand scalar(other);
-  if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) {
+  bool own_versions = false;
+  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions); flat.defined()) {
     try {
-      // An unread packed result: its leaves, made later, view what this changes.
+      // An intact packed result: its leaves view what this changes.
       const at::Tensor& operand = scalar.for_leaf(flat);
       if (operand.defined()) arith_(op, flat, operand, alpha);
       else arith_(op, flat, other, alpha);
+      if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
       return;
     } catch (const c10::Error&) {
     }
@@ -292,6 +295,7 @@ void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, con
     try {
       if (operands[0].defined()) arith_(op, flat, operands[0], alpha);
       else arith_(op, flat, other, alpha);
+      bump_versions(leaves);
       target.commit();
       return;
     } catch (const c10::Error&) {

@@ -5,7 +5,7 @@
 
 #include <tensordict/ops.h>
 
-#include "backends/in_memory/unread_result.h"
+#include "backends/in_memory/intact_result.h"
 #include "ops/compare_kernel.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
@@ -52,15 +52,15 @@ at::Tensor compare(CmpOp op, const at::Tensor& a, const Other& b) {
 TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) {
   std::vector<int64_t> batch = broadcast_batch(a_in.batch_size(), b_in.batch_size(), cmp_name(op));
   {
-    // Two unread packed results of one layout (Note [Lazy leaves]): one comparison of both.
-    const at::Tensor fa = unread_storage_for_result(*a_in.impl(), sizeof(bool));
-    if (const at::Tensor fb = unread_partner(fa, a_in, b_in); fb.defined()) {
+    // Two intact packed results of one layout (Note [Intact results]): one comparison of both.
+    const at::Tensor fa = intact_storage_for_result(*a_in.impl(), sizeof(bool));
+    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
       at::Tensor out;
       try {
         out = compare(op, fa, fb);
       } catch (const c10::Error&) {
       }
-      if (out.defined()) return in_memory::unread_packed_like(*a_in.impl(), out, /*filter_empty=*/false);
+      if (out.defined()) return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/false);
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
@@ -120,8 +120,8 @@ bool leaf_any(const at::Tensor& t) {
 // bools of a comparison of consolidated tensordicts), else leaf by leaf.
 template <typename LeafTest>
 bool over_leaves(const TensorDict& td, bool stop_at, LeafTest leaf_test) {
-  // An unread packed result (Note [Lazy leaves]): its storage is every leaf's elements.
-  if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) return leaf_test(flat);
+  // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
+  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) return leaf_test(flat);
   LeafList leaves = leaves_of(readable(td));
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return leaf_test(flat);
   for (const auto& t : leaves) {
@@ -171,9 +171,9 @@ TensorDict TensorDictComparison::to_tensordict() const {
 bool TensorDictComparison::all() const {
   if (op_ == Op::Eq && rhs_td_) {
     broadcast_batch(lhs_.batch_size(), rhs_td_->batch_size(), "eq");
-    // Two unread packed results of one layout (Note [Lazy leaves]): one comparison.
-    const at::Tensor fa = in_memory::unread_packed_storage(*lhs_.impl());
-    if (const at::Tensor fb = unread_partner(fa, lhs_, *rhs_td_); fb.defined()) {
+    // Two intact packed results of one layout (Note [Intact results]): one comparison.
+    const at::Tensor fa = in_memory::intact_packed_storage(*lhs_.impl());
+    if (const at::Tensor fb = intact_partner(fa, lhs_, *rhs_td_); fb.defined()) {
       try {
         return leaves_equal(fa, fb);
       } catch (const c10::Error&) {

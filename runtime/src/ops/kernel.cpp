@@ -58,7 +58,7 @@ TensorDict map_each_leaf(const TensorDict& td, const char* op, FunctionRef<at::T
 TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                            const RebuildOptions& options, size_t result_itemsize) {
   if (!options.batch_size) {
-    if (auto unread = map_unread(*td.impl(), fn, result_itemsize, options.filter_empty)) return std::move(*unread);
+    if (auto intact = map_intact(*td.impl(), fn, result_itemsize, options.filter_empty)) return std::move(*intact);
   }
   const TensorDict src = readable(td);
   const LeafList leaves = leaves_of(src);

@@ -18,7 +18,7 @@
 #include <tensordict/tensor_dict_base.h>
 
 #include "backends/in_memory/level_builder.h"
-#include "backends/in_memory/unread_result.h"
+#include "backends/in_memory/intact_result.h"
 #include "core/strided_view.h"
 
 namespace tensordict {
@@ -94,14 +94,14 @@ at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_items
   return fit_for_result(packed_storage(leaves), result_itemsize);
 }
 
-at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_itemsize) {
-  return fit_for_result(in_memory::unread_packed_storage(td), result_itemsize);
+at::Tensor intact_storage_for_result(const TensorDictBase& td, size_t result_itemsize) {
+  return fit_for_result(in_memory::intact_packed_storage(td), result_itemsize);
 }
 
-at::Tensor unread_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b) {
+at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b) {
   if (!fa.defined() || a.batch_size() != b.batch_size()) return at::Tensor();
-  at::Tensor fb = in_memory::unread_packed_storage(*b.impl());
-  if (!fb.defined() || fb.numel() != fa.numel() || !in_memory::same_unread_layout(*a.impl(), *b.impl()))
+  at::Tensor fb = in_memory::intact_packed_storage(*b.impl());
+  if (!fb.defined() || fb.numel() != fa.numel() || !in_memory::same_intact_layout(*a.impl(), *b.impl()))
     return at::Tensor();
   return fb;
 }
@@ -127,11 +127,15 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
   return packed_result(like, out, leaves, filter_empty);
 }
 
-std::optional<TensorDict> map_unread(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      size_t result_itemsize, bool filter_empty) {
-  const at::Tensor out = run_over(unread_storage_for_result(td, result_itemsize), fn);
+  const at::Tensor out = run_over(intact_storage_for_result(td, result_itemsize), fn);
   if (!out.defined()) return std::nullopt;
-  return in_memory::unread_packed_like(td, out, filter_empty);
+  return in_memory::intact_packed_like(td, out, filter_empty);
+}
+
+void bump_versions(const LeafList& leaves) {
+  for (const at::Tensor& t : leaves) t.unsafeGetTensorImpl()->bump_version();
 }
 
 bool same_layout(const LeafList& a, const LeafList& b) {

@@ -32,6 +32,10 @@ constexpr size_t kLargestPackedCpuResult = size_t{32} << 20;
 /// `result_itemsize` bytes an element (0: the leaves' own); undefined also where one result
 /// over the whole storage costs more than the kernels it saves (a large CPU result, packed.cpp).
 at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_itemsize = 0);
+/// After an in-place op over packed_storage(leaves): bumps each leaf's version, as the op on each
+/// leaf would have (the storage's flat view has a version counter of its own), so autograd
+/// refuses a backward through a leaf saved before the change.
+void bump_versions(const LeafList& leaves);
 /// True when `a[i]` and `b[i]` sit at the same element offset with the same shape, for every i:
 /// an elementwise op between their packed storages pairs the right elements.
 bool same_layout(const LeafList& a, const LeafList& b);
@@ -51,18 +55,18 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize = 0,
                                      bool filter_empty = false);
 
-/// The storage of an unread packed result (in_memory::unread_packed_storage, Note [Lazy
-/// leaves]) that an out-of-place op of `result_itemsize` bytes an element (0: the leaves' own)
+/// The storage of an intact packed result (in_memory::intact_packed_storage, Note [Intact
+/// results]) that an out-of-place op of `result_itemsize` bytes an element (0: the leaves' own)
 /// may run over whole, as packed_storage_for_result; undefined otherwise.
-at::Tensor unread_storage_for_result(const TensorDictBase& td, size_t result_itemsize = 0);
-/// The storage of `b` when `a` and `b` are unread packed results of one batch size laid out alike
-/// (in_memory::same_unread_layout), `fa` being `a`'s storage (undefined: none): then a binary op
+at::Tensor intact_storage_for_result(const TensorDictBase& td, size_t result_itemsize = 0);
+/// The storage of `b` when `a` and `b` are intact packed results of one batch size laid out alike
+/// (in_memory::same_intact_layout), `fa` being `a`'s storage (undefined: none): then a binary op
 /// between them is one kernel over `fa` and this. Undefined otherwise.
-at::Tensor unread_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b);
-/// `fn` once over the storage of an unread packed result, its result laid out as `td`
-/// (in_memory::unread_packed_like); nullopt when `td` is no such result or `fn` raised a
+at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b);
+/// `fn` once over the storage of an intact packed result, its result laid out as `td`
+/// (in_memory::intact_packed_like); nullopt when `td` is no such result or `fn` raised a
 /// c10::Error (the per-leaf path then names the leaf).
-std::optional<TensorDict> map_unread(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      size_t result_itemsize = 0, bool filter_empty = false);
 
 }  // namespace ops

@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "backends/in_memory/unread_result.h"
+#include "backends/in_memory/intact_result.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -19,9 +19,9 @@ namespace ops {
 
 TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> loop,
                      FunctionRef<LeafList(const LeafList&)> foreach) {
-  // An unread packed result (Note [Lazy leaves]), or a packed storage (a consolidated
+  // An intact packed result (Note [Intact results]), or a packed storage (a consolidated
   // tensordict): one kernel over all of it.
-  if (auto unread = map_unread(*td.impl(), loop, 0, /*filter_empty=*/true)) return keep_lock(std::move(*unread), td);
+  if (auto intact = map_intact(*td.impl(), loop, 0, /*filter_empty=*/true)) return keep_lock(std::move(*intact), td);
   TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
   if (auto packed = map_packed(*src.impl(), leaves, loop, 0, /*filter_empty=*/true))
@@ -45,9 +45,11 @@ bool all_floating(const LeafList& leaves) {
 
 void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> loop,
                 FunctionRef<bool(const LeafList&)> foreach) {
-  if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) {
+  bool own_versions = false;
+  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions); flat.defined()) {
     try {
-      loop(flat);  // an unread packed result: its leaves, made later, view what this changes
+      loop(flat);  // an intact packed result: its leaves view what this changes
+      if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
       return;
     } catch (const c10::Error&) {
     }
@@ -57,6 +59,7 @@ void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at:
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
     try {
       loop(flat);  // one kernel over the packed storage; a dtype error fails before writing
+      bump_versions(leaves);
       target.commit();
       return;
     } catch (const c10::Error&) {

@@ -3,7 +3,7 @@
 
 #include <ATen/ATen.h>
 
-#include "backends/in_memory/unread_result.h"
+#include "backends/in_memory/intact_result.h"
 #include "core/batch_dim.h"
 #include "core/format.h"
 #include "ops/kernel.h"
@@ -157,8 +157,8 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
 at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, const Extra& x) {
   const char* form = feature ? "(reduce, feature)" : "(reduce)";
   if (!feature && !dim) {
-    // An unread packed result (Note [Lazy leaves]): its storage is every leaf's elements.
-    if (const at::Tensor flat = in_memory::unread_packed_storage(*td.impl()); flat.defined()) {
+    // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
+    if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) {
       try {
         return reduce_full(r, flat, x);
       } catch (const c10::Error& e) {

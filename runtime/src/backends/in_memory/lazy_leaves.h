@@ -9,13 +9,19 @@
 // queries (keys, has, kind, for_each_key, num_entries) and reads of a nested level or of
 // non-tensor data answer without making them. Making them is thread-safe: concurrent
 // first readers wait for one of them, and later readers pay one atomic load.
+//
+// The records outlive the making of the leaves: they stay with the level until something is
+// written to it (Note [Intact results], intact_result.h), so a result whose leaves were read
+// still offers its storage to the next op, which checks each made leaf against its record.
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/util/accumulate.h>
 
 namespace tensordict {
 
@@ -27,6 +33,12 @@ struct LazyLeaves {
   bool autograd_views = false;
   /// Per leaf, in slot order: slot, storage offset, dim, then its sizes and strides.
   std::vector<int64_t> records;
+  /// How many leaves the records hold, and their elements together.
+  size_t leaves = 0;
+  int64_t elements = 0;
+  /// The key set the leaves were made with (set when they are made): a leaf given names, or
+  /// negated or conjugated in place since, has another.
+  c10::DispatchKeySet made_keys;
 
   /// Where a leaf lies in `flat`.
   struct Record {
@@ -49,6 +61,8 @@ struct LazyLeaves {
     r[2] = static_cast<int64_t>(dim);
     std::copy(sizes.begin(), sizes.end(), r + 3);
     std::copy(strides.begin(), strides.end(), r + 3 + dim);
+    ++leaves;
+    elements += c10::multiply_integers(sizes);
   }
   /// The record starting at `records[i]`; `i` moves to the next one.
   Record next(size_t& i) const {

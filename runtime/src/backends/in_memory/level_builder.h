@@ -61,6 +61,8 @@ class LevelBuilder {
     lazy_ = std::make_unique<LazyLeaves>();
     lazy_->flat = flat;
     lazy_->records = like.records;
+    lazy_->leaves = like.leaves;
+    lazy_->elements = like.elements;
   }
   /// Adds the slot of the copied lazy leaf whose record starts at `record` (moved to the next).
   void append_copied_lazy(std::string_view key, uint32_t hash, size_t& record) {

@@ -31,13 +31,13 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make(c10::IntArrayRef batch_s
 }
 
 TensorDictImpl::~TensorDictImpl() {
-  delete lazy_.load(std::memory_order_relaxed);
   clear_slots();
   if (slots_on_heap_) ::operator delete(slots_);
 }
 
 void TensorDictImpl::release_resources() {
-  delete lazy_.exchange(nullptr, std::memory_order_acq_rel);
+  lazy_.store(nullptr, std::memory_order_release);
+  written();
   clear_slots();
   index_.clear();
   TensorDictBase::release_resources();
@@ -50,7 +50,8 @@ void TensorDictImpl::clear_slots() noexcept {
 }
 
 void TensorDictImpl::clear() {
-  delete lazy_.exchange(nullptr, std::memory_order_acq_rel);  // no slot left to make
+  lazy_.store(nullptr, std::memory_order_release);  // no slot left to make
+  written();
   bump_layout_version();
   clear_slots();
   index_.clear();
@@ -168,12 +169,12 @@ void TensorDictImpl::make_lazy_leaves() const {
     const LazyLeaves::Record r = lazy->next(i);
     // Only the tensor handle changes: the entry's kind stays Tensor for readers of kinds and
     // keys, who do not wait for this.
-    slots_[r.slot].value.mutable_tensor() = lazy->autograd_views
-                                                ? lazy->flat.as_strided(r.sizes, r.strides, r.offset)
-                                                : detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset);
+    at::Tensor& leaf = slots_[r.slot].value.mutable_tensor();
+    leaf = lazy->autograd_views ? lazy->flat.as_strided(r.sizes, r.strides, r.offset)
+                                : detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset);
+    lazy->made_keys = leaf.key_set();  // the same for every leaf of the level
   }
-  lazy_.store(nullptr, std::memory_order_release);
-  delete lazy;
+  lazy_.store(nullptr, std::memory_order_release);  // the records stay, in layout_
 }
 
 Entry TensorDictImpl::get(std::string_view key) const {
@@ -204,6 +205,7 @@ void TensorDictImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind
 void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
   make_leaves();  // a lazy leaf replaced before it is made would be made over the new value
   const uint32_t hash = in_memory::key_hash(key);
+  if (C10_UNLIKELY(packed_result_)) written();
   const int64_t i = find_slot(key, hash);
   if (i >= 0) {
     slots_[i].value = std::move(value);
@@ -226,6 +228,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
     if (find_slot(key) < 0) return false;  // nothing to erase: the leaves stay unmade
     make_lazy_leaves();  // the slots after the key move
   }
+  if (C10_UNLIKELY(packed_result_) && find_slot(key) >= 0) written();
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.
     const int64_t found = find_slot(key);
@@ -254,6 +257,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
 
 void TensorDictImpl::rename(std::string_view from, std::string_view to) {
   make_leaves();
+  if (C10_UNLIKELY(packed_result_) && find_slot(from) >= 0) written();
   const uint32_t from_hash = in_memory::key_hash(from);
   uint32_t i = 0;
   if (index_.empty()) {

@@ -85,6 +85,7 @@ class TensorDictImpl final : public TensorDictBase {
     // As peek_at: the slot at `position` when it holds the key, else the usual lookup.
     make_leaves();
     if (position < size_ && slots_[position].live && slots_[position].key == key) {
+      if (C10_UNLIKELY(packed_result_)) written();
       slots_[position].value = std::move(value);
       return;
     }
@@ -141,9 +142,12 @@ class TensorDictImpl final : public TensorDictBase {
 
   /// Hands the level leaves to make on first access (Note [Lazy leaves]): the slots `lazy`
   /// records hold undefined tensors until then. Called once, on a level being built.
-  void set_lazy_leaves(std::unique_ptr<LazyLeaves> lazy) { lazy_.store(lazy.release(), std::memory_order_release); }
+  void set_lazy_leaves(std::unique_ptr<LazyLeaves> lazy) {
+    layout_ = std::move(lazy);
+    lazy_.store(layout_.get(), std::memory_order_release);
+  }
   /// Marks a level built as part of a packed op's result (Note [Lazy leaves]), with or
-  /// without leaves of its own: only such levels are looked at for unread results.
+  /// without leaves of its own: only such levels are looked at for intact results (Note [Intact results]).
   void mark_packed_result() { packed_result_ = true; }
   bool is_packed_result() const { return packed_result_; }
   /// Whether a live slot holds a tensor (kinds are never changed by making leaves: no lock).
@@ -159,6 +163,11 @@ class TensorDictImpl final : public TensorDictBase {
   static std::recursive_mutex& lazy_mutex();
   /// The leaves not made yet (nullptr: none), under lazy_mutex().
   const LazyLeaves* unmade_leaves() const { return lazy_.load(std::memory_order_acquire); }
+  /// Where the leaves of a packed result lie in its storage, made or not, while nothing was
+  /// written to the level since it was built (Note [Intact results]); nullptr otherwise.
+  const LazyLeaves* packed_layout() const { return layout_.get(); }
+  /// The live slot at `i` of a level nothing was erased from (a packed result: no tombstones).
+  const Slot& slot_at(size_t i) const { return slots_[i]; }
   /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors), under
   /// lazy_mutex(): for code that reads the structure of a result and its unmade_leaves().
   template <typename Fn>
@@ -211,6 +220,12 @@ class TensorDictImpl final : public TensorDictBase {
     return &slot.value;
   }
   void make_lazy_leaves() const;
+  /// Called by every write, after make_leaves(): the level is no longer as a packed op built it
+  /// (Note [Intact results]), so its layout records go.
+  void written() {
+    packed_result_ = false;
+    layout_.reset();
+  }
   /// A new live slot at the end, the index and layout version left to the caller.
   template <typename K, typename V>
   void emplace_slot(K&& key, uint32_t hash, V&& value) {
@@ -242,7 +257,10 @@ class TensorDictImpl final : public TensorDictBase {
   std::vector<uint64_t> index_;
   uint8_t index_shift_ = 26;
   bool packed_result_ = false;
-  // Owned; null once the leaves are made (or when there never were lazy ones).
+  // The layout records of a packed result's leaves, until the first write (Note [Intact
+  // results]); lazy_ points to them while the leaves are not made (null once they are, or when
+  // there never were lazy ones).
+  std::unique_ptr<LazyLeaves> layout_;
   mutable std::atomic<LazyLeaves*> lazy_{nullptr};
 };
 

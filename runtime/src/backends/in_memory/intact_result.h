@@ -1,0 +1,43 @@
+#pragma once
+// Note [Intact results]: the result of an elementwise op over a packed storage (a consolidated
+// tensordict, ops/packed.cpp) is one new storage whose levels keep where each leaf lies in it
+// (Note [Lazy leaves]). The result stays *intact* while none of its levels is written to: every
+// write (set, erase, rename, update, clear, a nested level replaced) drops the level's records.
+// Reading leaves does not: a made leaf is checked against its record (same storage, offset,
+// sizes, strides, dtype and key set, no autograd), which catches in-place changes of a leaf's
+// metadata (`set_`, `resize_`, `transpose_`, `requires_grad_`, names).
+//
+// The next elementwise op runs over the storage of an intact result whole, without gathering
+// its leaves, and lays its own result out the same way, so a chain of such ops over a
+// consolidated tensordict makes leaves only where a result is read, and reading them costs the
+// next op only that check. An intact tree is the tree the op built (a level replaced or shared
+// is a write to its parent), so its leaves tile its storage; a nested level of a result, whose
+// leaves cover part of the storage, is told apart by counting its elements.
+
+#include <ATen/core/Tensor.h>
+
+#include <tensordict/tensor_dict.h>
+
+namespace tensordict {
+namespace in_memory {
+
+/// The storage (1-D, whole) the tensor leaves of `td` tile, when `td` is an intact packed result
+/// (every level in memory and as built, its made leaves as made, one storage for all, each element
+/// in one leaf). Undefined otherwise, also for a tree without tensor leaves. `own_versions`, when
+/// given, is set when a made leaf has a version counter of its own (not the storage's).
+at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions = nullptr);
+/// For an in-place op over intact_packed_storage(td) that set `own_versions`: bumps the version
+/// of every made leaf with a counter of its own, as an in-place op on each leaf would (autograd
+/// then refuses a backward through a leaf saved before).
+void bump_made_leaf_versions(const TensorDictBase& td);
+/// True when `a` and `b` are intact packed results laid out alike: the same keys and kinds in
+/// the same order and the same batch sizes at every level, each leaf at the same element offset
+/// with the same sizes and strides.
+bool same_intact_layout(const TensorDictBase& a, const TensorDictBase& b);
+/// A result shaped like `like` (an intact packed result) with like's batch sizes, whose leaves
+/// are views of `flat` (an elementwise result over like's storage) laid out as like's, made on
+/// first access. `filter_empty` drops nested levels without entries (RebuildOptions).
+TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty);
+
+}  // namespace in_memory
+}  // namespace tensordict

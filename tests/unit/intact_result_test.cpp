@@ -1,0 +1,201 @@
+// Note [Intact results]: a packed op's result whose leaves were read, but to which nothing was
+// written, still runs the next elementwise op once over its storage, after checking each made
+// leaf against where it was made. These cases check that reads keep that path, that every
+// in-place change of a leaf's metadata and every write leaves it (with per-leaf results), that a
+// nested level of a result is not taken for the whole storage, and that in-place ops over a
+// packed storage bump the versions autograd checks, as per-leaf in-place ops do.
+#include "support/catch_torch.h"
+
+#include <thread>
+
+#include <ATen/core/Dimname.h>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/ops.h>
+
+#include "backends/in_memory/intact_result.h"
+
+using namespace tensordict;
+
+namespace {
+// Leaves at the root and in a nested level: consolidate packs them with no gap.
+TensorDict fixture() {
+  TensorDict td({}, {10});
+  for (int i = 0; i < 9; ++i) {
+    const NestedKey key = i % 3 == 0 ? NestedKey({"n", "l" + std::to_string(i)}) : NestedKey("l" + std::to_string(i));
+    td.set(key, i == 3 ? at::randn({10, 4, 5}) : at::randn({10, 20}));
+  }
+  return td;
+}
+
+bool intact(const TensorDict& td) { return in_memory::intact_packed_storage(*td.impl()).defined(); }
+
+// Every leaf of `a` equals `b`'s under the same key, and both have the same keys.
+void require_same(const TensorDict& a, const TensorDict& b) {
+  const std::vector<NestedKey> keys = b.keys(true, true);
+  REQUIRE(a.keys(true, true).size() == keys.size());
+  for (const NestedKey& k : keys) {
+    INFO(k.repr());
+    REQUIRE(a.contains(k));
+    CHECK(at::allclose(a.get(k).rename(c10::nullopt), b.get(k).rename(c10::nullopt)));
+  }
+}
+
+// Reads every leaf (makes every level's leaves).
+void read_all(const TensorDict& td) {
+  for (const NestedKey& k : td.keys(true, true)) REQUIRE(td.get(k).defined());
+}
+
+TensorDict times(const TensorDict& td, double s) {
+  return td.apply([s](const at::Tensor& t) { return t * at::scalar_tensor(s, t.options()); });
+}
+}  // namespace
+
+TEST_CASE("a result whose leaves were read stays intact and its ops stay exact", "[unit][intact_result]") {
+  TensorDict plain = fixture();
+  TensorDict a = consolidate(plain) * 2, b = consolidate(plain) * 3;
+  read_all(a);
+  read_all(b);
+  REQUIRE(intact(a));
+  REQUIRE(intact(b));
+  const at::Tensor l1 = a.get("l1");
+  TensorDict e = a.exp(), s = a + b, g = a.gt(b), c = a.clone(), d = a.to(at::kDouble);
+  CHECK(intact(e));
+  CHECK(intact(s));
+  CHECK(intact(g));
+  CHECK(intact(c));
+  CHECK(intact(d));
+  require_same(e, (plain * 2).exp());
+  require_same(s, plain * 2 + plain * 3);
+  require_same(g, (plain * 2).gt(plain * 3));
+  require_same(d, (plain * 2).to(at::kDouble));
+  CHECK(a.sum(reduce).item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4));
+  CHECK((a == consolidate(plain) * 2).all());
+  // A read result and one nobody read, of one layout: one kernel over both.
+  TensorDict fresh = consolidate(plain) * 3;
+  TensorDict s2 = a + fresh;
+  CHECK(intact(s2));
+  require_same(s2, plain * 2 + plain * 3);
+  // In place over the storage: the leaves handed out see it.
+  a.mul_(2);
+  a.add_(1);
+  CHECK(intact(a));
+  CHECK(at::allclose(l1, plain.get("l1") * 4 + 1));
+  require_same(a, plain * 4 + 1);
+}
+
+TEST_CASE("a made leaf changed in place takes its result off the one-kernel path", "[unit][intact_result]") {
+  TensorDict plain = fixture();
+  TensorDict r = consolidate(plain) * 2;
+  r.unlock_();
+  read_all(r);
+  REQUIRE(intact(r));
+  at::Tensor leaf = r.get({"n", "l3"});  // [10, 4, 5]
+  bool named = false;
+  SECTION("set_ to another storage") { leaf.set_(at::ones({10, 4, 5})); }
+  SECTION("resize_") { leaf.resize_({10, 2, 5}); }
+  SECTION("as_strided_ over the same bytes") { leaf.as_strided_({10, 4, 5}, {1, 50, 10}); }
+  SECTION("transpose_") { leaf.transpose_(1, 2); }
+  SECTION("unsqueeze_") { leaf.unsqueeze_(1); }
+  SECTION("requires_grad_") { leaf.requires_grad_(); }
+  SECTION("named dims") {
+    std::vector<at::Dimname> names;
+    for (const char* name : {"b", "h", "w"}) names.push_back(at::Dimname::fromSymbol(at::Symbol::dimname(name)));
+    leaf.rename_(names);
+    named = true;
+  }
+  CHECK_FALSE(intact(r));
+  // Each op gives what the per-leaf path gives for the leaves as they now are.
+  require_same(r * 3, times(r, 3.0));
+  if (named) return;  // reduce refuses named leaves, on every path
+  at::Tensor per_leaf_sum = at::zeros({});
+  for (const NestedKey& k : r.keys(true, true)) per_leaf_sum = per_leaf_sum + r.get(k).detach().sum();
+  CHECK(r.sum(reduce).detach().item<float>() == Approx(per_leaf_sum.item<float>()).epsilon(1e-4));
+}
+
+TEST_CASE("a write to any level of a read result takes it off the one-kernel path", "[unit][intact_result]") {
+  TensorDict plain = fixture();
+  TensorDict r = consolidate(plain) * 2;
+  r.unlock_();
+  read_all(r);
+  SECTION("a leaf set to itself") { r.set("l1", r.get("l1")); }
+  SECTION("a nested leaf set to itself") { r.get_tensordict("n").set("l0", r.get({"n", "l0"})); }
+  SECTION("update from itself") { r.update(r.clone(/*recurse=*/false)); }
+  SECTION("a key renamed") { r.rename_key_("l2", "two"); }
+  CHECK_FALSE(intact(r));
+  require_same(r.exp(), r.apply([](const at::Tensor& t) { return t.exp(); }));
+}
+
+TEST_CASE("a nested level of a result runs over its own leaves only", "[unit][intact_result]") {
+  TensorDict plain = fixture();
+  TensorDict r = consolidate(plain) * 2;
+  TensorDict n = r.get_tensordict("n");
+  CHECK_FALSE(intact(n));  // its leaves cover part of the result's storage
+  CHECK(n.sum(reduce).item<float>() ==
+        Approx((plain.get_tensordict("n") * 2).sum(reduce).item<float>()).epsilon(1e-4));
+  require_same(n.exp(), (plain.get_tensordict("n") * 2).exp());
+  n.mul_(0.5);  // through n's leaves, which view the result's storage
+  CHECK(at::allclose(r.get({"n", "l3"}), plain.get({"n", "l3"})));
+  CHECK(at::allclose(r.get("l1"), plain.get("l1") * 2));
+}
+
+TEST_CASE("in-place ops over a packed storage bump the versions autograd checks", "[unit][intact_result]") {
+  // As leaf.mul_(2) would: a leaf saved for backward, then changed, must fail the backward.
+  TensorDict plain = fixture();
+  const at::Tensor w = at::ones({20}).requires_grad_();
+  {
+    TensorDict untouched = consolidate(plain) * 2;
+    CHECK_NOTHROW((untouched.get("l1") * w).sum().backward());  // the backward itself works
+  }
+  SECTION("an intact result whose leaves were read (views of their own)") {
+    TensorDict r = consolidate(plain) * 2;
+    r.unlock_();
+    at::Tensor y = (r.get("l1") * w).sum();
+    REQUIRE(intact(r));
+    SECTION("scalar") { r.mul_(2); }
+    SECTION("unary") { r.abs_(); }
+    CHECK_THROWS_AS(y.backward(), c10::Error);
+  }
+  SECTION("a consolidated tensordict (views of the storage)") {
+    TensorDict packed = consolidate(plain);
+    at::Tensor y = (packed.get("l1") * w).sum();
+    REQUIRE(intact(packed));
+    packed.abs_();
+    CHECK_THROWS_AS(y.backward(), c10::Error);
+  }
+  SECTION("a packed storage that is no intact result") {
+    TensorDict packed = consolidate(plain);
+    packed.unlock_();
+    packed.set("l1", packed.get("l1"));  // written: its leaves still tile the storage
+    REQUIRE_FALSE(intact(packed));
+    at::Tensor y = (packed.get("l1") * w).sum();
+    SECTION("scalar") { packed.mul_(2); }
+    SECTION("unary") { packed.abs_(); }
+    SECTION("zero_") { packed.zero_(); }
+    SECTION("binary") {
+      TensorDict other = consolidate(plain);
+      packed.add_(other);
+    }
+    CHECK_THROWS_AS(y.backward(), c10::Error);
+  }
+}
+
+TEST_CASE("ops over a result while other threads make its leaves agree", "[unit][intact_result]") {
+  TensorDict plain = fixture();
+  const float expected = (plain * 2).sum(reduce).item<float>();
+  for (int round = 0; round < 20; ++round) {
+    TensorDict r = consolidate(plain) * 2;
+    std::vector<int> wrong(3, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) threads.emplace_back([&, t] { read_all(r); });
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        if (std::abs((r * 1).sum(reduce).item<float>() - expected) > 1e-3f * std::abs(expected) + 1e-3f) ++wrong[2];
+      }
+    });
+    for (std::thread& t : threads) t.join();
+    CHECK(wrong[2] == 0);
+    CHECK(intact(r));
+  }
+}
