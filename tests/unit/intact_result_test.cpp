@@ -199,3 +199,27 @@ TEST_CASE("ops over a result while other threads make its leaves agree", "[unit]
     CHECK(intact(r));
   }
 }
+
+TEST_CASE("results of a locked operand are built locked, as lock_() leaves them", "[unit][intact_result]") {
+  TensorDict plain = fixture();
+  TensorDict packed = consolidate(plain);  // locked
+  TensorDict written = consolidate(plain);
+  written.unlock_();
+  written.set("l1", written.get("l1"));  // no intact result: the packed path
+  written.lock_();
+  REQUIRE_FALSE(intact(written));
+  for (const TensorDict& operand : {packed, written}) {
+    for (const TensorDict& r : {operand * 2, operand.exp(), operand + operand, operand.to(at::kDouble)}) {
+      CHECK(r.is_locked());
+      TensorDict n = r.get_tensordict("n");
+      CHECK(n.is_locked());
+      CHECK_THROWS_AS(n.unlock_(), LockedError);  // its locked parent is registered
+      TensorDict copy = r;
+      copy.unlock_();
+      CHECK_FALSE(n.is_locked());
+    }
+    // Results that do not keep the lock stay unlocked.
+    CHECK_FALSE(operand.clone().is_locked());
+    CHECK_FALSE(operand.clone().get_tensordict("n").is_locked());
+  }
+}

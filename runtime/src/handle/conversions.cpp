@@ -37,18 +37,19 @@ namespace {
 // A packed storage (a consolidated tensordict): `fn` once over all of it, the result cut into
 // leaves laid out the same way (so it is packed too); undefined when the leaves are not packed.
 std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                                     size_t result_itemsize = 0) {
-  if (auto intact = ops::map_intact(*td.impl(), fn, result_itemsize)) return keep_names(std::move(*intact), *td.impl());
+                                     size_t result_itemsize = 0, bool lock = false) {
+  if (auto intact = ops::map_intact(*td.impl(), fn, result_itemsize, false, lock))
+    return keep_names(std::move(*intact), *td.impl());
   if (!td.impl()->leaves_alias_storage() || !ops::may_be_packed(*td.impl())) return std::nullopt;
-  std::optional<TensorDict> packed = ops::map_packed(*td.impl(), ops::leaves_of(td), fn, result_itemsize);
+  std::optional<TensorDict> packed = ops::map_packed(*td.impl(), ops::leaves_of(td), fn, result_itemsize, false, lock);
   if (packed) return keep_names(std::move(*packed), *td.impl());
   return std::nullopt;
 }
 }  // namespace
 
 TensorDict TensorDict::to(at::ScalarType dtype) const {
-  if (auto packed = packed_map(*this, [&](const at::Tensor& t) { return t.to(dtype); }, c10::elementSize(dtype)))
-    return keep_lock(*packed, *this);
+  if (auto packed = packed_map(*this, [&](const at::Tensor& t) { return t.to(dtype); }, c10::elementSize(dtype), is_locked()))
+    return *packed;
   return keep_names(keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this), *impl_);
 }
 

@@ -34,7 +34,7 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
         out = loop(fa, fb);
       } catch (const c10::Error&) {
       }
-      if (out.defined()) return keep_lock(in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true), a_in);
+      if (out.defined()) return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true, a_in.is_locked());
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
@@ -56,7 +56,7 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
       // Matched strictly, the result has a's structure (rebuild_pair); a fill-value default
       // may add b's keys, which rebuild_pair places.
       if (out.defined() && def.kind() == BinaryDefault::Kind::None)
-        return keep_lock(packed_result(*a.impl(), out, m.lhs, /*filter_empty=*/true), a_in);
+        return packed_result(*a.impl(), out, m.lhs, /*filter_empty=*/true, a_in.is_locked());
       if (out.defined()) results = unpack_like(out, m.lhs);
     }
   }
@@ -239,13 +239,13 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
   };
   // An intact packed result (Note [Intact results]) or a packed storage (a consolidated
   // tensordict): one kernel over all of it; on an error the per-leaf path below names the key.
-  if (auto intact = map_intact(*td.impl(), over_storage, 0, /*filter_empty=*/true))
-    return keep_lock(std::move(*intact), td);
+  if (auto intact = map_intact(*td.impl(), over_storage, 0, /*filter_empty=*/true, td.is_locked()))
+    return std::move(*intact);
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
   const size_t n = leaves.size();
-  if (auto packed = map_packed(*src.impl(), leaves, over_storage, 0, /*filter_empty=*/true))
-    return keep_lock(std::move(*packed), td);
+  if (auto packed = map_packed(*src.impl(), leaves, over_storage, 0, /*filter_empty=*/true, td.is_locked()))
+    return std::move(*packed);
   LeafList operands(n);
   bool all_tensor_operands = true;
   for (size_t i = 0; i < n; ++i) {

@@ -121,17 +121,17 @@ at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Ten
 
 std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList& leaves,
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,
-                                     bool filter_empty) {
+                                     bool filter_empty, bool lock) {
   const at::Tensor out = run_over(packed_storage_for_result(leaves, result_itemsize), fn);
   if (!out.defined()) return std::nullopt;
-  return packed_result(like, out, leaves, filter_empty);
+  return packed_result(like, out, leaves, filter_empty, lock);
 }
 
 std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                                     size_t result_itemsize, bool filter_empty) {
+                                     size_t result_itemsize, bool filter_empty, bool lock) {
   const at::Tensor out = run_over(intact_storage_for_result(td, result_itemsize), fn);
   if (!out.defined()) return std::nullopt;
-  return in_memory::intact_packed_like(td, out, filter_empty);
+  return in_memory::intact_packed_like(td, out, filter_empty, lock);
 }
 
 void bump_versions(const LeafList& leaves) {
@@ -155,7 +155,7 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
 
 namespace {
 TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves, size_t& next,
-                        bool filter_empty) {
+                        bool filter_empty, bool lock) {
   LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
   out.mark_packed_result();
   like.for_each([&](const std::string& key, const Entry& entry) {
@@ -164,8 +164,11 @@ TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, cons
         out.append_lazy(key, flat, leaves[next++]);
         break;
       case EntryKind::TensorDict: {
-        TensorDict child = packed_level(*entry.tensordict_unchecked().impl(), flat, leaves, next, filter_empty);
-        if (!filter_empty || child.num_keys() != 0) out.append(key, std::move(child));
+        TensorDict child = packed_level(*entry.tensordict_unchecked().impl(), flat, leaves, next, filter_empty, lock);
+        if (!filter_empty || child.num_keys() != 0) {
+          if (lock) out.add_locked_child(child);
+          out.append(key, std::move(child));
+        }
         break;
       }
       case EntryKind::NonTensor:
@@ -175,6 +178,7 @@ TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, cons
         break;
     }
   });
+  if (lock) out.set_locked(true);
   TensorDict result = out.finish();
   if (C10_UNLIKELY(!like.dim_names().empty())) result.impl()->set_dim_names(like.dim_names());
   return result;
@@ -182,9 +186,9 @@ TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, cons
 }  // namespace
 
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
-                         bool filter_empty) {
+                         bool filter_empty, bool lock) {
   size_t next = 0;
-  return packed_level(like, flat, leaves, next, filter_empty);
+  return packed_level(like, flat, leaves, next, filter_empty, lock);
 }
 
 }  // namespace ops

@@ -44,16 +44,17 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
 /// rebuild(like, unpack_like(flat, leaves)) with like's batch sizes, whose leaves are made on
 /// first access (Note [Lazy leaves]): a result dropped, or consumed whole by the next op, never
 /// pays for them. `leaves` are like's tensor leaves in key order; `filter_empty` drops nested
-/// levels without entries, as RebuildOptions::filter_empty.
+/// levels without entries, as RebuildOptions::filter_empty; `lock` builds it locked, as lock_()
+/// would leave it (keep_lock then has nothing to do).
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
-                         bool filter_empty = false);
+                         bool filter_empty = false, bool lock = false);
 
 /// `fn` once over the packed storage of `leaves` (like's tensor leaves in key order, as
 /// packed_storage_for_result), its result laid out as `like` (packed_result); nullopt when they
 /// are not packed or `fn` raised a c10::Error (the per-leaf path then names the leaf).
 std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList& leaves,
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize = 0,
-                                     bool filter_empty = false);
+                                     bool filter_empty = false, bool lock = false);
 
 /// The storage of an intact packed result (in_memory::intact_packed_storage, Note [Intact
 /// results]) that an out-of-place op of `result_itemsize` bytes an element (0: the leaves' own)
@@ -67,7 +68,7 @@ at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const Tenso
 /// (in_memory::intact_packed_like); nullopt when `td` is no such result or `fn` raised a
 /// c10::Error (the per-leaf path then names the leaf).
 std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                                     size_t result_itemsize = 0, bool filter_empty = false);
+                                     size_t result_itemsize = 0, bool filter_empty = false, bool lock = false);
 
 }  // namespace ops
 }  // namespace tensordict

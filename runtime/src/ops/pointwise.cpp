@@ -21,11 +21,11 @@ TensorDict map_unary(const TensorDict& td, const char* op, FunctionRef<at::Tenso
                      FunctionRef<LeafList(const LeafList&)> foreach) {
   // An intact packed result (Note [Intact results]), or a packed storage (a consolidated
   // tensordict): one kernel over all of it.
-  if (auto intact = map_intact(*td.impl(), loop, 0, /*filter_empty=*/true)) return keep_lock(std::move(*intact), td);
+  if (auto intact = map_intact(*td.impl(), loop, 0, /*filter_empty=*/true, td.is_locked())) return std::move(*intact);
   TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
-  if (auto packed = map_packed(*src.impl(), leaves, loop, 0, /*filter_empty=*/true))
-    return keep_lock(std::move(*packed), td);
+  if (auto packed = map_packed(*src.impl(), leaves, loop, 0, /*filter_empty=*/true, td.is_locked()))
+    return std::move(*packed);
   LeafList results = compute(
         leaves.size(), foreach_pays(leaves), [&] { return foreach(leaves); }, [&](size_t i) { return loop(leaves[i]); },
         LeafKeys{*src.impl()}, op);

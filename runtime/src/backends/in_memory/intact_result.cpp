@@ -32,12 +32,13 @@ const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
   return impl->is_packed_result() ? impl : nullptr;
 }
 
-// a == b, written out: IntArrayRef's operator== goes through memcmp, most of this check's cost
-// on leaves of two or three dims.
-bool same_dims(c10::IntArrayRef a, c10::IntArrayRef b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
+// Sizes and strides against a record, in one loop: IntArrayRef's operator== goes through memcmp,
+// most of this check's cost on leaves of two or three dims.
+bool same_geometry(const c10::TensorImpl& t, const LazyLeaves::Record& r) {
+  const c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
+  if (sizes.size() != r.sizes.size()) return false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != r.sizes[d] || strides[d] != r.strides[d]) return false;
   }
   return true;
 }
@@ -54,7 +55,7 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout) {
     // The key set covers names, lazy negation and conjugation; autograd metadata is there for
     // views autograd knows, which must not require grad.
     if (t->key_set() != layout.made_keys || t->dtype() != dtype || t->storage().unsafeGetStorageImpl() != storage ||
-        t->storage_offset() != r.offset || !same_dims(t->sizes(), r.sizes) || !same_dims(t->strides(), r.strides) ||
+        t->storage_offset() != r.offset || !same_geometry(*t, r) ||
         (t->autograd_meta() != nullptr && t->requires_grad()))
       return false;
   }
@@ -131,7 +132,7 @@ bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
 // `outer`: the tensordict `level` is the table of, whose batch size, device and names the result
 // takes (a consolidated root keeps its names, not its table).
 TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const at::Tensor& flat,
-                      bool filter_empty) {
+                      bool filter_empty, bool lock) {
   LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
   out.mark_packed_result();
   const LazyLeaves* layout = level.packed_layout();
@@ -149,8 +150,11 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
         const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
         TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
                  "' of an elementwise operation's operand was replaced while the operation read it");
-        TensorDict result = build_like(*child, *e.tensordict_unchecked().impl(), flat, filter_empty);
-        if (!filter_empty || result.num_keys() != 0) out.append(slot.key, slot.hash, std::move(result));
+        TensorDict result = build_like(*child, *e.tensordict_unchecked().impl(), flat, filter_empty, lock);
+        if (!filter_empty || result.num_keys() != 0) {
+          if (lock) out.add_locked_child(result);
+          out.append(slot.key, slot.hash, std::move(result));
+        }
         break;
       }
       case EntryKind::NonTensor:
@@ -160,6 +164,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
         break;
     }
   });
+  if (lock) out.set_locked(true);
   TensorDict result = out.finish();
   if (C10_UNLIKELY(!outer.dim_names().empty())) result.impl()->set_dim_names(outer.dim_names());
   return result;
@@ -193,12 +198,12 @@ bool same_intact_layout(const TensorDictBase& a, const TensorDictBase& b) {
   return same_level(*x, *y);
 }
 
-TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty) {
+TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock) {
   const TensorDictImpl* level = packed_result_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_packed_like: ", like.type_name(), " is not an in-memory level");
   // Held while building: the new levels get their leaves unmade, which takes no lock.
   std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
-  return build_like(*level, like, flat, filter_empty);
+  return build_like(*level, like, flat, filter_empty, lock);
 }
 
 }  // namespace in_memory

@@ -36,8 +36,9 @@ void bump_made_leaf_versions(const TensorDictBase& td);
 bool same_intact_layout(const TensorDictBase& a, const TensorDictBase& b);
 /// A result shaped like `like` (an intact packed result) with like's batch sizes, whose leaves
 /// are views of `flat` (an elementwise result over like's storage) laid out as like's, made on
-/// first access. `filter_empty` drops nested levels without entries (RebuildOptions).
-TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty);
+/// first access. `filter_empty` drops nested levels without entries (RebuildOptions); `lock`
+/// builds it locked, as lock_() would leave it.
+TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock = false);
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include <c10/util/SmallVector.h>
+
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
@@ -78,11 +80,16 @@ class LevelBuilder {
   /// The level being built (what values are validated against).
   const TensorDictBase& level() const { return *impl_; }
   void set_locked(bool locked) { impl_->set_locked(locked); }
+  /// A nested level (built locked, and appended) whose lock parent the finished level becomes,
+  /// as lock_() registers it: a result built locked needs no second walk.
+  void add_locked_child(const TensorDict& child) { locked_children_.push_back(child.impl()); }
   /// The finished level; the builder is empty afterwards.
   TensorDict finish() {
     impl_->index_appended();
     if (lazy_) impl_->set_lazy_leaves(std::move(lazy_));
-    return TensorDict(std::move(impl_));
+    TensorDict level(std::move(impl_));
+    for (TensorDictBase* child : locked_children_) child->add_lock_parent(level.impl_ptr());
+    return level;
   }
 
  private:
@@ -99,6 +106,7 @@ class LevelBuilder {
   c10::intrusive_ptr<TensorDictImpl> impl_;
   size_t capacity_;
   std::unique_ptr<LazyLeaves> lazy_;
+  c10::SmallVector<TensorDictBase*, 4> locked_children_;
 };
 
 }  // namespace tensordict
