@@ -5,6 +5,7 @@
 #include "support/catch_torch.h"
 
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,30 @@ TEST_CASE("key_hash separates every one-byte change, at any position and key len
   // The length is part of the hash: a key and its zero-padded extension differ.
   CHECK(key_hash("ab") != key_hash(std::string("ab\0", 3)));
   CHECK(key_hash("abcd") != key_hash(std::string("abcd\0\0\0\0", 8)));
+}
+
+TEST_CASE("key_equals tells every one-byte change and length apart, at any position", "[unit][slots]") {
+  // Short keys are compared in two overlapping loads a side: every byte must still count.
+  size_t wrong = 0;
+  for (size_t length = 0; length <= 40; ++length) {
+    std::string base(length, 'k');
+    for (size_t i = 0; i < length; ++i) base[i] = static_cast<char>('a' + i % 26);
+    if (!in_memory::key_equals(base, std::string(base))) ++wrong;
+    if (in_memory::key_equals(base, base + "x") || in_memory::key_equals(base + "x", base)) ++wrong;
+    for (size_t pos = 0; pos < length; ++pos) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string changed = base;
+        if (static_cast<unsigned char>(changed[pos]) == byte) continue;
+        changed[pos] = static_cast<char>(byte);
+        if (in_memory::key_equals(base, changed) || in_memory::key_equals(changed, base)) ++wrong;
+      }
+    }
+  }
+  CHECK(wrong == 0);
+  // Views into longer buffers compare their own bytes only.
+  const std::string buffer = "abcdefghXabcdefghY";
+  CHECK(in_memory::key_equals(std::string_view(buffer).substr(0, 8), std::string_view(buffer).substr(9, 8)));
+  CHECK_FALSE(in_memory::key_equals(std::string_view(buffer).substr(0, 9), std::string_view(buffer).substr(9, 9)));
 }
 
 TEST_CASE("every key is found at its position, below and above the index threshold", "[unit][slots]") {
@@ -339,5 +364,76 @@ TEST_CASE("a level built with its index made once finds every key, appends mixed
     CHECK_FALSE(td.contains("a5"));
     CHECK(td.contains("late"));
     CHECK(td.contains("b17"));
+  }
+}
+
+TEST_CASE("a level built whole gets its index on the first lookup, from any reader or write",
+          "[unit][slots]") {
+  // LevelBuilder::finish leaves a level of more than 16 keys without its index until a lookup by
+  // key (or a write) needs it; walks need none.
+  auto build = [] {
+    LevelBuilder builder({2}, std::nullopt, 40);
+    for (int i = 0; i < 40; ++i) builder.append("k" + std::to_string(i), at::full({2}, static_cast<double>(i)));
+    return builder.finish();
+  };
+  auto value_of = [](const TensorDict& td, const std::string& key) { return td.get(key)[0].item<double>(); };
+  SECTION("walked, then looked up") {
+    TensorDict td = build();
+    REQUIRE(td.impl()->keys().size() == 40);
+    CHECK(td.impl()->keys()[39] == "k39");
+    for (int i = 0; i < 40; ++i) CHECK(value_of(td, "k" + std::to_string(i)) == i);
+    CHECK_FALSE(td.contains("k40"));
+  }
+  SECTION("erased from first") {
+    TensorDict td = build();
+    td.erase("k7");
+    td.erase("k39");
+    CHECK_FALSE(td.contains("k7"));
+    CHECK(td.impl()->keys().size() == 38);
+    for (int i = 8; i < 39; ++i) CHECK(value_of(td, "k" + std::to_string(i)) == i);
+  }
+  SECTION("renamed first") {
+    TensorDict td = build();
+    td.rename_key_("k3", "three");
+    CHECK(value_of(td, "three") == 3);
+    CHECK_FALSE(td.contains("k3"));
+    CHECK(position(td, "three") == 3);
+    CHECK(value_of(td, "k30") == 30);
+  }
+  SECTION("appended to first") {
+    TensorDict td = build();
+    td.set("k40", at::full({2}, 40.0));
+    td.set("k5", at::full({2}, -5.0));  // replaces
+    CHECK(td.impl()->keys().size() == 41);
+    for (int i = 6; i <= 40; ++i) CHECK(value_of(td, "k" + std::to_string(i)) == i);
+    CHECK(value_of(td, "k5") == -5);
+  }
+  SECTION("looked up first by concurrent readers") {
+    for (int round = 0; round < 20; ++round) {
+      TensorDict td = build();
+      std::vector<int> wrong(4, 0);
+      std::vector<std::thread> readers;
+      for (int t = 0; t < 4; ++t) {
+        readers.emplace_back([&, t] {
+          for (int i = 0; i < 40; ++i) {
+            if (!td.impl()->has("k" + std::to_string((i + 10 * t) % 40))) ++wrong[t];
+          }
+          if (td.impl()->has("missing")) ++wrong[t];
+        });
+      }
+      for (std::thread& r : readers) r.join();
+      for (int t = 0; t < 4; ++t) CHECK(wrong[t] == 0);
+    }
+  }
+  SECTION("flatten_keys") {
+    TensorDict nested({}, {2});
+    for (int g = 0; g < 4; ++g) {
+      for (int x = 0; x < 10; ++x) nested.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::full({2}, g * 10.0 + x));
+    }
+    TensorDict flat = nested.flatten_keys(".");
+    REQUIRE(flat.num_keys() == 40);
+    for (int g = 0; g < 4; ++g) {
+      for (int x = 0; x < 10; ++x) CHECK(value_of(flat, "g" + std::to_string(g) + "." + std::to_string(x).insert(0, "x")) == g * 10 + x);
+    }
   }
 }

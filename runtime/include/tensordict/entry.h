@@ -67,7 +67,12 @@ class Entry {
   // 16 bytes, and a move copies a pointer and a tag whatever the kind.
   struct NonTensorBox;
 
+  // The empty case inline: moved-from and default entries (most destructors on the write paths)
+  // then cost a compare, not a call the compiler would not inline.
   void reset() noexcept {
+    if (kind_ != Kind::Undefined) release();
+  }
+  void release() noexcept {
     switch (kind_) {
       case Kind::Tensor: tensor_.~Tensor(); break;
       case Kind::TensorDict: tensordict_.~TensorDict(); break;

@@ -1,5 +1,6 @@
 #pragma once
-// The 32-bit key hash of the in-memory backend's key table. Not persisted anywhere.
+// The 32-bit key hash of the in-memory backend's key table (not persisted anywhere), and the key
+// comparison its lookups confirm a hash match with.
 
 #include <cstdint>
 #include <cstring>
@@ -40,6 +41,24 @@ inline uint32_t key_hash(std::string_view key) {
   }
   // The length goes in the top byte, away from the bytes of short keys.
   return static_cast<uint32_t>(((v ^ (uint64_t{key.size()} << 56)) * kHashMultiplier) >> 32);
+}
+
+/// a == b, with the short keys of a tensordict compared in two loads a side (overlapping, within
+/// both keys) instead of a call to memcmp, which costs more than the compare on keys this short.
+inline bool key_equals(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char *p = a.data(), *q = b.data();
+  if (n < 4) return n == 0 || (p[0] == q[0] && p[n / 2] == q[n / 2] && p[n - 1] == q[n - 1]);
+  if (n <= 8) {
+    return load_bytes<uint32_t>(p) == load_bytes<uint32_t>(q) &&
+           load_bytes<uint32_t>(p + n - 4) == load_bytes<uint32_t>(q + n - 4);
+  }
+  if (n <= 16) {
+    return load_bytes<uint64_t>(p) == load_bytes<uint64_t>(q) &&
+           load_bytes<uint64_t>(p + n - 8) == load_bytes<uint64_t>(q + n - 8);
+  }
+  return std::memcmp(p, q, n) == 0;
 }
 
 }  // namespace in_memory

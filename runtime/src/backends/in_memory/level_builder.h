@@ -34,12 +34,14 @@ class LevelBuilder {
   void append(K&& key, uint32_t hash, V&& value) {
     impl_->append_unindexed(std::forward<K>(key), hash, std::forward<V>(value));
   }
-  /// Adds the entry unless the key is already there (then returns false); hashes the key once.
-  template <typename V>
-  bool try_append(std::string_view key, V&& value) {
-    const uint32_t hash = in_memory::key_hash(key);
-    if (impl_->find_slot(key, hash) >= 0) return false;
-    impl_->append_unchecked(key, hash, std::forward<V>(value));
+  /// Adds the entry unless the key is already there (then returns false, `key` untouched);
+  /// hashes the key once. `key` is a std::string (moved in when added) or a std::string_view.
+  template <typename K, typename V>
+  bool try_append(K&& key, V&& value) {
+    const std::string_view view(key);
+    const uint32_t hash = in_memory::key_hash(view);
+    if (impl_->find_slot(view, hash) >= 0) return false;
+    impl_->append_unchecked(std::forward<K>(key), hash, std::forward<V>(value));
     return true;
   }
   /// Adds a tensor leaf made on first access (Note [Lazy leaves]): a view of `flat` (a whole

@@ -40,6 +40,7 @@ void TensorDictImpl::release_resources() {
   written();
   clear_slots();
   index_.clear();
+  index_pending_.store(false, std::memory_order_relaxed);
   TensorDictBase::release_resources();
 }
 
@@ -55,6 +56,7 @@ void TensorDictImpl::clear() {
   bump_layout_version();
   clear_slots();
   index_.clear();
+  index_pending_.store(false, std::memory_order_relaxed);
 }
 
 void TensorDictImpl::grow(size_t min_capacity) {
@@ -73,11 +75,12 @@ void TensorDictImpl::grow(size_t min_capacity) {
 }
 
 int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
+  build_pending_index();
   if (index_.empty()) {
     // No tombstones without an index.
     const Slot* slots = slots_;
     for (size_t i = 0, n = size_; i < n; ++i) {
-      if (slots[i].hash == hash && slots[i].key == key) return static_cast<int64_t>(i);
+      if (slots[i].hash == hash && in_memory::key_equals(slots[i].key, key)) return static_cast<int64_t>(i);
     }
     return -1;
   }
@@ -99,7 +102,7 @@ void TensorDictImpl::unindex(size_t hole) {
   index_[hole] = 0;
 }
 
-void TensorDictImpl::index_insert(uint32_t slot) {
+void TensorDictImpl::index_insert(uint32_t slot) const {
   const size_t mask = index_.size() - 1;
   const uint32_t hash = slots_[slot].hash;
   size_t b = bucket_of(hash);
@@ -107,9 +110,16 @@ void TensorDictImpl::index_insert(uint32_t slot) {
   index_[b] = index_entry(hash, slot);
 }
 
-void TensorDictImpl::rebuild_index() {
+void TensorDictImpl::build_index_now() const {
+  // Concurrent first lookups: one builds, the others wait and find it built.
+  std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
+  if (index_pending_.load(std::memory_order_relaxed)) rebuild_index();
+}
+
+void TensorDictImpl::rebuild_index() const {
   if (size_ <= kLinearScanLimit && size_ == live_) {
     index_.clear();
+    index_pending_.store(false, std::memory_order_release);
     return;
   }
   size_t cap = 64;
@@ -123,6 +133,7 @@ void TensorDictImpl::rebuild_index() {
   for (uint32_t i = 0; i < size_; ++i) {
     if (slots_[i].live) index_insert(i);
   }
+  index_pending_.store(false, std::memory_order_release);
 }
 
 void TensorDictImpl::index_append() {
@@ -219,7 +230,7 @@ size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
   for (size_t b = bucket_of(hash);; b = (b + 1) & mask) {
     const uint64_t entry = index_[b];
     if (entry == 0) return SIZE_MAX;
-    if (entry_hash(entry) == hash && slots_[entry_slot(entry)].key == key) return b;
+    if (entry_hash(entry) == hash && in_memory::key_equals(slots_[entry_slot(entry)].key, key)) return b;
   }
 }
 
@@ -229,6 +240,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
     make_lazy_leaves();  // the slots after the key move
   }
   if (C10_UNLIKELY(packed_result_) && find_slot(key) >= 0) written();
+  build_pending_index();  // a large level is erased from through its index (O(1))
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.
     const int64_t found = find_slot(key);
@@ -258,6 +270,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
 void TensorDictImpl::rename(std::string_view from, std::string_view to) {
   make_leaves();
   if (C10_UNLIKELY(packed_result_) && find_slot(from) >= 0) written();
+  build_pending_index();
   const uint32_t from_hash = in_memory::key_hash(from);
   uint32_t i = 0;
   if (index_.empty()) {

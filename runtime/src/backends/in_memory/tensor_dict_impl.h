@@ -3,7 +3,9 @@
 // every slot keeps a 32-bit hash of its key. A lookup hashes the key once, then either scans
 // the slots' hashes (a level of up to 16 keys: cheaper than probing, and no index to build) or
 // probes an open-addressing index built from the stored hashes, so keys are never hashed twice.
-// A level made with `make(..., capacity)` carries its first slots in the same allocation.
+// A level made with `make(..., capacity)` carries its first slots in the same allocation. A level
+// built whole (LevelBuilder) gets its index on the first lookup by key or write, under a lock
+// (index_appended): results that are only walked never build one.
 //
 // Note [Erasing in O(1)]: above 16 keys an erased slot becomes a tombstone (skipped by every
 // walk) and leaves the index by backward-shift deletion; the slots are compacted, in order,
@@ -78,13 +80,14 @@ class TensorDictImpl final : public TensorDictBase {
   const Entry* peek_at(std::string_view key, size_t position) const override {
     // Slot `position` holds the key when both levels list the same keys in the same order and
     // this one has no tombstones before it: one string compare instead of a hash and a scan.
-    if (position < size_ && slots_[position].live && slots_[position].key == key) return entry_read(slots_[position]);
+    if (position < size_ && slots_[position].live && in_memory::key_equals(slots_[position].key, key))
+      return entry_read(slots_[position]);
     return peek(key);
   }
   void insert_or_assign_at(std::string_view key, size_t position, Entry value) override {
     // As peek_at: the slot at `position` when it holds the key, else the usual lookup.
     make_leaves();
-    if (position < size_ && slots_[position].live && slots_[position].key == key) {
+    if (position < size_ && slots_[position].live && in_memory::key_equals(slots_[position].key, key)) {
       if (C10_UNLIKELY(packed_result_)) written();
       slots_[position].value = std::move(value);
       return;
@@ -131,9 +134,11 @@ class TensorDictImpl final : public TensorDictBase {
     bump_layout_version();
     if (!index_.empty()) index_append();  // an indexed append came first: keep the index whole
   }
-  /// The index of what append_unindexed added (none needed up to 16 keys).
+  /// The index of what append_unindexed added (none needed up to 16 keys), built on the first
+  /// lookup by key: a level only walked (flattened keys printed, a result the next op consumes
+  /// whole) never pays for it. Until then the level has no tombstones, so a walk needs none.
   void index_appended() {
-    if (size_ > kLinearScanLimit && index_.empty()) rebuild_index();
+    if (size_ > kLinearScanLimit && index_.empty()) index_pending_.store(true, std::memory_order_release);
   }
   /// Room for `n` entries (a level not made with make() starts with none).
   void reserve(size_t n) {
@@ -189,7 +194,12 @@ class TensorDictImpl final : public TensorDictBase {
   size_t find_bucket(std::string_view key, uint32_t hash) const;
   /// Removes the bucket from the index, shifting the probe chain after it back.
   void unindex(size_t bucket);
-  void index_insert(uint32_t slot);
+  void index_insert(uint32_t slot) const;
+  /// Builds the index index_appended() left for the first lookup; one atomic load when none is.
+  void build_pending_index() const {
+    if (C10_UNLIKELY(index_pending_.load(std::memory_order_acquire))) build_index_now();
+  }
+  void build_index_now() const;
 
   // An index entry packs the key's hash (high half) with its slot position + 1 (low half), so
   // probing and backward shifts compare hashes without touching the slots: on a large level
@@ -237,7 +247,7 @@ class TensorDictImpl final : public TensorDictBase {
   void clear_slots() noexcept;
   /// Drops the tombstones, keeping the order, and rebuilds the index.
   void compact();
-  void rebuild_index();
+  void rebuild_index() const;
   void after_append() {
     bump_layout_version();
     if (size_ > kLinearScanLimit) index_append();
@@ -254,8 +264,10 @@ class TensorDictImpl final : public TensorDictBase {
   bool slots_on_heap_ = false;
   // Open-addressing table of index_entry()s (0 = empty); empty while small. Its size is
   // 2^(32 - index_shift_).
-  std::vector<uint64_t> index_;
-  uint8_t index_shift_ = 26;
+  // Built by const lookups too (index_appended), under lazy_mutex(): mutable.
+  mutable std::vector<uint64_t> index_;
+  mutable uint8_t index_shift_ = 26;
+  mutable std::atomic<bool> index_pending_{false};
   bool packed_result_ = false;
   // The layout records of a packed result's leaves, until the first write (Note [Intact
   // results]); lazy_ points to them while the leaves are not made (null once they are, or when
