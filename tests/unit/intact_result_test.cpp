@@ -5,6 +5,7 @@
 // nested level of a result is not taken for the whole storage, and that in-place ops over a
 // packed storage bump the versions autograd checks, as per-leaf in-place ops do.
 #include "support/catch_torch.h"
+#include "support/packed_fixtures.h"
 
 #include <thread>
 
@@ -19,28 +20,14 @@
 using namespace tensordict;
 
 namespace {
-// Leaves at the root and in a nested level: consolidate packs them with no gap.
+// Leaves at the root and in a nested level, one of them 3-D: consolidate packs them with no gap.
 TensorDict fixture() {
-  TensorDict td({}, {10});
-  for (int i = 0; i < 9; ++i) {
-    const NestedKey key = i % 3 == 0 ? NestedKey({"n", "l" + std::to_string(i)}) : NestedKey("l" + std::to_string(i));
-    td.set(key, i == 3 ? at::randn({10, 4, 5}) : at::randn({10, 20}));
-  }
-  return td;
+  return testing_support::root_and_nested_leaves(9, [](int i) { return i == 3 ? at::randn({10, 4, 5}) : at::randn({10, 20}); });
 }
 
 bool intact(const TensorDict& td) { return in_memory::intact_packed_storage(*td.impl()).defined(); }
 
-// Every leaf of `a` equals `b`'s under the same key, and both have the same keys.
-void require_same(const TensorDict& a, const TensorDict& b) {
-  const std::vector<NestedKey> keys = b.keys(true, true);
-  REQUIRE(a.keys(true, true).size() == keys.size());
-  for (const NestedKey& k : keys) {
-    INFO(k.repr());
-    REQUIRE(a.contains(k));
-    CHECK(at::allclose(a.get(k).rename(c10::nullopt), b.get(k).rename(c10::nullopt)));
-  }
-}
+void require_same(const TensorDict& a, const TensorDict& b) { testing_support::require_same_leaves(a, b); }
 
 // Reads every leaf (makes every level's leaves).
 void read_all(const TensorDict& td) {

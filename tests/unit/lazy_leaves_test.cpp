@@ -3,6 +3,7 @@
 // (Note [Intact results]) without making them. These cases check that the leaves are made only then, that every read and
 // write sees the values the per-leaf path gives, and that concurrent first reads agree.
 #include "support/catch_torch.h"
+#include "support/packed_fixtures.h"
 
 #include <algorithm>
 #include <thread>
@@ -19,12 +20,7 @@ using namespace tensordict;
 namespace {
 // Leaves at the root and in a nested level, 1k floats each: consolidate packs them with no gap.
 TensorDict fixture() {
-  TensorDict td({}, {10});
-  for (int i = 0; i < 12; ++i) {
-    const NestedKey key = i % 3 == 0 ? NestedKey({"n", "l" + std::to_string(i)}) : NestedKey("l" + std::to_string(i));
-    td.set(key, at::randn({10, 100}));
-  }
-  return td;
+  return testing_support::root_and_nested_leaves(12, [](int) { return at::randn({10, 100}); });
 }
 
 // Only nested levels under the root (its own level has no leaf to make).
@@ -43,16 +39,7 @@ bool root_unmade(const TensorDict& td) {
   return level != nullptr && level->has_lazy_leaves();
 }
 
-// Every leaf of `a` equals `b`'s under the same key, and both have the same keys.
-void require_same(const TensorDict& a, const TensorDict& b) {
-  const std::vector<NestedKey> keys = b.keys(true, true);
-  REQUIRE(a.keys(true, true).size() == keys.size());
-  for (const NestedKey& k : keys) {
-    INFO(k.repr());
-    REQUIRE(a.contains(k));
-    CHECK(at::equal(a.get(k), b.get(k)));
-  }
-}
+void require_same(const TensorDict& a, const TensorDict& b) { testing_support::require_same_leaves(a, b); }
 }  // namespace
 
 TEST_CASE("a packed op's result makes its leaves on the first read of their level", "[unit][lazy_leaves]") {

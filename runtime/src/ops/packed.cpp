@@ -178,10 +178,7 @@ TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, cons
         break;
     }
   });
-  if (lock) out.set_locked(true);
-  TensorDict result = out.finish();
-  if (C10_UNLIKELY(!like.dim_names().empty())) result.impl()->set_dim_names(like.dim_names());
-  return result;
+  return out.finish_like(like, lock);
 }
 }  // namespace
 

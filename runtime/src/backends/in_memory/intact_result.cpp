@@ -164,10 +164,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
         break;
     }
   });
-  if (lock) out.set_locked(true);
-  TensorDict result = out.finish();
-  if (C10_UNLIKELY(!outer.dim_names().empty())) result.impl()->set_dim_names(outer.dim_names());
-  return result;
+  return out.finish_like(outer, lock);
 }
 
 }  // namespace

@@ -93,6 +93,13 @@ class LevelBuilder {
     for (TensorDictBase* child : locked_children_) child->add_lock_parent(level.impl_ptr());
     return level;
   }
+  /// finish() for a level built like `like` (an op's operand): its dim names, locked if `lock`.
+  TensorDict finish_like(const TensorDictBase& like, bool lock) {
+    if (lock) set_locked(true);
+    TensorDict level = finish();
+    if (C10_UNLIKELY(!like.dim_names().empty())) level.impl()->set_dim_names(like.dim_names());
+    return level;
+  }
 
  private:
   uint32_t next_slot() const { return static_cast<uint32_t>(impl_->num_entries()); }  // no tombstones while built
