@@ -70,6 +70,15 @@ TEST_CASE("a result whose leaves were read stays intact and its ops stay exact",
   CHECK(intact(a));
   CHECK(at::allclose(l1, plain.get("l1") * 4 + 1));
   require_same(a, plain * 4 + 1);
+  a.add_(b);  // two intact results of one layout
+  a.sub_(fresh, 2);
+  CHECK(intact(a));
+  CHECK(at::allclose(l1, plain.get("l1") + 1, 1e-4, 1e-5));  // 4x + 1 + 3x - 2 * 3x
+  a.fill_(0.5);
+  CHECK(intact(a));
+  CHECK(at::equal(l1, at::full_like(l1, 0.5)));
+  a.zero_();
+  require_same(a, plain * 0);
 }
 
 TEST_CASE("a made leaf changed in place takes its result off the one-kernel path", "[unit][intact_result]") {
@@ -142,6 +151,9 @@ TEST_CASE("in-place ops over a packed storage bump the versions autograd checks"
     REQUIRE(intact(r));
     SECTION("scalar") { r.mul_(2); }
     SECTION("unary") { r.abs_(); }
+    SECTION("zero_") { r.zero_(); }
+    SECTION("binary with an intact result of one layout") { r.add_(consolidate(plain) * 3); }
+    CHECK(intact(r));  // the one-kernel path ran
     CHECK_THROWS_AS(y.backward(), c10::Error);
   }
   SECTION("a consolidated tensordict (views of the storage)") {

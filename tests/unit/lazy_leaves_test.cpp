@@ -118,7 +118,13 @@ TEST_CASE("in-place ops on an intact result change the storage its leaves will v
   r.mul_(3);
   r.add_(1);
   r.exp_();
+  r.add_(consolidate(plain) * 0);  // binary, both unread: one kernel, the leaves still not made
+  CHECK(root_unmade(r));
   CHECK(intact(r));
+  TensorDict filled = consolidate(plain) * 2;
+  filled.fill_(3);
+  CHECK(root_unmade(filled));
+  require_same(filled, plain * 0 + 3);
   require_same(r, ((plain * 2) * 3 + 1).exp());
   // Once made, in-place ops change the leaves handed out.
   const at::Tensor l1 = r.get("l1");

@@ -85,6 +85,20 @@ bool foreach_inplace_safe(const LeafList& self, const LeafList& other) {
 void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> loop,
                  FunctionRef<bool(const LeafList&, const LeafList&)> foreach) {
+  {
+    // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
+    bool own_versions = false;
+    const at::Tensor fa = in_memory::intact_packed_storage(*a_in.impl(), &own_versions);
+    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
+      try {
+        loop(fa, fb);  // a dtype error fails before writing
+        if (own_versions) in_memory::bump_made_leaf_versions(*a_in.impl());
+        return;
+      } catch (const c10::Error&) {
+        // the matched path below names the key
+      }
+    }
+  }
   InPlaceTarget target(a_in);
   const TensorDict b = readable(b_in);
   MatchedLeaves m;
