@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <ATen/core/Dimname.h>
+#include <c10/core/InferenceMode.h>
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/entry.h>
@@ -221,4 +222,45 @@ TEST_CASE("results of a locked operand are built locked, as lock_() leaves them"
     CHECK_FALSE(operand.clone().is_locked());
     CHECK_FALSE(operand.clone().get_tensordict("n").is_locked());
   }
+}
+
+TEST_CASE("an op whose result would alias the operand's storage returns the leaves themselves",
+          "[unit][intact_result]") {
+  // to() of the same dtype: per leaf it returns each leaf itself, so in-place changes through
+  // either tree are seen (and versioned) in both; new views over the same storage would not be.
+  TensorDict plain = fixture();
+  TensorDict r = consolidate(plain) * 2;
+  r.unlock_();
+  const at::Tensor x = r.get("l1");
+  const at::Tensor w = at::ones({20}).requires_grad_();
+  at::Tensor y = (x * w).sum();
+  TensorDict same = r.to(at::kFloat);
+  CHECK(same.get("l1").unsafeGetTensorImpl() == x.unsafeGetTensorImpl());
+  same.mul_(2);
+  CHECK(at::allclose(x, plain.get("l1") * 4));
+  CHECK_THROWS_AS(y.backward(), c10::Error);
+  TensorDict fresh = consolidate(plain);
+  CHECK(fresh.to(at::kFloat).get("l2").unsafeGetTensorImpl() == fresh.get("l2").unsafeGetTensorImpl());
+}
+
+TEST_CASE("an in-place op on an inference storage outside inference mode writes no leaf twice",
+          "[unit][intact_result]") {
+  // PyTorch raises that error after writing: the one-kernel paths must not run first and then
+  // let the per-leaf path write again.
+  TensorDict plain = fixture();
+  TensorDict packed;
+  {
+    c10::InferenceMode guard;
+    packed = consolidate(plain);
+  }
+  REQUIRE(packed.get("l1").is_inference());
+  CHECK_THROWS(packed.mul_(2));
+  int doubled = 0, other = 0;
+  for (const NestedKey& k : plain.keys(true, true)) {
+    const at::Tensor now = packed.get(k), before = plain.get(k);
+    if (at::equal(now, before * 2)) ++doubled;
+    else if (!at::equal(now, before)) ++other;
+  }
+  CHECK(doubled <= 1);  // the per-leaf path stops at its first leaf
+  CHECK(other == 0);
 }

@@ -111,24 +111,19 @@ TensorDict empty_structure(const TensorDictBase& td, bool recurse) {
 // where leaves are copies; once over a packed storage (a consolidated tensordict).
 void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> fn) {
   bool own_versions = false;
-  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions); flat.defined()) {
-    try {
-      fn(flat);  // an intact packed result (Note [Intact results]): its leaves view what this changes
-      if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
-      return;
-    } catch (const c10::Error&) {
-    }
+  // An intact packed result (Note [Intact results]): its leaves view what this changes.
+  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
+      ops::write_over(flat, [&] { fn(flat); })) {
+    if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+    return;
   }
   ops::InPlaceTarget target(td);
   ops::LeafList leaves = ops::leaves_of(target.tree());
-  if (const at::Tensor flat = ops::packed_storage(leaves); flat.defined()) {
-    try {
-      fn(flat);  // fails before writing (a dtype error), and the per-leaf path names the key
-      ops::bump_versions(leaves);
-      target.commit();
-      return;
-    } catch (const c10::Error&) {
-    }
+  // A packed storage; else the per-leaf path names the failing key.
+  if (const at::Tensor flat = ops::packed_storage(leaves); ops::write_over(flat, [&] { fn(flat); })) {
+    ops::bump_versions(leaves);
+    target.commit();
+    return;
   }
   ops::compute_(
       leaves.size(), false, [] { return false; }, [&](size_t i) { fn(leaves[i]); },

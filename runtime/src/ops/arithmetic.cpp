@@ -89,14 +89,9 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
     // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
     bool own_versions = false;
     const at::Tensor fa = in_memory::intact_packed_storage(*a_in.impl(), &own_versions);
-    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
-      try {
-        loop(fa, fb);  // a dtype error fails before writing
-        if (own_versions) in_memory::bump_made_leaf_versions(*a_in.impl());
-        return;
-      } catch (const c10::Error&) {
-        // the matched path below names the key
-      }
+    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined() && write_over(fa, [&] { loop(fa, fb); })) {
+      if (own_versions) in_memory::bump_made_leaf_versions(*a_in.impl());
+      return;
     }
   }
   InPlaceTarget target(a_in);
@@ -108,14 +103,11 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
   const BinaryDefault def;
   match_leaves(target.tree(), b, def, m);
   const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
-  if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
-    try {
-      loop(fa, fb);  // one kernel over both packed storages; a dtype error fails before writing
-      bump_versions(m.lhs);
-      target.commit();
-      return;
-    } catch (const c10::Error&) {
-    }
+  // One kernel over both packed storages; else the matched path below names the failing key.
+  if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs) && write_over(fa, [&] { loop(fa, fb); })) {
+    bump_versions(m.lhs);
+    target.commit();
+    return;
   }
   compute_(
       m.lhs.size(), foreach_inplace_safe(m.lhs, m.rhs), [&] { return foreach(m.lhs, m.rhs); },
@@ -284,16 +276,15 @@ void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, con
   const char* name = arith_name(op, true);
   ScalarOperand scalar(other);
   bool own_versions = false;
-  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions); flat.defined()) {
-    try {
-      // An intact packed result: its leaves view what this changes.
-      const at::Tensor& operand = scalar.for_leaf(flat);
-      if (operand.defined()) arith_(op, flat, operand, alpha);
-      else arith_(op, flat, other, alpha);
-      if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
-      return;
-    } catch (const c10::Error&) {
-    }
+  // An intact packed result: its leaves view what this changes.
+  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
+      write_over(flat, [&] {
+        const at::Tensor& operand = scalar.for_leaf(flat);
+        if (operand.defined()) arith_(op, flat, operand, alpha);
+        else arith_(op, flat, other, alpha);
+      })) {
+    if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+    return;
   }
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
@@ -303,17 +294,15 @@ void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, con
     operands[i] = scalar.for_leaf(leaves[i]);
     all_tensor_operands = all_tensor_operands && operands[i].defined();
   }
-  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
-    // A packed storage (a consolidated tensordict): one kernel over all of it (a dtype error
-    // fails before writing; the per-leaf path below then names the key).
-    try {
-      if (operands[0].defined()) arith_(op, flat, operands[0], alpha);
-      else arith_(op, flat, other, alpha);
-      bump_versions(leaves);
-      target.commit();
-      return;
-    } catch (const c10::Error&) {
-    }
+  // A packed storage (a consolidated tensordict): one kernel over all of it; else the per-leaf
+  // path below names the failing key.
+  if (const at::Tensor flat = packed_storage(leaves); write_over(flat, [&] {
+        if (operands[0].defined()) arith_(op, flat, operands[0], alpha);
+        else arith_(op, flat, other, alpha);
+      })) {
+    bump_versions(leaves);
+    target.commit();
+    return;
   }
   // Float/double leaves with a real scalar cannot fail: one foreach call.
   compute_(

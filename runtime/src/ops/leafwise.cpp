@@ -356,7 +356,7 @@ void rethrow_leaf_error(const char* op, FunctionRef<NestedKey()> key) {
 }
 
 TensorDict keep_lock(TensorDict out, const TensorDict& src) {
-  if (src.is_locked() && !out.is_locked()) out.lock_();
+  if (src.is_locked()) out.lock_();
   return out;
 }
 

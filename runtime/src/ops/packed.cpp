@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 
 #include <tensordict/entry.h>
@@ -107,15 +108,20 @@ at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const Tenso
 }
 
 namespace {
-// fn(flat), or undefined when `flat` is undefined or `fn` raises a c10::Error (the per-leaf path
-// then names the leaf).
+// fn(flat), or undefined when `flat` is undefined, `fn` raises a c10::Error (the per-leaf path
+// then names the leaf) or returns a view of `flat` (`to` of the same dtype, `detach`): per leaf,
+// such an op returns the leaves themselves, or views sharing their version counters, where new
+// leaves over the same storage would not see each other's in-place changes.
 at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
   if (!flat.defined()) return at::Tensor();
+  at::Tensor out;
   try {
-    return fn(flat);
+    out = fn(flat);
   } catch (const c10::Error&) {
     return at::Tensor();
   }
+  if (out.has_storage() && out.storage().is_alias_of(flat.storage())) return at::Tensor();
+  return out;
 }
 }  // namespace
 
@@ -132,6 +138,16 @@ std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::T
   const at::Tensor out = run_over(intact_storage_for_result(td, result_itemsize), fn);
   if (!out.defined()) return std::nullopt;
   return in_memory::intact_packed_like(td, out, filter_empty, lock);
+}
+
+bool write_over(const at::Tensor& flat, FunctionRef<void()> write) {
+  if (!flat.defined() || (flat.is_inference() && !c10::InferenceMode::is_enabled())) return false;
+  try {
+    write();
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
 }
 
 void bump_versions(const LeafList& leaves) {

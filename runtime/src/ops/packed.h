@@ -32,6 +32,12 @@ constexpr size_t kLargestPackedCpuResult = size_t{32} << 20;
 /// `result_itemsize` bytes an element (0: the leaves' own); undefined also where one result
 /// over the whole storage costs more than the kernels it saves (a large CPU result, packed.cpp).
 at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_itemsize = 0);
+/// Runs `write`, an in-place kernel over the packed storage `flat`, and says whether it ran. False
+/// when `flat` is undefined; when it is an inference tensor outside inference mode (PyTorch raises
+/// that error only after writing, so the per-leaf path would write again); or when `write` raised
+/// a c10::Error, which the kernels raise before writing (a dtype error): the per-leaf path then
+/// runs and names the key.
+bool write_over(const at::Tensor& flat, FunctionRef<void()> write);
 /// After an in-place op over packed_storage(leaves): bumps each leaf's version, as the op on each
 /// leaf would have (the storage's flat view has a version counter of its own), so autograd
 /// refuses a backward through a leaf saved before the change.

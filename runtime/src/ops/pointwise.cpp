@@ -46,25 +46,19 @@ bool all_floating(const LeafList& leaves) {
 void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> loop,
                 FunctionRef<bool(const LeafList&)> foreach) {
   bool own_versions = false;
-  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions); flat.defined()) {
-    try {
-      loop(flat);  // an intact packed result: its leaves view what this changes
-      if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
-      return;
-    } catch (const c10::Error&) {
-    }
+  // An intact packed result: its leaves view what this changes.
+  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
+      write_over(flat, [&] { loop(flat); })) {
+    if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+    return;
   }
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
-  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
-    try {
-      loop(flat);  // one kernel over the packed storage; a dtype error fails before writing
-      bump_versions(leaves);
-      target.commit();
-      return;
-    } catch (const c10::Error&) {
-      // the per-leaf path below names the failing key
-    }
+  // One kernel over the packed storage; else the per-leaf path below names the failing key.
+  if (const at::Tensor flat = packed_storage(leaves); write_over(flat, [&] { loop(flat); })) {
+    bump_versions(leaves);
+    target.commit();
+    return;
   }
   // The foreach kernel for floating leaves (which in-place unary math cannot fail on), a loop
   // naming the failing key otherwise.

@@ -1,6 +1,5 @@
 #include "backends/in_memory/intact_result.h"
 
-#include <mutex>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -70,7 +69,9 @@ struct Walk {
   bool own_versions = false;
 };
 
-// Whether `level` and its nested levels are intact, all over one storage: under lazy_mutex().
+// Whether `level` and its nested levels are intact, all over one storage. No lock: the records
+// and the slots' kinds never change while other threads read (a write is not concurrent with
+// reads), and a made leaf is read only after the release that published it (unmade_leaves()).
 bool all_intact(const TensorDictImpl& level, Walk& walk) {
   size_t tensors = 0;
   bool intact = true;
@@ -172,7 +173,6 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
 at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
   const TensorDictImpl* level = packed_result_level(td);
   if (level == nullptr) return at::Tensor();
-  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   Walk walk;
   if (!all_intact(*level, walk) || walk.flat == nullptr) return at::Tensor();
   // A nested level of a result is intact too, but its leaves cover only part of the storage.
@@ -184,22 +184,18 @@ at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
 void bump_made_leaf_versions(const TensorDictBase& td) {
   const TensorDictImpl* level = packed_result_level(td);
   if (level == nullptr) return;
-  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   bump_level(*level);
 }
 
 bool same_intact_layout(const TensorDictBase& a, const TensorDictBase& b) {
   const TensorDictImpl *x = packed_result_level(a), *y = packed_result_level(b);
   if (x == nullptr || y == nullptr) return false;
-  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   return same_level(*x, *y);
 }
 
 TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock) {
   const TensorDictImpl* level = packed_result_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_packed_like: ", like.type_name(), " is not an in-memory level");
-  // Held while building: the new levels get their leaves unmade, which takes no lock.
-  std::lock_guard<std::recursive_mutex> guard(TensorDictImpl::lazy_mutex());
   return build_like(*level, like, flat, filter_empty, lock);
 }
 

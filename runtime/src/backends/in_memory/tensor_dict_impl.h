@@ -164,17 +164,19 @@ class TensorDictImpl final : public TensorDictBase {
   }
   /// True while the level's leaves are not made yet.
   bool has_lazy_leaves() const { return lazy_.load(std::memory_order_acquire) != nullptr; }
-  /// Held while leaves are made, and by readers of unmade_leaves() and for_each_unmade().
+  /// Held while leaves are made, and while an index is built on a first lookup.
   static std::recursive_mutex& lazy_mutex();
-  /// The leaves not made yet (nullptr: none), under lazy_mutex().
+  /// The leaves not made yet (nullptr: none, and then the slots' tensors, published by this
+  /// acquire, may be read by any thread).
   const LazyLeaves* unmade_leaves() const { return lazy_.load(std::memory_order_acquire); }
   /// Where the leaves of a packed result lie in its storage, made or not, while nothing was
   /// written to the level since it was built (Note [Intact results]); nullptr otherwise.
   const LazyLeaves* packed_layout() const { return layout_.get(); }
   /// The live slot at `i` of a level nothing was erased from (a packed result: no tombstones).
   const Slot& slot_at(size_t i) const { return slots_[i]; }
-  /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors), under
-  /// lazy_mutex(): for code that reads the structure of a result and its unmade_leaves().
+  /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors): for code that
+  /// reads the structure of a result (keys, kinds, nested levels; a concurrent maker of the leaves
+  /// writes only the tensor handles, read only once unmade_leaves() is null).
   template <typename Fn>
   void for_each_unmade(Fn&& fn) const {
     for (uint32_t i = 0; i < size_; ++i) {
