@@ -22,72 +22,72 @@ using namespace tensordict;
 
 namespace {
 // Leaves at the root and in a nested level, one of them 3-D: consolidate packs them with no gap.
-TensorDict fixture() {
+TensorDict intact_fixture() {
   return testing_support::root_and_nested_leaves(9, [](int i) { return i == 3 ? at::randn({10, 4, 5}) : at::randn({10, 20}); });
 }
 
-bool intact(const TensorDict& td) { return in_memory::intact_packed_storage(*td.impl()).defined(); }
+bool is_intact(const TensorDict& td) { return in_memory::intact_packed_storage(*td.impl()).defined(); }
 
-void require_same(const TensorDict& a, const TensorDict& b) { testing_support::require_same_leaves(a, b); }
+void require_same_as(const TensorDict& a, const TensorDict& b) { testing_support::require_same_leaves(a, b); }
 
 // Reads every leaf (makes every level's leaves).
-void read_all(const TensorDict& td) {
+void read_all_leaves(const TensorDict& td) {
   for (const NestedKey& k : td.keys(true, true)) REQUIRE(td.get(k).defined());
 }
 
-TensorDict times(const TensorDict& td, double s) {
+TensorDict scaled_per_leaf(const TensorDict& td, double s) {
   return td.apply([s](const at::Tensor& t) { return t * at::scalar_tensor(s, t.options()); });
 }
 }  // namespace
 
 TEST_CASE("a result whose leaves were read stays intact and its ops stay exact", "[unit][intact_result]") {
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict a = consolidate(plain) * 2, b = consolidate(plain) * 3;
-  read_all(a);
-  read_all(b);
-  REQUIRE(intact(a));
-  REQUIRE(intact(b));
+  read_all_leaves(a);
+  read_all_leaves(b);
+  REQUIRE(is_intact(a));
+  REQUIRE(is_intact(b));
   const at::Tensor l1 = a.get("l1");
   TensorDict e = a.exp(), s = a + b, g = a.gt(b), c = a.clone(), d = a.to(at::kDouble);
-  CHECK(intact(e));
-  CHECK(intact(s));
-  CHECK(intact(g));
-  CHECK(intact(c));
-  CHECK(intact(d));
-  require_same(e, (plain * 2).exp());
-  require_same(s, plain * 2 + plain * 3);
-  require_same(g, (plain * 2).gt(plain * 3));
-  require_same(d, (plain * 2).to(at::kDouble));
+  CHECK(is_intact(e));
+  CHECK(is_intact(s));
+  CHECK(is_intact(g));
+  CHECK(is_intact(c));
+  CHECK(is_intact(d));
+  require_same_as(e, (plain * 2).exp());
+  require_same_as(s, plain * 2 + plain * 3);
+  require_same_as(g, (plain * 2).gt(plain * 3));
+  require_same_as(d, (plain * 2).to(at::kDouble));
   CHECK(a.sum(reduce).item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4));
   CHECK((a == consolidate(plain) * 2).all());
   // A read result and one nobody read, of one layout: one kernel over both.
   TensorDict fresh = consolidate(plain) * 3;
   TensorDict s2 = a + fresh;
-  CHECK(intact(s2));
-  require_same(s2, plain * 2 + plain * 3);
+  CHECK(is_intact(s2));
+  require_same_as(s2, plain * 2 + plain * 3);
   // In place over the storage: the leaves handed out see it.
   a.mul_(2);
   a.add_(1);
-  CHECK(intact(a));
+  CHECK(is_intact(a));
   CHECK(at::allclose(l1, plain.get("l1") * 4 + 1));
-  require_same(a, plain * 4 + 1);
+  require_same_as(a, plain * 4 + 1);
   a.add_(b);  // two intact results of one layout
   a.sub_(fresh, 2);
-  CHECK(intact(a));
+  CHECK(is_intact(a));
   CHECK(at::allclose(l1, plain.get("l1") + 1, 1e-4, 1e-5));  // 4x + 1 + 3x - 2 * 3x
   a.fill_(0.5);
-  CHECK(intact(a));
+  CHECK(is_intact(a));
   CHECK(at::equal(l1, at::full_like(l1, 0.5)));
   a.zero_();
-  require_same(a, plain * 0);
+  require_same_as(a, plain * 0);
 }
 
 TEST_CASE("a made leaf changed in place takes its result off the one-kernel path", "[unit][intact_result]") {
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict r = consolidate(plain) * 2;
   r.unlock_();
-  read_all(r);
-  REQUIRE(intact(r));
+  read_all_leaves(r);
+  REQUIRE(is_intact(r));
   at::Tensor leaf = r.get({"n", "l3"});  // [10, 4, 5]
   bool named = false;
   SECTION("set_ to another storage") { leaf.set_(at::ones({10, 4, 5})); }
@@ -102,9 +102,9 @@ TEST_CASE("a made leaf changed in place takes its result off the one-kernel path
     leaf.rename_(names);
     named = true;
   }
-  CHECK_FALSE(intact(r));
+  CHECK_FALSE(is_intact(r));
   // Each op gives what the per-leaf path gives for the leaves as they now are.
-  require_same(r * 3, times(r, 3.0));
+  require_same_as(r * 3, scaled_per_leaf(r, 3.0));
   if (named) return;  // reduce refuses named leaves, on every path
   at::Tensor per_leaf_sum = at::zeros({});
   for (const NestedKey& k : r.keys(true, true)) per_leaf_sum = per_leaf_sum + r.get(k).detach().sum();
@@ -112,26 +112,26 @@ TEST_CASE("a made leaf changed in place takes its result off the one-kernel path
 }
 
 TEST_CASE("a write to any level of a read result takes it off the one-kernel path", "[unit][intact_result]") {
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict r = consolidate(plain) * 2;
   r.unlock_();
-  read_all(r);
+  read_all_leaves(r);
   SECTION("a leaf set to itself") { r.set("l1", r.get("l1")); }
   SECTION("a nested leaf set to itself") { r.get_tensordict("n").set("l0", r.get({"n", "l0"})); }
   SECTION("update from itself") { r.update(r.clone(/*recurse=*/false)); }
   SECTION("a key renamed") { r.rename_key_("l2", "two"); }
-  CHECK_FALSE(intact(r));
-  require_same(r.exp(), r.apply([](const at::Tensor& t) { return t.exp(); }));
+  CHECK_FALSE(is_intact(r));
+  require_same_as(r.exp(), r.apply([](const at::Tensor& t) { return t.exp(); }));
 }
 
 TEST_CASE("a nested level of a result runs over its own leaves only", "[unit][intact_result]") {
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict r = consolidate(plain) * 2;
   TensorDict n = r.get_tensordict("n");
-  CHECK_FALSE(intact(n));  // its leaves cover part of the result's storage
+  CHECK_FALSE(is_intact(n));  // its leaves cover part of the result's storage
   CHECK(n.sum(reduce).item<float>() ==
         Approx((plain.get_tensordict("n") * 2).sum(reduce).item<float>()).epsilon(1e-4));
-  require_same(n.exp(), (plain.get_tensordict("n") * 2).exp());
+  require_same_as(n.exp(), (plain.get_tensordict("n") * 2).exp());
   n.mul_(0.5);  // through n's leaves, which view the result's storage
   CHECK(at::allclose(r.get({"n", "l3"}), plain.get({"n", "l3"})));
   CHECK(at::allclose(r.get("l1"), plain.get("l1") * 2));
@@ -139,7 +139,7 @@ TEST_CASE("a nested level of a result runs over its own leaves only", "[unit][in
 
 TEST_CASE("in-place ops over a packed storage bump the versions autograd checks", "[unit][intact_result]") {
   // As leaf.mul_(2) would: a leaf saved for backward, then changed, must fail the backward.
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   const at::Tensor w = at::ones({20}).requires_grad_();
   {
     TensorDict untouched = consolidate(plain) * 2;
@@ -149,18 +149,18 @@ TEST_CASE("in-place ops over a packed storage bump the versions autograd checks"
     TensorDict r = consolidate(plain) * 2;
     r.unlock_();
     at::Tensor y = (r.get("l1") * w).sum();
-    REQUIRE(intact(r));
+    REQUIRE(is_intact(r));
     SECTION("scalar") { r.mul_(2); }
     SECTION("unary") { r.abs_(); }
     SECTION("zero_") { r.zero_(); }
     SECTION("binary with an intact result of one layout") { r.add_(consolidate(plain) * 3); }
-    CHECK(intact(r));  // the one-kernel path ran
+    CHECK(is_intact(r));  // the one-kernel path ran
     CHECK_THROWS_AS(y.backward(), c10::Error);
   }
   SECTION("a consolidated tensordict (views of the storage)") {
     TensorDict packed = consolidate(plain);
     at::Tensor y = (packed.get("l1") * w).sum();
-    REQUIRE(intact(packed));
+    REQUIRE(is_intact(packed));
     packed.abs_();
     CHECK_THROWS_AS(y.backward(), c10::Error);
   }
@@ -168,7 +168,7 @@ TEST_CASE("in-place ops over a packed storage bump the versions autograd checks"
     TensorDict packed = consolidate(plain);
     packed.unlock_();
     packed.set("l1", packed.get("l1"));  // written: its leaves still tile the storage
-    REQUIRE_FALSE(intact(packed));
+    REQUIRE_FALSE(is_intact(packed));
     at::Tensor y = (packed.get("l1") * w).sum();
     SECTION("scalar") { packed.mul_(2); }
     SECTION("unary") { packed.abs_(); }
@@ -182,13 +182,13 @@ TEST_CASE("in-place ops over a packed storage bump the versions autograd checks"
 }
 
 TEST_CASE("ops over a result while other threads make its leaves agree", "[unit][intact_result]") {
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   const float expected = (plain * 2).sum(reduce).item<float>();
   for (int round = 0; round < 20; ++round) {
     TensorDict r = consolidate(plain) * 2;
     std::vector<int> wrong(3, 0);
     std::vector<std::thread> threads;
-    for (int t = 0; t < 2; ++t) threads.emplace_back([&, t] { read_all(r); });
+    for (int t = 0; t < 2; ++t) threads.emplace_back([&, t] { read_all_leaves(r); });
     threads.emplace_back([&] {
       for (int i = 0; i < 20; ++i) {
         if (std::abs((r * 1).sum(reduce).item<float>() - expected) > 1e-3f * std::abs(expected) + 1e-3f) ++wrong[2];
@@ -196,18 +196,18 @@ TEST_CASE("ops over a result while other threads make its leaves agree", "[unit]
     });
     for (std::thread& t : threads) t.join();
     CHECK(wrong[2] == 0);
-    CHECK(intact(r));
+    CHECK(is_intact(r));
   }
 }
 
 TEST_CASE("results of a locked operand are built locked, as lock_() leaves them", "[unit][intact_result]") {
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict packed = consolidate(plain);  // locked
   TensorDict written = consolidate(plain);
   written.unlock_();
   written.set("l1", written.get("l1"));  // no intact result: the packed path
   written.lock_();
-  REQUIRE_FALSE(intact(written));
+  REQUIRE_FALSE(is_intact(written));
   for (const TensorDict& operand : {packed, written}) {
     for (const TensorDict& r : {operand * 2, operand.exp(), operand + operand, operand.to(at::kDouble)}) {
       CHECK(r.is_locked());
@@ -228,7 +228,7 @@ TEST_CASE("an op whose result would alias the operand's storage returns the leav
           "[unit][intact_result]") {
   // to() of the same dtype: per leaf it returns each leaf itself, so in-place changes through
   // either tree are seen (and versioned) in both; new views over the same storage would not be.
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict r = consolidate(plain) * 2;
   r.unlock_();
   const at::Tensor x = r.get("l1");
@@ -247,7 +247,7 @@ TEST_CASE("an in-place op on an inference storage outside inference mode writes 
           "[unit][intact_result]") {
   // PyTorch raises that error after writing: the one-kernel paths must not run first and then
   // let the per-leaf path write again.
-  TensorDict plain = fixture();
+  TensorDict plain = intact_fixture();
   TensorDict packed;
   {
     c10::InferenceMode guard;
