@@ -29,11 +29,7 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
     // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
     const at::Tensor fa = intact_storage_for_result(*a_in.impl());
     if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
-      at::Tensor out;
-      try {
-        out = loop(fa, fb);
-      } catch (const c10::Error&) {
-      }
+      const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return loop(x, fb); });
       if (out.defined()) return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true, a_in.is_locked());
     }
   }
@@ -47,12 +43,8 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
     // Two packed storages of one layout (consolidated tensordicts): one kernel over both.
     const at::Tensor fa = packed_storage_for_result(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
     if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
-      at::Tensor out;
-      try {
-        out = loop(fa, fb);
-      } catch (const c10::Error&) {
-        // the per-leaf path below names the failing key
-      }
+      // On an error the per-leaf path below names the failing key.
+      const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return loop(x, fb); });
       // Matched strictly, the result has a's structure (rebuild_pair); a fill-value default
       // may add b's keys, which rebuild_pair places.
       if (out.defined() && def.kind() == BinaryDefault::Kind::None)

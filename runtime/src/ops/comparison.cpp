@@ -55,11 +55,7 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
     // Two intact packed results of one layout (Note [Intact results]): one comparison of both.
     const at::Tensor fa = intact_storage_for_result(*a_in.impl(), sizeof(bool));
     if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
-      at::Tensor out;
-      try {
-        out = compare(op, fa, fb);
-      } catch (const c10::Error&) {
-      }
+      const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return compare(op, x, fb); });
       if (out.defined()) return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/false);
     }
   }
@@ -73,11 +69,7 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
     const at::Tensor fa = packed_storage_for_result(m.lhs, sizeof(bool));
     const at::Tensor fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
     if (fb.defined() && same_layout(m.lhs, m.rhs)) {
-      at::Tensor out;
-      try {
-        out = compare(op, fa, fb);
-      } catch (const c10::Error&) {
-      }
+      const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return compare(op, x, fb); });
       // Strictly matched at one batch size: the result has a's structure (as rebuild_pair).
       if (out.defined()) return packed_result(*a.impl(), out, m.lhs);
     }

@@ -64,15 +64,9 @@ TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at:
   const LeafList leaves = leaves_of(src);
   if (!options.batch_size) {
     if (auto packed = map_packed(*src.impl(), leaves, fn, result_itemsize, options.filter_empty)) return std::move(*packed);
-  } else if (const at::Tensor flat = packed_storage_for_result(leaves, result_itemsize); flat.defined()) {
+  } else if (const at::Tensor out = run_over(packed_storage_for_result(leaves, result_itemsize), fn); out.defined()) {
     // A new batch size: the leaves are made here, and rebuild() reshapes the structure.
-    at::Tensor out;
-    try {
-      out = fn(flat);
-    } catch (const c10::Error&) {
-      // the per-leaf path below names the failing key
-    }
-    if (out.defined()) return rebuild(*src.impl(), unpack_like(out, leaves), options);
+    return rebuild(*src.impl(), unpack_like(out, leaves), options);
   }
   return map_leaf_list(src, leaves, op, fn, options);
 }

@@ -107,11 +107,6 @@ at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const Tenso
   return fb;
 }
 
-namespace {
-// fn(flat), or undefined when `flat` is undefined, `fn` raises a c10::Error (the per-leaf path
-// then names the leaf) or returns a view of `flat` (`to` of the same dtype, `detach`): per leaf,
-// such an op returns the leaves themselves, or views sharing their version counters, where new
-// leaves over the same storage would not see each other's in-place changes.
 at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
   if (!flat.defined()) return at::Tensor();
   at::Tensor out;
@@ -123,7 +118,6 @@ at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Ten
   if (out.has_storage() && out.storage().is_alias_of(flat.storage())) return at::Tensor();
   return out;
 }
-}  // namespace
 
 std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList& leaves,
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,

@@ -55,6 +55,12 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
                          bool filter_empty = false, bool lock = false);
 
+/// fn(flat), an out-of-place op over a whole packed storage, for a result laid out like the
+/// operand; undefined when `flat` is undefined, when `fn` raises a c10::Error (the per-leaf path
+/// then names the leaf), or when the result views `flat`'s storage (`to` of the same dtype,
+/// `detach`): per leaf such an op returns the leaves themselves, or views sharing their version
+/// counters, where new leaves over the same storage would not see each other's in-place changes.
+at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Tensor&)> fn);
 /// `fn` once over the packed storage of `leaves` (like's tensor leaves in key order, as
 /// packed_storage_for_result), its result laid out as `like` (packed_result); nullopt when they
 /// are not packed or `fn` raised a c10::Error (the per-leaf path then names the leaf).

@@ -75,7 +75,7 @@ struct Walk {
 bool all_intact(const TensorDictImpl& level, Walk& walk) {
   size_t tensors = 0;
   bool intact = true;
-  level.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     const Entry& e = slot.value;
     if (!intact) return;
     if (e.is_tensor()) {
@@ -106,7 +106,7 @@ void bump_level(const TensorDictImpl& level) {
       level.slot_at(r.slot).value.tensor_unchecked().unsafeGetTensorImpl()->bump_version();
     }
   }
-  level.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     if (!slot.value.is_tensordict()) return;
     if (const TensorDictImpl* child = packed_result_level(*slot.value.tensordict_unchecked().impl())) bump_level(*child);
   });
@@ -120,7 +120,7 @@ bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
   if ((la == nullptr) != (lb == nullptr) || (la != nullptr && la->records != lb->records)) return false;
   for (size_t i = 0, n = a.num_entries(); i < n; ++i) {
     const TensorDictImpl::Slot &x = a.slot_at(i), &y = b.slot_at(i);
-    if (x.hash != y.hash || x.value.kind() != y.value.kind() || x.key != y.key) return false;
+    if (x.hash != y.hash || x.value.kind() != y.value.kind() || !key_equals(x.key, y.key)) return false;
     if (x.value.is_tensordict()) {
       const TensorDictImpl* cx = packed_result_level(*x.value.tensordict_unchecked().impl());
       const TensorDictImpl* cy = packed_result_level(*y.value.tensordict_unchecked().impl());
@@ -139,7 +139,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
   const LazyLeaves* layout = level.packed_layout();
   if (layout != nullptr) out.copy_lazy(flat, *layout);
   size_t record = 0;
-  level.for_each_unmade([&](const TensorDictImpl::Slot& slot) {
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     const Entry& e = slot.value;
     switch (e.kind()) {
       case EntryKind::Tensor:

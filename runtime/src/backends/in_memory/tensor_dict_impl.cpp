@@ -235,11 +235,11 @@ size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
 }
 
 bool TensorDictImpl::erase_if_present(std::string_view key) {
-  if (C10_UNLIKELY(has_lazy_leaves())) {
-    if (find_slot(key) < 0) return false;  // nothing to erase: the leaves stay unmade
-    make_lazy_leaves();  // the slots after the key move
+  if (C10_UNLIKELY(packed_result_ || has_lazy_leaves())) {
+    if (find_slot(key) < 0) return false;  // nothing to erase: leaves and records stay
+    make_leaves();  // the slots after the key move
+    written();
   }
-  if (C10_UNLIKELY(packed_result_) && find_slot(key) >= 0) written();
   build_pending_index();  // a large level is erased from through its index (O(1))
   if (index_.empty()) {
     // At most 16 slots: shift the ones after it.

@@ -155,13 +155,6 @@ class TensorDictImpl final : public TensorDictBase {
   /// without leaves of its own: only such levels are looked at for intact results (Note [Intact results]).
   void mark_packed_result() { packed_result_ = true; }
   bool is_packed_result() const { return packed_result_; }
-  /// Whether a live slot holds a tensor (kinds are never changed by making leaves: no lock).
-  bool has_tensor_entry() const {
-    for (uint32_t i = 0; i < size_; ++i) {
-      if (slots_[i].live && slots_[i].value.is_tensor()) return true;
-    }
-    return false;
-  }
   /// True while the level's leaves are not made yet.
   bool has_lazy_leaves() const { return lazy_.load(std::memory_order_acquire) != nullptr; }
   /// Held while leaves are made, and while an index is built on a first lookup.
@@ -178,7 +171,7 @@ class TensorDictImpl final : public TensorDictBase {
   /// reads the structure of a result (keys, kinds, nested levels; a concurrent maker of the leaves
   /// writes only the tensor handles, read only once unmade_leaves() is null).
   template <typename Fn>
-  void for_each_unmade(Fn&& fn) const {
+  void for_each_slot(Fn&& fn) const {
     for (uint32_t i = 0; i < size_; ++i) {
       if (slots_[i].live) fn(slots_[i]);
     }
