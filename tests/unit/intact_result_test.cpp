@@ -7,10 +7,14 @@
 #include "support/catch_torch.h"
 #include "support/packed_fixtures.h"
 
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <ATen/core/Dimname.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/csrc/autograd/forward_grad.h>
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/entry.h>
@@ -96,6 +100,7 @@ TEST_CASE("a made leaf changed in place takes its result off the one-kernel path
   SECTION("transpose_") { leaf.transpose_(1, 2); }
   SECTION("unsqueeze_") { leaf.unsqueeze_(1); }
   SECTION("requires_grad_") { leaf.requires_grad_(); }
+
   SECTION("named dims") {
     std::vector<at::Dimname> names;
     for (const char* name : {"b", "h", "w"}) names.push_back(at::Dimname::fromSymbol(at::Symbol::dimname(name)));
@@ -122,6 +127,91 @@ TEST_CASE("a write to any level of a read result takes it off the one-kernel pat
   SECTION("a key renamed") { r.rename_key_("l2", "two"); }
   CHECK_FALSE(is_intact(r));
   require_same_as(r.exp(), r.apply([](const at::Tensor& t) { return t.exp(); }));
+}
+
+namespace {
+// `ordered` leaves of one shape at the root, and a nested "n" of batch size `nested_batch` whose
+// leaves are [10, 4, 5]: results of trees differing only in key order or nested batch size have
+// the same leaf records.
+TensorDict same_shaped_leaves(const std::vector<std::string>& ordered, std::vector<int64_t> nested_batch) {
+  TensorDict td({}, {10});
+  for (const std::string& k : ordered) td.set(k, at::randn({10, 20}));
+  TensorDict n({}, nested_batch);
+  n.set("m", at::randn({10, 4, 5}));
+  td.set("n", n);
+  return td;
+}
+
+// The op between two intact results gives what it gives between the plain trees (an error too).
+void require_binary_like_per_leaf(const TensorDict& plain_a, const TensorDict& plain_b) {
+  TensorDict a = consolidate(plain_a) * 1, b = consolidate(plain_b) * 1;
+  if (GENERATE(false, true)) {
+    read_all_leaves(a);
+    read_all_leaves(b);
+  }
+  REQUIRE(is_intact(a));
+  REQUIRE(is_intact(b));
+  std::optional<TensorDict> expected;
+  try {
+    expected = plain_a + plain_b;
+  } catch (const std::exception&) {
+  }
+  if (!expected) {
+    CHECK_THROWS(a + b);
+    return;
+  }
+  const TensorDict sum = a + b;
+  require_same_as(sum, *expected);
+  CHECK(sum.get_tensordict("n").batch_size() == expected->get_tensordict("n").batch_size());
+}
+}  // namespace
+
+TEST_CASE("a binary op between results laid out differently runs per leaf", "[unit][intact_result]") {
+  at::manual_seed(3);
+  // Leaf records alike in every case: only the keys, their order or a nested batch size differ.
+  SECTION("the same keys in another order") {
+    require_binary_like_per_leaf(same_shaped_leaves({"a", "b", "c"}, {10, 4}),
+                                 same_shaped_leaves({"b", "c", "a"}, {10, 4}));
+  }
+  SECTION("another key") {
+    require_binary_like_per_leaf(same_shaped_leaves({"a", "b", "c"}, {10, 4}),
+                                 same_shaped_leaves({"a", "b", "z"}, {10, 4}));
+  }
+  SECTION("a nested level of another batch size") {
+    require_binary_like_per_leaf(same_shaped_leaves({"a", "b", "c"}, {10, 4}),
+                                 same_shaped_leaves({"a", "b", "c"}, {10}));
+  }
+}
+
+namespace {
+// A forward-mode AD dual level, open for the guard's life.
+struct DualLevel {
+  const uint64_t index = torch::autograd::ForwardADLevel::get_next_idx();
+  ~DualLevel() { torch::autograd::ForwardADLevel::release_idx(index); }
+};
+}  // namespace
+
+TEST_CASE("while a forward-mode dual level is open, ops carry the tangents of packed leaves",
+          "[unit][intact_result]") {
+  TensorDict plain = intact_fixture();
+  TensorDict td = consolidate(plain) * 1;  // an intact result, its leaves one packed storage
+  at::Tensor t3, t2, tl;
+  {
+    DualLevel dual;
+    const at::Tensor leaf = td.get("l1");
+    leaf._set_fw_grad(at::ones_like(leaf), dual.index, /*is_inplace_op=*/false);
+    TensorDict scaled = td * 3, summed = td + td, lerped = td.clone();
+    lerped.lerp_(td * 2, 0.5);
+    t3 = scaled.get("l1")._fw_grad(dual.index);
+    t2 = summed.get("l1")._fw_grad(dual.index);
+    tl = lerped.get("l1")._fw_grad(dual.index);
+    require_same_as(scaled, plain * 3);
+  }
+  CHECK((t3.defined() && at::equal(t3, at::full({10, 20}, 3.0))));
+  CHECK((t2.defined() && at::equal(t2, at::full({10, 20}, 2.0))));
+  CHECK((tl.defined() && at::allclose(tl, at::full({10, 20}, 1.5))));
+  // Once the level is closed, the one-kernel paths are back.
+  CHECK(is_intact(td * 3));
 }
 
 TEST_CASE("a nested level of a result runs over its own leaves only", "[unit][intact_result]") {

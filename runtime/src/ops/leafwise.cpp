@@ -14,6 +14,7 @@
 #include "backends/in_memory/level_builder.h"
 #include "core/dim_names.h"
 #include "core/format.h"
+#include "core/forward_ad.h"
 #include "core/key_chain.h"
 #include "core/structure_walk.h"
 #include "handle/key_path.h"
@@ -341,7 +342,7 @@ bool needs_autograd(const LeafList& leaves) {
 }
 
 bool foreach_pays(const LeafList& leaves) {
-  return !leaves.empty() && !leaves.front().is_cpu() && !needs_autograd(leaves);
+  return !leaves.empty() && !leaves.front().is_cpu() && !needs_autograd(leaves) && !detail::forward_ad_open();
 }
 
 void rethrow_leaf_error(const char* op, FunctionRef<NestedKey()> key) {

@@ -20,6 +20,7 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "backends/in_memory/intact_result.h"
+#include "core/forward_ad.h"
 #include "core/strided_view.h"
 
 namespace tensordict {
@@ -55,6 +56,7 @@ bool may_be_packed(const TensorDictBase& td) {
 
 at::Tensor packed_storage(const LeafList& leaves) {
   if (leaves.size() < 2) return at::Tensor();  // one leaf: the per-leaf path is one kernel already
+  if (detail::forward_ad_open()) return at::Tensor();
   const at::Tensor& first = leaves.front();
   const c10::StorageImpl* storage = first.storage().unsafeGetStorageImpl();
   const auto dtype = first.scalar_type();
@@ -101,9 +103,8 @@ at::Tensor intact_storage_for_result(const TensorDictBase& td, size_t result_ite
 
 at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b) {
   if (!fa.defined() || a.batch_size() != b.batch_size()) return at::Tensor();
-  at::Tensor fb = in_memory::intact_packed_storage(*b.impl());
-  if (!fb.defined() || fb.numel() != fa.numel() || !in_memory::same_intact_layout(*a.impl(), *b.impl()))
-    return at::Tensor();
+  at::Tensor fb = in_memory::intact_packed_storage_like(*b.impl(), *a.impl());
+  if (!fb.defined() || fb.numel() != fa.numel()) return at::Tensor();
   return fb;
 }
 

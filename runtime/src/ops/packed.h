@@ -73,7 +73,7 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
 /// may run over whole, as packed_storage_for_result; undefined otherwise.
 at::Tensor intact_storage_for_result(const TensorDictBase& td, size_t result_itemsize = 0);
 /// The storage of `b` when `a` and `b` are intact packed results of one batch size laid out alike
-/// (in_memory::same_intact_layout), `fa` being `a`'s storage (undefined: none): then a binary op
+/// (in_memory::intact_packed_storage_like), `fa` being `a`'s storage (undefined: none): then a binary op
 /// between them is one kernel over `fa` and this. Undefined otherwise.
 at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b);
 /// `fn` once over the storage of an intact packed result, its result laid out as `td`

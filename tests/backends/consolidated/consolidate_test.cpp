@@ -9,6 +9,7 @@
 #include "backends/memmap/support.h"
 
 #include <tensordict/backends/lazy_stack.h>
+#include <torch/csrc/autograd/forward_grad.h>
 
 #include "support/dim_names_string.h"
 
@@ -124,6 +125,23 @@ TEST_CASE("to(device) of a consolidated tensordict moves the storage once", "[co
   TensorDict cast = c.to(at::kDouble);
   CHECK_FALSE(is_consolidated(cast));
   CHECK(cast.get("h").scalar_type() == at::kDouble);
+}
+
+TEST_CASE("to(device) of a consolidated tensordict whose leaf autograd tracks moves leaf by leaf",
+          "[consolidate]") {
+  TensorDict c = consolidate(sample());
+  at::Tensor a = c.get("a");
+  uint64_t dual_level = UINT64_MAX;
+  SECTION("a leaf that requires grad") { a.requires_grad_(); }
+  SECTION("a forward-mode dual level open") { dual_level = torch::autograd::ForwardADLevel::get_next_idx(); }
+  // A copy of the storage would leave the moved leaves out of the graph (or without tangents);
+  // per-leaf copies keep them in it.
+  TensorDict moved = c.to(at::Device(at::kMeta));
+  CHECK_FALSE(is_consolidated(moved));
+  CHECK(moved.get("a").device().type() == at::kMeta);
+  CHECK(moved.get("a").requires_grad() == a.requires_grad());
+  if (dual_level != UINT64_MAX) torch::autograd::ForwardADLevel::release_idx(dual_level);
+  CHECK(is_consolidated(c.to(at::Device(at::kMeta))) == !a.requires_grad());
 }
 
 TEST_CASE("consolidate(pin_memory) packs into pinned memory where CUDA is, one async copy to the GPU",

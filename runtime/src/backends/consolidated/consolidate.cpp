@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <string_view>
+#include <typeinfo>
 #include <unordered_set>
 #include <utility>
 
@@ -23,6 +24,7 @@
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/table_backend.h"
 #include "core/file_io.h"
+#include "core/forward_ad.h"
 #include "core/strided_view.h"
 #include "core/format.h"
 
@@ -57,7 +59,9 @@ class ConsolidatedRoot final : public TableBackend {
   /// True while the tree is what the metadata describes: the same keys, batch sizes and
   /// non-tensor values, every tensor leaf still the view of the storage it was made as. Any
   /// change (a non-tensor write, keys set after unlock_) makes the fast paths below fall back.
-  bool matches_metadata() const;
+  /// `untracked`: and no leaf is tracked by autograd (requires grad, or may carry a forward
+  /// tangent), which a copy of the storage would not carry along as per-leaf copies do.
+  bool matches_metadata(bool untracked = false) const;
 
   /// A move to another device copies the storage once and rebuilds the views on it.
   TensorDict map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn, std::optional<at::Device> device) const override;
@@ -379,8 +383,8 @@ bool same_ints(const json::Value& v, c10::IntArrayRef values) {
 // True when `level` is what `meta` describes: the same classes, batch sizes, keys and
 // non-tensor values, every tensor leaf still the contiguous view of `storage` it was made as.
 // Key order is not compared: rebuilding puts a level's leaves before its children, whatever
-// order the source had (Python's loader does the same).
-bool level_matches(const TensorDictBase& level, const json::Value& meta, const at::Tensor& storage) {
+// order the source had (Python's loader does the same). `untracked`: and no leaf requires grad.
+bool level_matches(const TensorDictBase& level, const json::Value& meta, const at::Tensor& storage, bool untracked) {
   const json::Value* cls = meta.find("cls");
   const json::Value* cm = meta.find("cls_metadata");
   if (!cls || !cls->is_string() || !cm) return false;
@@ -392,7 +396,7 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
     if (children != ls->members().size()) return false;
     for (int64_t i = 0; i < ls->count(); ++i) {
       const json::Value* member = meta.find(std::to_string(i));
-      if (!member || !level_matches(*ls->members()[i].impl(), *member, storage)) return false;
+      if (!member || !level_matches(*ls->members()[i].impl(), *member, storage, untracked)) return false;
     }
     return true;
   }
@@ -409,6 +413,7 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
       const auto& a = spec.as_array();
       if (a[0].as_string() != torch_dtype_name(t.scalar_type()) || !same_ints(a[1], t.sizes())) return false;
       if (t.numel() > 0 && (!t.is_contiguous() || t.data_ptr() != base + a[2].as_int())) return false;
+      if (untracked && t.requires_grad()) return false;
     }
   }
   if (const json::Value* nts = meta.find("non_tensors")) {
@@ -424,16 +429,19 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
     if (is_metadata_field(key)) continue;
     ++expected;
     const Entry e = level.get(key);
-    if (!e.is_tensordict() || !level_matches(*e.tensordict().impl(), child, storage)) return false;
+    if (!e.is_tensordict() || !level_matches(*e.tensordict().impl(), child, storage, untracked)) return false;
   }
   return level.num_entries() == expected;
 }
 
-bool ConsolidatedRoot::matches_metadata() const { return level_matches(*this, metadata_, storage_); }
+bool ConsolidatedRoot::matches_metadata(bool untracked) const {
+  return level_matches(*this, metadata_, storage_, untracked);
+}
 
 TensorDict ConsolidatedRoot::map_leaves(FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                         std::optional<at::Device> device) const {
-  if (device.has_value() && storage_.device() != *device && matches_metadata()) {
+  if (device.has_value() && storage_.device() != *device && !detail::forward_ad_open() &&
+      matches_metadata(/*untracked=*/true)) {
     at::Tensor moved;
     if (storage_.is_cuda() && device->is_cpu() && at::hasCUDA()) {
       // Back from the GPU: one copy into pinned memory (page-locked, a DMA at full speed; one
@@ -561,6 +569,12 @@ TensorDict from_consolidated(const std::string& filename) {
 }
 
 namespace detail {
+const TensorDictBase* consolidated_table(const TensorDictBase& td) {
+  // typeid of a final class: one compare, where a dynamic_cast walks the class hierarchy.
+  if (typeid(td) != typeid(ConsolidatedRoot)) return nullptr;
+  return &static_cast<const ConsolidatedRoot&>(td).table();
+}
+
 TensorDict rebuild_consolidated(const at::Tensor& storage, const json::Value& meta, const std::string& source) {
   std::optional<at::Device> device;
   if (const json::Value* cm = meta.find("cls_metadata")) {

@@ -13,6 +13,8 @@
 namespace tensordict {
 namespace detail {
 
+/// The in-memory table of a consolidated root (its entries), or nullptr when `td` is not one.
+const TensorDictBase* consolidated_table(const TensorDictBase& td);
 /// StorageError naming `source` when the metadata does not fit the storage.
 TensorDict rebuild_consolidated(const at::Tensor& storage, const json::Value& meta, const std::string& source);
 

@@ -9,7 +9,8 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "backends/in_memory/tensor_dict_impl.h"
-#include "backends/table_backend.h"
+#include "core/forward_ad.h"
+#include "backends/consolidated/rebuild.h"
 
 namespace tensordict {
 namespace in_memory {
@@ -18,14 +19,12 @@ namespace {
 
 // The level when it is an in-memory level built as a packed op's result (or the table of a
 // consolidated root whose leaves were laid out so), else nullptr: what every other tensordict
-// costs here (typeid of a final class and a flag; a dynamic_cast for other backends).
+// costs here is two typeid compares.
 const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
   const TensorDictBase* level = &td;
   if (typeid(td) != typeid(TensorDictImpl)) {
-    const auto* table = dynamic_cast<const TableBackend*>(&td);
-    if (table == nullptr) return nullptr;
-    level = &table->table();
-    if (typeid(*level) != typeid(TensorDictImpl)) return nullptr;
+    level = detail::consolidated_table(td);
+    if (level == nullptr || typeid(*level) != typeid(TensorDictImpl)) return nullptr;
   }
   const auto* impl = static_cast<const TensorDictImpl*>(level);
   return impl->is_packed_result() ? impl : nullptr;
@@ -51,11 +50,10 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout) {
     const Entry& e = level.slot_at(r.slot).value;
     if (!e.is_tensor() || !e.tensor_unchecked().defined()) return false;
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
-    // The key set covers names, lazy negation and conjugation; autograd metadata is there for
-    // views autograd knows, which must not require grad.
+    // The key set covers names, lazy negation and conjugation. No leaf may require grad; forward
+    // tangents exist only while a dual level is open, when no storage is taken (intact_storage).
     if (t->key_set() != layout.made_keys || t->dtype() != dtype || t->storage().unsafeGetStorageImpl() != storage ||
-        t->storage_offset() != r.offset || !same_geometry(*t, r) ||
-        (t->autograd_meta() != nullptr && t->requires_grad()))
+        t->storage_offset() != r.offset || !same_geometry(*t, r) || t->requires_grad())
       return false;
   }
   return true;
@@ -69,24 +67,41 @@ struct Walk {
   bool own_versions = false;
 };
 
-// Whether `level` and its nested levels are intact, all over one storage. No lock: the records
-// and the slots' kinds never change while other threads read (a write is not concurrent with
-// reads), and a made leaf is read only after the release that published it (unmade_leaves()).
-bool all_intact(const TensorDictImpl& level, Walk& walk) {
+// Whether `level` and its nested levels are intact, all over one storage; with `like` (an
+// intact level, or nullptr), also laid out as it is: the same keys and kinds in the same order,
+// batch sizes and leaf records at every level. No lock: the records and the slots' kinds never
+// change while other threads read (a write is not concurrent with reads), and a made leaf is read
+// only after the release that published it (unmade_leaves()). Packed levels have no tombstones
+// (an erase is a write), so slot i is the i-th entry.
+bool all_intact(const TensorDictImpl& level, const TensorDictImpl* like, Walk& walk) {
+  const size_t n = level.num_entries();
+  const LazyLeaves* layout = level.packed_layout();
+  if (like == &level) like = nullptr;
+  if (like != nullptr) {
+    const LazyLeaves* other = like->packed_layout();
+    if (like->num_entries() != n || like->batch_size() != level.batch_size() || (other == nullptr) != (layout == nullptr) ||
+        (layout != nullptr && other->records != layout->records))
+      return false;
+  }
   size_t tensors = 0;
-  bool intact = true;
-  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
+  for (size_t i = 0; i < n; ++i) {
+    const TensorDictImpl::Slot& slot = level.slot_at(i);
     const Entry& e = slot.value;
-    if (!intact) return;
+    const TensorDictImpl::Slot* twin = like != nullptr ? &like->slot_at(i) : nullptr;
+    if (twin != nullptr && (twin->hash != slot.hash || twin->value.kind() != e.kind() || !key_equals(twin->key, slot.key)))
+      return false;
     if (e.is_tensor()) {
       ++tensors;
     } else if (e.is_tensordict()) {
       const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
-      intact = child != nullptr && all_intact(*child, walk);
+      if (child == nullptr) return false;
+      const TensorDictImpl* like_child = nullptr;
+      if (twin != nullptr && (like_child = packed_result_level(*twin->value.tensordict_unchecked().impl())) == nullptr)
+        return false;
+      if (!all_intact(*child, like_child, walk)) return false;
     }
-  });
-  const LazyLeaves* layout = level.packed_layout();
-  if (!intact || layout == nullptr) return intact && tensors == 0;
+  }
+  if (layout == nullptr) return tensors == 0;
   if (tensors != layout->leaves) return false;
   if (walk.flat == nullptr) walk.flat = &layout->flat;
   else if (!walk.flat->is_same(layout->flat)) return false;
@@ -95,6 +110,18 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
   // Views autograd knows share the storage's version counter.
   walk.own_versions = walk.own_versions || !layout->autograd_views;
   return leaves_as_made(level, *layout);
+}
+
+// The storage of `td` when intact (and laid out as `like`, when given), else undefined.
+at::Tensor intact_storage(const TensorDictBase& td, const TensorDictImpl* like, bool* own_versions) {
+  const TensorDictImpl* level = packed_result_level(td);
+  if (level == nullptr || detail::forward_ad_open()) return at::Tensor();
+  Walk walk;
+  if (!all_intact(*level, like, walk) || walk.flat == nullptr) return at::Tensor();
+  // A nested level of a result is intact too, but its leaves cover only part of the storage.
+  if (walk.elements != walk.flat->numel()) return at::Tensor();
+  if (own_versions != nullptr) *own_versions = walk.own_versions;
+  return *walk.flat;
 }
 
 void bump_level(const TensorDictImpl& level) {
@@ -110,24 +137,6 @@ void bump_level(const TensorDictImpl& level) {
     if (!slot.value.is_tensordict()) return;
     if (const TensorDictImpl* child = packed_result_level(*slot.value.tensordict_unchecked().impl())) bump_level(*child);
   });
-}
-
-// Two intact levels (no tombstones: a level erased from is no longer a packed result).
-bool same_level(const TensorDictImpl& a, const TensorDictImpl& b) {
-  if (&a == &b) return true;
-  if (a.num_entries() != b.num_entries() || a.batch_size() != b.batch_size()) return false;
-  const LazyLeaves *la = a.packed_layout(), *lb = b.packed_layout();
-  if ((la == nullptr) != (lb == nullptr) || (la != nullptr && la->records != lb->records)) return false;
-  for (size_t i = 0, n = a.num_entries(); i < n; ++i) {
-    const TensorDictImpl::Slot &x = a.slot_at(i), &y = b.slot_at(i);
-    if (x.hash != y.hash || x.value.kind() != y.value.kind() || !key_equals(x.key, y.key)) return false;
-    if (x.value.is_tensordict()) {
-      const TensorDictImpl* cx = packed_result_level(*x.value.tensordict_unchecked().impl());
-      const TensorDictImpl* cy = packed_result_level(*y.value.tensordict_unchecked().impl());
-      if (cx == nullptr || cy == nullptr || !same_level(*cx, *cy)) return false;
-    }
-  }
-  return true;
 }
 
 // `outer`: the tensordict `level` is the table of, whose batch size, device and names the result
@@ -171,26 +180,19 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
 }  // namespace
 
 at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
-  const TensorDictImpl* level = packed_result_level(td);
-  if (level == nullptr) return at::Tensor();
-  Walk walk;
-  if (!all_intact(*level, walk) || walk.flat == nullptr) return at::Tensor();
-  // A nested level of a result is intact too, but its leaves cover only part of the storage.
-  if (walk.elements != walk.flat->numel()) return at::Tensor();
-  if (own_versions != nullptr) *own_versions = walk.own_versions;
-  return *walk.flat;
+  return intact_storage(td, nullptr, own_versions);
+}
+
+at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like) {
+  const TensorDictImpl* other = packed_result_level(like);
+  if (other == nullptr) return at::Tensor();
+  return intact_storage(td, other, nullptr);
 }
 
 void bump_made_leaf_versions(const TensorDictBase& td) {
   const TensorDictImpl* level = packed_result_level(td);
   if (level == nullptr) return;
   bump_level(*level);
-}
-
-bool same_intact_layout(const TensorDictBase& a, const TensorDictBase& b) {
-  const TensorDictImpl *x = packed_result_level(a), *y = packed_result_level(b);
-  if (x == nullptr || y == nullptr) return false;
-  return same_level(*x, *y);
 }
 
 TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock) {

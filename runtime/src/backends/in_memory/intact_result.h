@@ -30,10 +30,11 @@ at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions = 
 /// of every made leaf with a counter of its own, as an in-place op on each leaf would (autograd
 /// then refuses a backward through a leaf saved before).
 void bump_made_leaf_versions(const TensorDictBase& td);
-/// True when `a` and `b` are intact packed results laid out alike: the same keys and kinds in
-/// the same order and the same batch sizes at every level, each leaf at the same element offset
-/// with the same sizes and strides.
-bool same_intact_layout(const TensorDictBase& a, const TensorDictBase& b);
+/// intact_packed_storage(td) when `td` is also laid out as `like` (an intact packed result, as
+/// intact_packed_storage(like) found): the same keys and kinds in the same order and the same
+/// batch sizes at every level, each leaf at the same element offset with the same sizes and
+/// strides. One walk of `td` for both checks.
+at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like);
 /// A result shaped like `like` (an intact packed result) with like's batch sizes, whose leaves
 /// are views of `flat` (an elementwise result over like's storage) laid out as like's, made on
 /// first access. `filter_empty` drops nested levels without entries (RebuildOptions); `lock`
