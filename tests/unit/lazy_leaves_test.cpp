@@ -36,7 +36,7 @@ bool intact(const TensorDict& td) { return in_memory::intact_packed_storage(*td.
 
 bool root_unmade(const TensorDict& td) {
   const auto* level = dynamic_cast<const TensorDictImpl*>(td.impl());
-  return level != nullptr && level->has_lazy_leaves();
+  return level != nullptr && (level->is_deferred() || level->has_lazy_leaves());  // not built yet, or built without leaves
 }
 
 void require_same(const TensorDict& a, const TensorDict& b) { testing_support::require_same_leaves(a, b); }

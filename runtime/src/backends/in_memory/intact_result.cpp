@@ -8,19 +8,16 @@
 #include <tensordict/errors.h>
 
 #include "backends/in_memory/level_builder.h"
+#include "backends/in_memory/level_shape.h"
 #include "backends/in_memory/tensor_dict_impl.h"
-#include "core/forward_ad.h"
 #include "backends/consolidated/rebuild.h"
+#include "core/forward_ad.h"
 
 namespace tensordict {
 namespace in_memory {
 
-namespace {
-
-// The level when it is an in-memory level built as a packed op's result (or the table of a
-// consolidated root whose leaves were laid out so), else nullptr: what every other tensordict
-// costs here is two typeid compares.
-const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
+// What every tensordict other than a packed level costs here is two typeid compares.
+const TensorDictImpl* packed_level(const TensorDictBase& td) {
   const TensorDictBase* level = &td;
   if (typeid(td) != typeid(TensorDictImpl)) {
     level = detail::consolidated_table(td);
@@ -29,6 +26,8 @@ const TensorDictImpl* packed_result_level(const TensorDictBase& td) {
   const auto* impl = static_cast<const TensorDictImpl*>(level);
   return impl->is_packed_result() ? impl : nullptr;
 }
+
+namespace {
 
 // Sizes and strides against a record, in one loop: IntArrayRef's operator== goes through memcmp,
 // most of this check's cost on leaves of two or three dims.
@@ -67,41 +66,33 @@ struct Walk {
   bool own_versions = false;
 };
 
-// Whether `level` and its nested levels are intact, all over one storage; with `like` (an
-// intact level, or nullptr), also laid out as it is: the same keys and kinds in the same order,
-// batch sizes and leaf records at every level. No lock: the records and the slots' kinds never
-// change while other threads read (a write is not concurrent with reads), and a made leaf is read
-// only after the release that published it (unmade_leaves()). Packed levels have no tombstones
-// (an erase is a write), so slot i is the i-th entry.
-bool all_intact(const TensorDictImpl& level, const TensorDictImpl* like, Walk& walk) {
-  const size_t n = level.num_entries();
-  const LazyLeaves* layout = level.packed_layout();
-  if (like == &level) like = nullptr;
-  if (like != nullptr) {
-    const LazyLeaves* other = like->packed_layout();
-    if (like->num_entries() != n || like->batch_size() != level.batch_size() || (other == nullptr) != (layout == nullptr) ||
-        (layout != nullptr && other->records != layout->records))
-      return false;
+// Whether `level` and its nested levels are intact, all over one storage. No lock: the records
+// and the slots' kinds never change while other threads read (a write is not concurrent with
+// reads), and a made leaf is read only after the release that published it (unmade_leaves()).
+// A deferred level (Note [Shared shapes]) is intact as its shape says, its leaves not made.
+bool all_intact(const TensorDictImpl& level, Walk& walk) {
+  if (level.is_deferred()) {
+    const LevelShape& shape = *level.shape();
+    if (shape.tree_leaves == 0) return true;
+    if (walk.flat == nullptr) walk.flat = &level.deferred_flat();
+    else if (!walk.flat->is_same(level.deferred_flat())) return false;
+    walk.elements += shape.tree_elements;
+    return true;
   }
+  const LazyLeaves* layout = level.packed_layout();
   size_t tensors = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const TensorDictImpl::Slot& slot = level.slot_at(i);
+  bool intact = true;
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     const Entry& e = slot.value;
-    const TensorDictImpl::Slot* twin = like != nullptr ? &like->slot_at(i) : nullptr;
-    if (twin != nullptr && (twin->hash != slot.hash || twin->value.kind() != e.kind() || !key_equals(twin->key, slot.key)))
-      return false;
+    if (!intact) return;
     if (e.is_tensor()) {
       ++tensors;
     } else if (e.is_tensordict()) {
-      const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
-      if (child == nullptr) return false;
-      const TensorDictImpl* like_child = nullptr;
-      if (twin != nullptr && (like_child = packed_result_level(*twin->value.tensordict_unchecked().impl())) == nullptr)
-        return false;
-      if (!all_intact(*child, like_child, walk)) return false;
+      const TensorDictImpl* child = packed_level(*e.tensordict_unchecked().impl());
+      intact = child != nullptr && all_intact(*child, walk);
     }
-  }
-  if (layout == nullptr) return tensors == 0;
+  });
+  if (!intact || layout == nullptr) return intact && tensors == 0;
   if (tensors != layout->leaves) return false;
   if (walk.flat == nullptr) walk.flat = &layout->flat;
   else if (!walk.flat->is_same(layout->flat)) return false;
@@ -112,12 +103,12 @@ bool all_intact(const TensorDictImpl& level, const TensorDictImpl* like, Walk& w
   return leaves_as_made(level, *layout);
 }
 
-// The storage of `td` when intact (and laid out as `like`, when given), else undefined.
-at::Tensor intact_storage(const TensorDictBase& td, const TensorDictImpl* like, bool* own_versions) {
-  const TensorDictImpl* level = packed_result_level(td);
+// The storage of `td` when intact, else undefined.
+at::Tensor intact_storage(const TensorDictBase& td, bool* own_versions) {
+  const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return at::Tensor();
   Walk walk;
-  if (!all_intact(*level, like, walk) || walk.flat == nullptr) return at::Tensor();
+  if (!all_intact(*level, walk) || walk.flat == nullptr) return at::Tensor();
   // A nested level of a result is intact too, but its leaves cover only part of the storage.
   if (walk.elements != walk.flat->numel()) return at::Tensor();
   if (own_versions != nullptr) *own_versions = walk.own_versions;
@@ -125,6 +116,7 @@ at::Tensor intact_storage(const TensorDictBase& td, const TensorDictImpl* like, 
 }
 
 void bump_level(const TensorDictImpl& level) {
+  if (level.is_deferred()) return;  // no leaf made, no nested level built
   const LazyLeaves* layout = level.packed_layout();
   // Views autograd knows share the storage's version counter, which the op bumps itself.
   if (layout != nullptr && level.unmade_leaves() == nullptr && !layout->autograd_views) {
@@ -135,7 +127,7 @@ void bump_level(const TensorDictImpl& level) {
   }
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     if (!slot.value.is_tensordict()) return;
-    if (const TensorDictImpl* child = packed_result_level(*slot.value.tensordict_unchecked().impl())) bump_level(*child);
+    if (const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl())) bump_level(*child);
   });
 }
 
@@ -143,6 +135,12 @@ void bump_level(const TensorDictImpl& level) {
 // takes (a consolidated root keeps its names, not its table).
 TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const at::Tensor& flat,
                       bool filter_empty, bool lock) {
+  // One deferred level sharing the operand's shape (Note [Shared shapes]), unless nested levels
+  // without entries are to be dropped.
+  if (c10::intrusive_ptr<LevelShape> shape = shape_of(level, outer); shape && !(filter_empty && shape->has_empty_level)) {
+    return TensorDict(TensorDictImpl::make_deferred(std::move(shape), flat, outer.batch_size(), outer.device(),
+                                                    outer.dim_names(), lock));
+  }
   LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
   out.mark_packed_result();
   const LazyLeaves* layout = level.packed_layout();
@@ -157,7 +155,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
         out.append_copied_lazy(slot.key, slot.hash, record);
         break;
       case EntryKind::TensorDict: {
-        const TensorDictImpl* child = packed_result_level(*e.tensordict_unchecked().impl());
+        const TensorDictImpl* child = packed_level(*e.tensordict_unchecked().impl());
         TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
                  "' of an elementwise operation's operand was replaced while the operation read it");
         TensorDict result = build_like(*child, *e.tensordict_unchecked().impl(), flat, filter_empty, lock);
@@ -180,23 +178,25 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
 }  // namespace
 
 at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
-  return intact_storage(td, nullptr, own_versions);
+  return intact_storage(td, own_versions);
 }
 
 at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like) {
-  const TensorDictImpl* other = packed_result_level(like);
-  if (other == nullptr) return at::Tensor();
-  return intact_storage(td, other, nullptr);
+  at::Tensor flat = intact_storage(td, nullptr);
+  const TensorDictImpl *level = packed_level(td), *other = packed_level(like);
+  if (!flat.defined() || other == nullptr || level == other) return flat;
+  const c10::intrusive_ptr<LevelShape> a = shape_of(*other, like), b = shape_of(*level, td);
+  return a && b && same_shape(*a, *b) ? flat : at::Tensor();
 }
 
 void bump_made_leaf_versions(const TensorDictBase& td) {
-  const TensorDictImpl* level = packed_result_level(td);
+  const TensorDictImpl* level = packed_level(td);
   if (level == nullptr) return;
   bump_level(*level);
 }
 
 TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock) {
-  const TensorDictImpl* level = packed_result_level(like);
+  const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_packed_like: ", like.type_name(), " is not an in-memory level");
   return build_like(*level, like, flat, filter_empty, lock);
 }

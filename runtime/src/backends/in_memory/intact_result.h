@@ -19,7 +19,14 @@
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
+
+class TensorDictImpl;
+
 namespace in_memory {
+
+/// The in-memory level of `td` when it is built as a packed op's result or is the table of a
+/// consolidated tensordict (those levels only are looked at for intact results), else nullptr.
+const TensorDictImpl* packed_level(const TensorDictBase& td);
 
 /// The storage (1-D, whole) the tensor leaves of `td` tile, when `td` is an intact packed result
 /// (every level in memory and as built, its made leaves as made, one storage for all, each element

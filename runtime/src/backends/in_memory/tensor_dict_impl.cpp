@@ -37,6 +37,8 @@ TensorDictImpl::~TensorDictImpl() {
 
 void TensorDictImpl::release_resources() {
   lazy_.store(nullptr, std::memory_order_release);
+  deferred_.store(false, std::memory_order_release);  // nothing to build any more
+  flat_ = at::Tensor();
   written();
   clear_slots();
   index_.clear();
@@ -51,6 +53,7 @@ void TensorDictImpl::clear_slots() noexcept {
 }
 
 void TensorDictImpl::clear() {
+  ready();
   lazy_.store(nullptr, std::memory_order_release);  // no slot left to make
   written();
   bump_layout_version();
@@ -75,6 +78,7 @@ void TensorDictImpl::grow(size_t min_capacity) {
 }
 
 int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
+  ready();
   build_pending_index();
   if (index_.empty()) {
     // No tombstones without an index.
@@ -158,6 +162,7 @@ void TensorDictImpl::compact() {
 }
 
 std::vector<std::string> TensorDictImpl::keys() const {
+  ready();
   std::vector<std::string> out;
   out.reserve(live_);
   for (uint32_t i = 0; i < size_; ++i) {
@@ -199,6 +204,7 @@ EntryKind TensorDictImpl::kind(std::string_view key) const {
 }
 
 void TensorDictImpl::for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const {
+  ready();
   make_leaves();
   for (uint32_t i = 0; i < size_; ++i) {
     const Slot& s = slots_[i];
@@ -207,6 +213,7 @@ void TensorDictImpl::for_each(FunctionRef<void(const std::string&, const Entry&)
 }
 
 void TensorDictImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
+  ready();
   for (uint32_t i = 0; i < size_; ++i) {
     const Slot& s = slots_[i];
     if (s.live) fn(s.key, s.value.kind());
@@ -214,6 +221,7 @@ void TensorDictImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind
 }
 
 void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
+  ready();
   make_leaves();  // a lazy leaf replaced before it is made would be made over the new value
   const uint32_t hash = in_memory::key_hash(key);
   if (C10_UNLIKELY(packed_result_)) written();
@@ -235,6 +243,7 @@ size_t TensorDictImpl::find_bucket(std::string_view key, uint32_t hash) const {
 }
 
 bool TensorDictImpl::erase_if_present(std::string_view key) {
+  ready();
   if (C10_UNLIKELY(packed_result_ || has_lazy_leaves())) {
     if (find_slot(key) < 0) return false;  // nothing to erase: leaves and records stay
     make_leaves();  // the slots after the key move
@@ -268,6 +277,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
 }
 
 void TensorDictImpl::rename(std::string_view from, std::string_view to) {
+  ready();
   make_leaves();
   if (C10_UNLIKELY(packed_result_) && find_slot(from) >= 0) written();
   build_pending_index();

@@ -14,7 +14,9 @@
 // an erase shifts the few slots after it.
 //
 // A level may hold its leaves not made yet (Note [Lazy leaves], lazy_leaves.h): every read of a
-// tensor entry, every walk of the entries and every write makes them first.
+// tensor entry, every walk of the entries and every write makes them first. A packed op's result
+// may be *deferred* (Note [Shared shapes], level_shape.h): its slots are built from its shape on
+// the first access of any kind.
 //
 // Only this folder names this class: the rest of the runtime builds in-memory levels through
 // in_memory.h and level_builder.h and reads them through TensorDictBase.
@@ -34,6 +36,7 @@
 
 #include "backends/in_memory/key_hash.h"
 #include "backends/in_memory/lazy_leaves.h"
+#include "backends/in_memory/level_shape.h"
 
 namespace tensordict {
 
@@ -78,6 +81,7 @@ class TensorDictImpl final : public TensorDictBase {
     return i < 0 ? nullptr : entry_read(slots_[i]);
   }
   const Entry* peek_at(std::string_view key, size_t position) const override {
+    ready();
     // Slot `position` holds the key when both levels list the same keys in the same order and
     // this one has no tombstones before it: one string compare instead of a hash and a scan.
     if (position < size_ && slots_[position].live && in_memory::key_equals(slots_[position].key, key))
@@ -86,6 +90,7 @@ class TensorDictImpl final : public TensorDictBase {
   }
   void insert_or_assign_at(std::string_view key, size_t position, Entry value) override {
     // As peek_at: the slot at `position` when it holds the key, else the usual lookup.
+    ready();
     make_leaves();
     if (position < size_ && slots_[position].live && in_memory::key_equals(slots_[position].key, key)) {
       if (C10_UNLIKELY(packed_result_)) written();
@@ -142,6 +147,7 @@ class TensorDictImpl final : public TensorDictBase {
   }
   /// Room for `n` entries (a level not made with make() starts with none).
   void reserve(size_t n) {
+    ready();
     if (n > capacity_) grow(n);
   }
 
@@ -166,16 +172,36 @@ class TensorDictImpl final : public TensorDictBase {
   /// written to the level since it was built (Note [Intact results]); nullptr otherwise.
   const LazyLeaves* packed_layout() const { return layout_.get(); }
   /// The live slot at `i` of a level nothing was erased from (a packed result: no tombstones).
-  const Slot& slot_at(size_t i) const { return slots_[i]; }
+  const Slot& slot_at(size_t i) const {
+    ready();
+    return slots_[i];
+  }
   /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors): for code that
   /// reads the structure of a result (keys, kinds, nested levels; a concurrent maker of the leaves
   /// writes only the tensor handles, read only once unmade_leaves() is null).
   template <typename Fn>
   void for_each_slot(Fn&& fn) const {
+    ready();
     for (uint32_t i = 0; i < size_; ++i) {
       if (slots_[i].live) fn(slots_[i]);
     }
   }
+
+  /// A packed op's result shaped as `shape` over `flat` (its storage), its slots built on first
+  /// access (Note [Shared shapes]); nested levels come deferred too, locked when this level is
+  /// then. The root's batch size, device and names are given (the operand's).
+  static c10::intrusive_ptr<TensorDictImpl> make_deferred(c10::intrusive_ptr<LevelShape> shape, at::Tensor flat,
+                                                          c10::IntArrayRef batch_size,
+                                                          std::optional<at::Device> device, const DimNames& names,
+                                                          bool locked);
+  /// True while the slots are not built yet (nothing read the level since the op made it).
+  bool is_deferred() const { return deferred_.load(std::memory_order_acquire); }
+  /// The storage a level made deferred views (kept once built).
+  const at::Tensor& deferred_flat() const { return flat_; }
+  /// The level's shape while nothing was written to it (its own, or one cached), else nullptr.
+  LevelShape* shape() const { return shape_.load(std::memory_order_acquire); }
+  /// Keeps `shape` (made from this packed level) for the next ops, unless one is kept already.
+  void cache_shape(const c10::intrusive_ptr<LevelShape>& shape) const;
 
   /// Drops the entries when the last handle goes: children hold weak references to their lock
   /// parents, and intrusive_ptr only deletes an object once those are gone too; without this, a
@@ -225,11 +251,18 @@ class TensorDictImpl final : public TensorDictBase {
     return &slot.value;
   }
   void make_lazy_leaves() const;
+  /// Builds a deferred level's slots (Note [Shared shapes]); one atomic load when built.
+  void ready() const {
+    if (C10_UNLIKELY(deferred_.load(std::memory_order_acquire))) materialize();
+  }
+  void materialize() const;
   /// Called by every write, after make_leaves(): the level is no longer as a packed op built it
-  /// (Note [Intact results]), so its layout records go.
+  /// (Note [Intact results]), so its layout records and shape go.
   void written() {
     packed_result_ = false;
     layout_.reset();
+    shape_.store(nullptr, std::memory_order_relaxed);
+    shape_owner_.reset();
   }
   /// A new live slot at the end, the index and layout version left to the caller.
   template <typename K, typename V>
@@ -269,6 +302,12 @@ class TensorDictImpl final : public TensorDictBase {
   // there never were lazy ones).
   std::unique_ptr<LazyLeaves> layout_;
   mutable std::atomic<LazyLeaves*> lazy_{nullptr};
+  // Note [Shared shapes]: set while the slots are not built; the storage deferred leaves view; the
+  // shape (owned by shape_owner_, published through shape_ once: readers take no lock).
+  mutable std::atomic<bool> deferred_{false};
+  at::Tensor flat_;
+  mutable std::atomic<LevelShape*> shape_{nullptr};
+  mutable c10::intrusive_ptr<LevelShape> shape_owner_;
 };
 
 }  // namespace tensordict

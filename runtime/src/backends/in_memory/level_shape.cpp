@@ -1,0 +1,181 @@
+#include "backends/in_memory/level_shape.h"
+
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include <tensordict/errors.h>
+#include <tensordict/tensor_dict.h>
+
+#include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/tensor_dict_impl.h"
+
+namespace tensordict {
+
+// ---- Deferred levels (the TensorDictImpl side of Note [Shared shapes]) ----------------------
+
+c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_ptr<LevelShape> shape, at::Tensor flat,
+                                                                 c10::IntArrayRef batch_size,
+                                                                 std::optional<at::Device> device,
+                                                                 const DimNames& names, bool locked) {
+  auto impl = c10::make_intrusive<TensorDictImpl>(batch_size, device);
+  impl->packed_result_ = true;
+  impl->live_ = static_cast<uint32_t>(shape->fields.size());  // num_entries() without building
+  impl->flat_ = std::move(flat);
+  impl->shape_.store(shape.get(), std::memory_order_relaxed);
+  impl->shape_owner_ = std::move(shape);
+  impl->deferred_.store(true, std::memory_order_relaxed);  // published with the handle
+  if (!names.empty()) impl->set_dim_names(names);
+  if (locked) impl->set_locked(true);
+  return impl;
+}
+
+void TensorDictImpl::materialize() const {
+  // As make_lazy_leaves: once per level, under the one lock; concurrent readers wait here.
+  std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
+  if (!deferred_.load(std::memory_order_relaxed)) return;
+  auto* self = const_cast<TensorDictImpl*>(this);
+  const LevelShape& shape = *shape_owner_;
+  const auto n = static_cast<uint32_t>(shape.fields.size());
+  if (n > capacity_) self->grow(n);
+  const bool locked = is_locked();
+  c10::intrusive_ptr<TensorDictBase> parent;  // the lock parent of nested levels built locked
+  for (uint32_t i = 0; i < n; ++i) {
+    const LevelShape::Field& f = shape.fields[i];
+    if (f.kind == EntryKind::Tensor) {
+      new (slots_ + i) Slot(f.key, at::Tensor(), f.hash);  // made on first access (Note [Lazy leaves])
+    } else if (f.kind == EntryKind::TensorDict) {
+      auto child = make_deferred(f.child, flat_, f.child->batch_size, f.child->device, f.child->names, locked);
+      if (locked) {
+        if (!parent) parent = c10::intrusive_ptr<TensorDictBase>::unsafe_reclaim_from_nonowning(self);
+        child->add_lock_parent(parent);
+      }
+      new (slots_ + i) Slot(f.key, TensorDict(std::move(child)), f.hash);
+    } else {
+      new (slots_ + i) Slot(f.key, f.value, f.hash);
+    }
+  }
+  self->size_ = n;
+  if (shape.leaves > 0) {
+    auto lazy = std::make_unique<LazyLeaves>();
+    lazy->flat = flat_;
+    lazy->records = shape.records;
+    lazy->leaves = shape.leaves;
+    lazy->elements = shape.elements;
+    self->layout_ = std::move(lazy);
+    lazy_.store(self->layout_.get(), std::memory_order_release);
+  }
+  if (n > kLinearScanLimit) index_pending_.store(true, std::memory_order_release);
+  deferred_.store(false, std::memory_order_release);
+}
+
+void TensorDictImpl::cache_shape(const c10::intrusive_ptr<LevelShape>& shape) const {
+  std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
+  if (shape_.load(std::memory_order_relaxed) != nullptr) return;  // kept once: readers hold it unlocked
+  shape_owner_ = shape;
+  shape_.store(shape.get(), std::memory_order_release);
+}
+
+namespace in_memory {
+namespace {
+
+bool same_outer(const TensorDictBase& outer, const LevelShape& shape) {
+  return outer.batch_size() == c10::IntArrayRef(shape.batch_size) && outer.device() == shape.device &&
+         outer.dim_names() == shape.names;
+}
+
+// Whether `shape`, made from `level` (whose batch size, device and names are `outer`'s), still
+// describes it. Keys, kinds, records and nested levels change only by writes, which drop the
+// shape; what a nested level's handle changes without one is compared here.
+bool fits(const TensorDictImpl& level, const TensorDictBase& outer, const LevelShape& shape) {
+  if (!same_outer(outer, shape)) return false;
+  if (level.is_deferred()) return level.shape() == &shape;
+  for (size_t i = 0; i < shape.fields.size(); ++i) {
+    const LevelShape::Field& f = shape.fields[i];
+    if (f.kind != EntryKind::TensorDict) continue;
+    const Entry& e = level.slot_at(i).value;  // a packed level has no tombstones
+    if (!e.is_tensordict()) return false;
+    const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
+    const TensorDictImpl* child = packed_level(child_outer);
+    if (child == nullptr || !fits(*child, child_outer, *f.child)) return false;
+  }
+  return true;
+}
+
+// A new shape of `level`; nullptr when the level holds what no shape describes (an undefined
+// entry). Nested levels give theirs (kept ones when they fit).
+c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const TensorDictBase& outer) {
+  auto shape = c10::make_intrusive<LevelShape>();
+  shape->batch_size.assign(outer.batch_size().begin(), outer.batch_size().end());
+  shape->device = outer.device();
+  shape->names = outer.dim_names();
+  const LazyLeaves* layout = level.packed_layout();
+  if (layout != nullptr) {
+    shape->records = layout->records;
+    shape->leaves = layout->leaves;
+    shape->elements = layout->elements;
+  }
+  shape->tree_elements = shape->elements;
+  shape->tree_leaves = shape->leaves;
+  shape->fields.reserve(level.num_entries());
+  bool describable = true;
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
+    const Entry& e = slot.value;
+    LevelShape::Field f{slot.key, slot.hash, e.kind(), {}, {}};
+    switch (e.kind()) {
+      case EntryKind::Tensor:
+        TD_CHECK(layout != nullptr, RuntimeError, "the leaf '", slot.key,
+                 "' of an elementwise operation's operand was written while the operation read it");
+        break;
+      case EntryKind::TensorDict: {
+        const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
+        const TensorDictImpl* child = packed_level(child_outer);
+        TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
+                 "' of an elementwise operation's operand was replaced while the operation read it");
+        f.child = shape_of(*child, child_outer);
+        if (!f.child) {
+          describable = false;
+          return;
+        }
+        shape->tree_elements += f.child->tree_elements;
+        shape->tree_leaves += f.child->tree_leaves;
+        shape->has_empty_level = shape->has_empty_level || f.child->fields.empty() || f.child->has_empty_level;
+        break;
+      }
+      case EntryKind::NonTensor:
+        f.value = e;
+        break;
+      case EntryKind::Undefined:
+        describable = false;
+        return;
+    }
+    shape->fields.push_back(std::move(f));
+  });
+  return describable ? shape : c10::intrusive_ptr<LevelShape>();
+}
+
+}  // namespace
+
+c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const TensorDictBase& outer) {
+  if (LevelShape* kept = level.shape(); kept != nullptr && fits(level, outer, *kept))
+    return c10::intrusive_ptr<LevelShape>::unsafe_reclaim_from_nonowning(kept);
+  c10::intrusive_ptr<LevelShape> made = make_shape(level, outer);
+  if (made) level.cache_shape(made);  // no-op when one is kept (that no longer fits: rare)
+  return made;
+}
+
+bool same_shape(const LevelShape& a, const LevelShape& b) {
+  if (&a == &b) return true;
+  if (a.fields.size() != b.fields.size() || a.records != b.records) return false;
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    const LevelShape::Field &x = a.fields[i], &y = b.fields[i];
+    if (x.hash != y.hash || x.kind != y.kind || !key_equals(x.key, y.key)) return false;
+    if (x.kind == EntryKind::TensorDict &&
+        (x.child->batch_size != y.child->batch_size || !same_shape(*x.child, *y.child)))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace in_memory
+}  // namespace tensordict

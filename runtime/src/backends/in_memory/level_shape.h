@@ -1,0 +1,61 @@
+#pragma once
+// Note [Shared shapes]: an elementwise op over an intact result (Note [Intact results]) builds a
+// result with the same keys, kinds, nested levels and leaf records over a new storage. Building
+// those levels slot by slot, then dropping them, cost more than the kernel on small trees. A
+// LevelShape is that structure, immutable and shared: the result is one *deferred* level holding
+// the shape and the storage, and builds its slots (and its nested levels, deferred in turn) on
+// first access (TensorDictImpl::materialize). A deferred result fed to the next op gives it its
+// shape as it is; a level built otherwise (a consolidated tensordict's, a result read since)
+// caches the shape made from it until it is written to.
+//
+// What a write does not tell the level, a nested level's batch size, device or dim names, is
+// compared on each use (shape_fits); the root's come from the operand itself.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict_base.h>
+
+namespace tensordict {
+
+class TensorDictImpl;
+
+struct LevelShape : c10::intrusive_ptr_target {
+  struct Field {
+    std::string key;
+    uint32_t hash;
+    EntryKind kind;
+    c10::intrusive_ptr<LevelShape> child;  // kind TensorDict
+    Entry value;                           // kind NonTensor (shared data, as the op copies it)
+  };
+  std::vector<Field> fields;  // in slot order
+  std::vector<int64_t> batch_size;
+  std::optional<at::Device> device;
+  DimNames names;
+  /// The level's leaves, as LazyLeaves keeps them (slot, offset, dim, sizes, strides).
+  std::vector<int64_t> records;
+  size_t leaves = 0;
+  int64_t elements = 0;       // of this level's leaves
+  int64_t tree_elements = 0;  // and its nested levels'
+  size_t tree_leaves = 0;
+  bool has_empty_level = false;  // a nested level without entries, at any depth
+};
+
+namespace in_memory {
+
+/// The shape of `level` (an intact packed level: a packed result or a consolidated table), whose
+/// batch size, device and names are `outer`'s: the level's own or cached one when it still fits,
+/// else one made now (and cached on the level when it has none).
+c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const TensorDictBase& outer);
+/// Whether two shapes describe the same tree: keys, kinds and order, leaf records, and the batch
+/// sizes of nested levels (the roots' are the caller's to compare).
+bool same_shape(const LevelShape& a, const LevelShape& b);
+
+}  // namespace in_memory
+}  // namespace tensordict
