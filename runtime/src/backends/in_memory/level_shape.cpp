@@ -24,7 +24,7 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_
   impl->flat_ = std::move(flat);
   impl->shape_.store(shape.get(), std::memory_order_relaxed);
   impl->shape_owner_ = std::move(shape);
-  impl->deferred_.store(true, std::memory_order_relaxed);  // published with the handle
+  impl->pending_.store(kDeferred, std::memory_order_relaxed);  // published with the handle
   if (!names.empty()) impl->set_dim_names(names);
   if (locked) impl->set_locked(true);
   return impl;
@@ -33,7 +33,7 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_
 void TensorDictImpl::materialize() const {
   // As make_lazy_leaves: once per level, under the one lock; concurrent readers wait here.
   std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
-  if (!deferred_.load(std::memory_order_relaxed)) return;
+  if (!(pending_.load(std::memory_order_relaxed) & kDeferred)) return;
   auto* self = const_cast<TensorDictImpl*>(this);
   const LevelShape& shape = *shape_owner_;
   const auto n = static_cast<uint32_t>(shape.fields.size());
@@ -65,8 +65,8 @@ void TensorDictImpl::materialize() const {
     self->layout_ = std::move(lazy);
     lazy_.store(self->layout_.get(), std::memory_order_release);
   }
-  if (n > kLinearScanLimit) index_pending_.store(true, std::memory_order_release);
-  deferred_.store(false, std::memory_order_release);
+  // Built, its index left to the first lookup by key.
+  pending_.store(n > kLinearScanLimit ? kIndexPending : 0, std::memory_order_release);
 }
 
 void TensorDictImpl::cache_shape(const c10::intrusive_ptr<LevelShape>& shape) const {

@@ -37,12 +37,11 @@ TensorDictImpl::~TensorDictImpl() {
 
 void TensorDictImpl::release_resources() {
   lazy_.store(nullptr, std::memory_order_release);
-  deferred_.store(false, std::memory_order_release);  // nothing to build any more
   flat_ = at::Tensor();
   written();
   clear_slots();
   index_.clear();
-  index_pending_.store(false, std::memory_order_relaxed);
+  pending_.store(0, std::memory_order_release);  // nothing to build any more
   TensorDictBase::release_resources();
 }
 
@@ -59,7 +58,7 @@ void TensorDictImpl::clear() {
   bump_layout_version();
   clear_slots();
   index_.clear();
-  index_pending_.store(false, std::memory_order_relaxed);
+  pending_.store(0, std::memory_order_relaxed);  // built by ready() above
 }
 
 void TensorDictImpl::grow(size_t min_capacity) {
@@ -78,8 +77,10 @@ void TensorDictImpl::grow(size_t min_capacity) {
 }
 
 int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
-  ready();
-  build_pending_index();
+  if (C10_UNLIKELY(pending_.load(std::memory_order_acquire) != 0)) {  // one load for both
+    ready();
+    build_pending_index();
+  }
   if (index_.empty()) {
     // No tombstones without an index.
     const Slot* slots = slots_;
@@ -117,13 +118,13 @@ void TensorDictImpl::index_insert(uint32_t slot) const {
 void TensorDictImpl::build_index_now() const {
   // Concurrent first lookups: one builds, the others wait and find it built.
   std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
-  if (index_pending_.load(std::memory_order_relaxed)) rebuild_index();
+  if (pending_.load(std::memory_order_relaxed) & kIndexPending) rebuild_index();
 }
 
 void TensorDictImpl::rebuild_index() const {
   if (size_ <= kLinearScanLimit && size_ == live_) {
     index_.clear();
-    index_pending_.store(false, std::memory_order_release);
+    pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) & ~kIndexPending), std::memory_order_release);
     return;
   }
   size_t cap = 64;
@@ -137,7 +138,7 @@ void TensorDictImpl::rebuild_index() const {
   for (uint32_t i = 0; i < size_; ++i) {
     if (slots_[i].live) index_insert(i);
   }
-  index_pending_.store(false, std::memory_order_release);
+  pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) & ~kIndexPending), std::memory_order_release);
 }
 
 void TensorDictImpl::index_append() {

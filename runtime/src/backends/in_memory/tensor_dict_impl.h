@@ -143,7 +143,9 @@ class TensorDictImpl final : public TensorDictBase {
   /// lookup by key: a level only walked (flattened keys printed, a result the next op consumes
   /// whole) never pays for it. Until then the level has no tombstones, so a walk needs none.
   void index_appended() {
-    if (size_ > kLinearScanLimit && index_.empty()) index_pending_.store(true, std::memory_order_release);
+    if (size_ > kLinearScanLimit && index_.empty())
+      pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) | kIndexPending),
+                     std::memory_order_release);
   }
   /// Room for `n` entries (a level not made with make() starts with none).
   void reserve(size_t n) {
@@ -195,7 +197,7 @@ class TensorDictImpl final : public TensorDictBase {
                                                           std::optional<at::Device> device, const DimNames& names,
                                                           bool locked);
   /// True while the slots are not built yet (nothing read the level since the op made it).
-  bool is_deferred() const { return deferred_.load(std::memory_order_acquire); }
+  bool is_deferred() const { return (pending_.load(std::memory_order_acquire) & kDeferred) != 0; }
   /// The storage a level made deferred views (kept once built).
   const at::Tensor& deferred_flat() const { return flat_; }
   /// The level's shape while nothing was written to it (its own, or one cached), else nullptr.
@@ -218,7 +220,7 @@ class TensorDictImpl final : public TensorDictBase {
   void index_insert(uint32_t slot) const;
   /// Builds the index index_appended() left for the first lookup; one atomic load when none is.
   void build_pending_index() const {
-    if (C10_UNLIKELY(index_pending_.load(std::memory_order_acquire))) build_index_now();
+    if (C10_UNLIKELY(pending_.load(std::memory_order_acquire) & kIndexPending)) build_index_now();
   }
   void build_index_now() const;
 
@@ -253,7 +255,7 @@ class TensorDictImpl final : public TensorDictBase {
   void make_lazy_leaves() const;
   /// Builds a deferred level's slots (Note [Shared shapes]); one atomic load when built.
   void ready() const {
-    if (C10_UNLIKELY(deferred_.load(std::memory_order_acquire))) materialize();
+    if (C10_UNLIKELY(pending_.load(std::memory_order_acquire) & kDeferred)) materialize();
   }
   void materialize() const;
   /// Called by every write, after make_leaves(): the level is no longer as a packed op built it
@@ -295,16 +297,20 @@ class TensorDictImpl final : public TensorDictBase {
   // Built by const lookups too (index_appended), under lazy_mutex(): mutable.
   mutable std::vector<uint64_t> index_;
   mutable uint8_t index_shift_ = 26;
-  mutable std::atomic<bool> index_pending_{false};
+  // What a first access still has to do: build a deferred level's slots (Note [Shared shapes]),
+  // then the index index_appended() left. One byte, so lookups test both with one load; changed
+  // under lazy_mutex() once the level is shared, or by writes (never concurrent with readers).
+  static constexpr uint8_t kDeferred = 1;
+  static constexpr uint8_t kIndexPending = 2;
+  mutable std::atomic<uint8_t> pending_{0};
   bool packed_result_ = false;
   // The layout records of a packed result's leaves, until the first write (Note [Intact
   // results]); lazy_ points to them while the leaves are not made (null once they are, or when
   // there never were lazy ones).
   std::unique_ptr<LazyLeaves> layout_;
   mutable std::atomic<LazyLeaves*> lazy_{nullptr};
-  // Note [Shared shapes]: set while the slots are not built; the storage deferred leaves view; the
-  // shape (owned by shape_owner_, published through shape_ once: readers take no lock).
-  mutable std::atomic<bool> deferred_{false};
+  // Note [Shared shapes]: the storage a deferred level's leaves view; the shape (owned by
+  // shape_owner_, published through shape_ once: readers take no lock).
   at::Tensor flat_;
   mutable std::atomic<LevelShape*> shape_{nullptr};
   mutable c10::intrusive_ptr<LevelShape> shape_owner_;
