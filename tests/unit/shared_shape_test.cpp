@@ -23,12 +23,12 @@ using namespace tensordict;
 
 namespace {
 // Leaves at the root, in "n" (batch [10, 4]) and in "n"/"deep"; a non-tensor; dim names.
-TensorDict shaped_tree() {
+TensorDict shaped_tree(bool with_note = true) {
   at::manual_seed(5);
   TensorDict td({}, {10});
   td.set("a", at::randn({10, 3}));
   td.set("b", at::randn({10}));
-  td.set_non_tensor("note", json::Value("kept"));
+  if (with_note) td.set_non_tensor("note", json::Value("kept"));
   TensorDict n({}, {10, 4});
   n.set("m", at::randn({10, 4, 5}));
   TensorDict deep({}, {10, 4});
@@ -187,5 +187,34 @@ TEST_CASE("concurrent first readers of a deferred result build it once", "[unit]
     CHECK(bad.load() == 0);
     for (int t = 1; t < 4; ++t) CHECK(seen[t] == seen[0]);  // one leaf, made once
     CHECK(at::equal(r.get({"n", "deep", "z"}), plain.get({"n", "deep", "z"}) * 2));
+  }
+}
+
+TEST_CASE("trees laid out alike share one shape, and any difference keeps them apart", "[unit][shared_shape]") {
+  TensorDict c1 = consolidate(shaped_tree(false)), c2 = consolidate(shaped_tree(false));
+  const LevelShape* shared = level_of(c1 * 2).shape();
+  CHECK(level_of(c2 * 2).shape() == shared);  // two consolidations, one shape
+  testing_support::require_same_leaves(c1 + c2, shaped_tree(false) * 2);
+  SECTION("a nested level named otherwise") {
+    TensorDict plain = shaped_tree(false);
+    plain.get_tensordict("n").set_names({std::string("env"), std::string("agent")});
+    TensorDict c3 = consolidate(plain);
+    CHECK(level_of(c3 * 2).shape() != shared);
+    CHECK((c3 + c1).get_tensordict("n").names() == plain.get_tensordict("n").names());
+  }
+  SECTION("another key order") {
+    TensorDict plain({}, {10});
+    plain.set("b", c1.get("b").clone());
+    plain.set("a", c1.get("a").clone());
+    plain.set("n", c1.get_tensordict("n").clone());
+    plain.set_names({std::string("env")});
+    TensorDict c3 = consolidate(plain);
+    CHECK(level_of(c3 * 2).shape() != shared);
+    testing_support::require_same_leaves(c3 + c1, plain + plain);
+  }
+  SECTION("a non-tensor: the shape is not shared") {
+    TensorDict c3 = consolidate(shaped_tree(true)), c4 = consolidate(shaped_tree(true));
+    CHECK(level_of(c3 * 2).shape() != level_of(c4 * 2).shape());
+    CHECK((c3 + c4).get_non_tensor("note") == c3.get_non_tensor("note"));
   }
 }

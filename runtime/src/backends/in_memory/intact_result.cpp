@@ -44,9 +44,10 @@ bool same_geometry(const c10::TensorImpl& t, const LazyLeaves::Record& r) {
 bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout) {
   const c10::StorageImpl* storage = layout.flat.storage().unsafeGetStorageImpl();
   const caffe2::TypeMeta dtype = layout.flat.dtype();
+  const TensorDictImpl::Slot* slots = level.built_slots();  // all_intact() found it built
   for (size_t i = 0; i < layout.records.size();) {
     const LazyLeaves::Record r = layout.next(i);
-    const Entry& e = level.slot_at(r.slot).value;
+    const Entry& e = slots[r.slot].value;
     if (!e.is_tensor() || !e.tensor_unchecked().defined()) return false;
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
     // The key set covers names, lazy negation and conjugation. No leaf may require grad; forward
@@ -66,6 +67,18 @@ struct Walk {
   bool own_versions = false;
 };
 
+// The leaves `layout` records of `level` (built, intact so far): one storage with the walk's,
+// and as made.
+bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& walk) {
+  if (walk.flat == nullptr) walk.flat = &layout.flat;
+  else if (!walk.flat->is_same(layout.flat)) return false;
+  walk.elements += layout.elements;
+  if (level.unmade_leaves() != nullptr) return true;
+  // Views autograd knows share the storage's version counter.
+  walk.own_versions = walk.own_versions || !layout.autograd_views;
+  return leaves_as_made(level, layout);
+}
+
 // Whether `level` and its nested levels are intact, all over one storage. No lock: the records
 // and the slots' kinds never change while other threads read (a write is not concurrent with
 // reads), and a made leaf is read only after the release that published it (unmade_leaves()).
@@ -80,6 +93,16 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
     return true;
   }
   const LazyLeaves* layout = level.packed_layout();
+  if (const LevelShape* shape = level.shape()) {
+    // The level is as its shape describes (a write drops the shape): its nested levels are the
+    // shape's, its tensor slots the records'.
+    const TensorDictImpl::Slot* slots = level.built_slots();
+    for (uint32_t i : shape->nested) {
+      const TensorDictImpl* child = packed_level(*slots[i].value.tensordict_unchecked().impl());
+      if (child == nullptr || !all_intact(*child, walk)) return false;
+    }
+    return layout == nullptr || intact_leaves(level, *layout, walk);
+  }
   size_t tensors = 0;
   bool intact = true;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
@@ -93,14 +116,7 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
     }
   });
   if (!intact || layout == nullptr) return intact && tensors == 0;
-  if (tensors != layout->leaves) return false;
-  if (walk.flat == nullptr) walk.flat = &layout->flat;
-  else if (!walk.flat->is_same(layout->flat)) return false;
-  walk.elements += layout->elements;
-  if (level.unmade_leaves() != nullptr) return true;
-  // Views autograd knows share the storage's version counter.
-  walk.own_versions = walk.own_versions || !layout->autograd_views;
-  return leaves_as_made(level, *layout);
+  return tensors == layout->leaves && intact_leaves(level, *layout, walk);
 }
 
 // The storage of `td` when intact, else undefined.

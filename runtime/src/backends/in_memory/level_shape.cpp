@@ -1,7 +1,10 @@
 #include "backends/in_memory/level_shape.h"
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include <tensordict/errors.h>
@@ -90,9 +93,8 @@ bool same_outer(const TensorDictBase& outer, const LevelShape& shape) {
 bool fits(const TensorDictImpl& level, const TensorDictBase& outer, const LevelShape& shape) {
   if (!same_outer(outer, shape)) return false;
   if (level.is_deferred()) return level.shape() == &shape;
-  for (size_t i = 0; i < shape.fields.size(); ++i) {
+  for (uint32_t i : shape.nested) {
     const LevelShape::Field& f = shape.fields[i];
-    if (f.kind != EntryKind::TensorDict) continue;
     const Entry& e = level.slot_at(i).value;  // a packed level has no tombstones
     if (!e.is_tensordict()) return false;
     const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
@@ -137,6 +139,7 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
           describable = false;
           return;
         }
+        shape->nested.push_back(static_cast<uint32_t>(shape->fields.size()));
         shape->tree_elements += f.child->tree_elements;
         shape->tree_leaves += f.child->tree_leaves;
         shape->has_empty_level = shape->has_empty_level || f.child->fields.empty() || f.child->has_empty_level;
@@ -154,13 +157,81 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
   return describable ? shape : c10::intrusive_ptr<LevelShape>();
 }
 
+// ---- Interning ----------------------------------------------------------------------------
+// Shapes by structural hash, held weakly: equal trees share one shape while any level holds it.
+
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ULL + (h >> 29); }
+
+uint64_t structural_hash(const LevelShape& s) {
+  uint64_t h = s.fields.size();
+  for (const LevelShape::Field& f : s.fields) {
+    h = mix(h, (uint64_t{f.hash} << 8) | static_cast<uint64_t>(f.kind));
+    h = mix(h, reinterpret_cast<uintptr_t>(f.child.get()));  // children are interned first
+  }
+  for (int64_t r : s.records) h = mix(h, static_cast<uint64_t>(r));
+  for (int64_t b : s.batch_size) h = mix(h, static_cast<uint64_t>(b));
+  return h;
+}
+
+// Everything materialize() and fits() read. Nested shapes are interned, so compared by pointer.
+bool identical(const LevelShape& a, const LevelShape& b) {
+  if (a.fields.size() != b.fields.size() || a.records != b.records || a.batch_size != b.batch_size ||
+      a.device != b.device || a.names != b.names || a.leaves != b.leaves || a.elements != b.elements)
+    return false;
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    const LevelShape::Field &x = a.fields[i], &y = b.fields[i];
+    if (x.hash != y.hash || x.kind != y.kind || x.child != y.child || !key_equals(x.key, y.key)) return false;
+  }
+  return true;
+}
+
+struct ShapeTable {
+  std::mutex mutex;
+  std::unordered_multimap<uint64_t, c10::weak_intrusive_ptr<LevelShape>> shapes;
+  size_t sweep_at = 64;  // entries whose shape is gone are dropped when the table reaches this
+};
+
+ShapeTable& shape_table() {
+  static auto* table = new ShapeTable();  // never destroyed: levels may drop shapes at exit
+  return *table;
+}
+
+c10::intrusive_ptr<LevelShape> intern(c10::intrusive_ptr<LevelShape> fresh) {
+  for (const LevelShape::Field& f : fresh->fields) {
+    if (f.kind == EntryKind::NonTensor) return fresh;  // values are not compared: not shared
+  }
+  const uint64_t h = structural_hash(*fresh);
+  ShapeTable& table = shape_table();
+  std::lock_guard<std::mutex> guard(table.mutex);
+  auto range = table.shapes.equal_range(h);
+  for (auto it = range.first; it != range.second;) {
+    c10::intrusive_ptr<LevelShape> kept = it->second.lock();
+    if (!kept) {
+      it = table.shapes.erase(it);
+      continue;
+    }
+    if (identical(*kept, *fresh)) return kept;
+    ++it;
+  }
+  if (table.shapes.size() >= table.sweep_at) {
+    for (auto it = table.shapes.begin(); it != table.shapes.end();) {
+      it = it->second.expired() ? table.shapes.erase(it) : std::next(it);
+    }
+    table.sweep_at = std::max<size_t>(64, 2 * table.shapes.size());
+  }
+  table.shapes.emplace(h, c10::weak_intrusive_ptr<LevelShape>(fresh));
+  return fresh;
+}
+
 }  // namespace
 
 c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const TensorDictBase& outer) {
   if (LevelShape* kept = level.shape(); kept != nullptr && fits(level, outer, *kept))
     return c10::intrusive_ptr<LevelShape>::unsafe_reclaim_from_nonowning(kept);
   c10::intrusive_ptr<LevelShape> made = make_shape(level, outer);
-  if (made) level.cache_shape(made);  // no-op when one is kept (that no longer fits: rare)
+  if (!made) return made;
+  made = intern(std::move(made));
+  level.cache_shape(made);  // no-op when one is kept (that no longer fits: rare)
   return made;
 }
 

@@ -34,7 +34,8 @@ struct LevelShape : c10::intrusive_ptr_target {
     c10::intrusive_ptr<LevelShape> child;  // kind TensorDict
     Entry value;                           // kind NonTensor (shared data, as the op copies it)
   };
-  std::vector<Field> fields;  // in slot order
+  std::vector<Field> fields;     // in slot order
+  std::vector<uint32_t> nested;  // the fields that are nested levels
   std::vector<int64_t> batch_size;
   std::optional<at::Device> device;
   DimNames names;
@@ -45,13 +46,21 @@ struct LevelShape : c10::intrusive_ptr_target {
   int64_t tree_elements = 0;  // and its nested levels'
   size_t tree_leaves = 0;
   bool has_empty_level = false;  // a nested level without entries, at any depth
+
+  /// When the last level holding it goes (the interning table's weak reference may outlive it).
+  void release_resources() override {
+    fields.clear();
+    records.clear();
+  }
 };
 
 namespace in_memory {
 
 /// The shape of `level` (an intact packed level: a packed result or a consolidated table), whose
 /// batch size, device and names are `outer`'s: the level's own or cached one when it still fits,
-/// else one made now (and cached on the level when it has none).
+/// else one made now (and cached on the level when it has none). Shapes made are interned: two
+/// trees laid out alike (and without non-tensors) get the same object, so same_shape() compares
+/// pointers.
 c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const TensorDictBase& outer);
 /// Whether two shapes describe the same tree: keys, kinds and order, leaf records, and the batch
 /// sizes of nested levels (the roots' are the caller's to compare).

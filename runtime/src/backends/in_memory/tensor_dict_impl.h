@@ -178,6 +178,8 @@ class TensorDictImpl final : public TensorDictBase {
     ready();
     return slots_[i];
   }
+  /// The slots of a level known not to be deferred (is_deferred() false): slot_at without its check.
+  const Slot* built_slots() const { return slots_; }
   /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors): for code that
   /// reads the structure of a result (keys, kinds, nested levels; a concurrent maker of the leaves
   /// writes only the tensor handles, read only once unmade_leaves() is null).
