@@ -17,6 +17,7 @@
 #include <tensordict/json.h>
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/tensor_dict_impl.h"
 
 using namespace tensordict;
@@ -96,6 +97,14 @@ TEST_CASE("results of a locked operand are built locked at every level they reac
   CHECK_FALSE(u.get_tensordict("n").is_locked());
   u.get_tensordict("n").set("x", at::zeros({10, 4}));
   CHECK(u.get_tensordict("n").contains("x"));
+  // lock_() on an unlocked one registers each nested level's lock parent once, as on any tree.
+  TensorDict unlocked = c.clone(), plain = shaped_tree() * 1;
+  REQUIRE(level_of(unlocked).is_deferred());
+  unlocked.lock_();
+  plain.lock_();
+  CHECK(unlocked.impl_ptr().weak_use_count() == plain.impl_ptr().weak_use_count());
+  CHECK(unlocked.get_tensordict("n").impl_ptr().weak_use_count() ==
+        plain.get_tensordict("n").impl_ptr().weak_use_count());
 }
 
 TEST_CASE("what a nested level's handle changes without a write reaches the next result",
@@ -163,6 +172,22 @@ TEST_CASE("binary results drop nested levels without entries, as the per-leaf op
   CHECK(exp.contains("empty") == plain.exp().contains("empty"));
   testing_support::require_same_leaves(sum, plain + plain);
   testing_support::require_same_leaves(exp, plain.exp());
+  // From a deferred operand too (its shape has the empty level; the result is built eagerly).
+  const TensorDict deferred = c.clone();
+  REQUIRE(level_of(deferred).is_deferred());
+  const TensorDict doubled = deferred * 2;
+  CHECK(doubled.contains("empty") == (plain * 2).contains("empty"));
+  testing_support::require_same_leaves(doubled, plain * 2);
+  testing_support::require_same_leaves(deferred.clone().exp() + 1, plain.exp() + 1);
+}
+
+TEST_CASE("a deferred result written to lets its storage go", "[unit][shared_shape]") {
+  TensorDict r = consolidate(shaped_tree()) * 2;
+  const at::Tensor flat = in_memory::intact_packed_storage(*r.impl());
+  REQUIRE(flat.defined());
+  r.unlock_();
+  r.clear();
+  CHECK(flat.use_count() == 1);
 }
 
 TEST_CASE("concurrent first readers of a deferred result build it once", "[unit][shared_shape]") {

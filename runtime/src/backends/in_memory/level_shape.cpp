@@ -30,6 +30,7 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_
   impl->pending_.store(kDeferred, std::memory_order_relaxed);  // published with the handle
   if (!names.empty()) impl->set_dim_names(names);
   if (locked) impl->set_locked(true);
+  impl->built_locked_ = locked;
   return impl;
 }
 
@@ -41,22 +42,30 @@ void TensorDictImpl::materialize() const {
   const LevelShape& shape = *shape_owner_;
   const auto n = static_cast<uint32_t>(shape.fields.size());
   if (n > capacity_) self->grow(n);
-  const bool locked = is_locked();
-  c10::intrusive_ptr<TensorDictBase> parent;  // the lock parent of nested levels built locked
-  for (uint32_t i = 0; i < n; ++i) {
-    const LevelShape::Field& f = shape.fields[i];
-    if (f.kind == EntryKind::Tensor) {
-      new (slots_ + i) Slot(f.key, at::Tensor(), f.hash);  // made on first access (Note [Lazy leaves])
-    } else if (f.kind == EntryKind::TensorDict) {
-      auto child = make_deferred(f.child, flat_, f.child->batch_size, f.child->device, f.child->names, locked);
-      if (locked) {
-        if (!parent) parent = c10::intrusive_ptr<TensorDictBase>::unsafe_reclaim_from_nonowning(self);
-        child->add_lock_parent(parent);
+  // Nested levels as the eager build made them at the op: locked, their lock parent registered,
+  // when this level was made locked (a lock_() or unlock_() since walks them after this).
+  const bool locked = built_locked_;
+  c10::intrusive_ptr<TensorDictBase> parent;
+  uint32_t i = 0;
+  try {
+    for (; i < n; ++i) {
+      const LevelShape::Field& f = shape.fields[i];
+      if (f.kind == EntryKind::Tensor) {
+        new (slots_ + i) Slot(f.key, at::Tensor(), f.hash);  // made on first access (Note [Lazy leaves])
+      } else if (f.kind == EntryKind::TensorDict) {
+        auto child = make_deferred(f.child, flat_, f.child->batch_size, f.child->device, f.child->names, locked);
+        if (locked) {
+          if (!parent) parent = c10::intrusive_ptr<TensorDictBase>::unsafe_reclaim_from_nonowning(self);
+          child->add_lock_parent(parent);
+        }
+        new (slots_ + i) Slot(f.key, TensorDict(std::move(child)), f.hash);
+      } else {
+        new (slots_ + i) Slot(f.key, f.value, f.hash);
       }
-      new (slots_ + i) Slot(f.key, TensorDict(std::move(child)), f.hash);
-    } else {
-      new (slots_ + i) Slot(f.key, f.value, f.hash);
     }
+  } catch (...) {
+    while (i > 0) slots_[--i].~Slot();  // still deferred: the next access tries again
+    throw;
   }
   self->size_ = n;
   if (shape.leaves > 0) {

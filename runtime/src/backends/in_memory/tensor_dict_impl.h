@@ -163,7 +163,8 @@ class TensorDictImpl final : public TensorDictBase {
   /// without leaves of its own: only such levels are looked at for intact results (Note [Intact results]).
   void mark_packed_result() { packed_result_ = true; }
   bool is_packed_result() const { return packed_result_; }
-  /// True while the level's leaves are not made yet.
+  /// True while the leaves of a built level are not made yet (a deferred level, is_deferred(),
+  /// has neither leaves nor records until built).
   bool has_lazy_leaves() const { return lazy_.load(std::memory_order_acquire) != nullptr; }
   /// Held while leaves are made, and while an index is built on a first lookup.
   static std::recursive_mutex& lazy_mutex();
@@ -171,8 +172,12 @@ class TensorDictImpl final : public TensorDictBase {
   /// acquire, may be read by any thread).
   const LazyLeaves* unmade_leaves() const { return lazy_.load(std::memory_order_acquire); }
   /// Where the leaves of a packed result lie in its storage, made or not, while nothing was
-  /// written to the level since it was built (Note [Intact results]); nullptr otherwise.
-  const LazyLeaves* packed_layout() const { return layout_.get(); }
+  /// written to the level since it was built (Note [Intact results]); nullptr otherwise. Builds a
+  /// deferred level first.
+  const LazyLeaves* packed_layout() const {
+    ready();
+    return layout_.get();
+  }
   /// The live slot at `i` of a level nothing was erased from (a packed result: no tombstones).
   const Slot& slot_at(size_t i) const {
     ready();
@@ -265,6 +270,7 @@ class TensorDictImpl final : public TensorDictBase {
   void written() {
     packed_result_ = false;
     layout_.reset();
+    flat_ = at::Tensor();  // a deferred level's storage: layout_ held it too once built
     shape_.store(nullptr, std::memory_order_relaxed);
     shape_owner_.reset();
   }
@@ -311,9 +317,11 @@ class TensorDictImpl final : public TensorDictBase {
   // there never were lazy ones).
   std::unique_ptr<LazyLeaves> layout_;
   mutable std::atomic<LazyLeaves*> lazy_{nullptr};
-  // Note [Shared shapes]: the storage a deferred level's leaves view; the shape (owned by
+  // Note [Shared shapes]: the storage a deferred level's leaves view; whether it was made locked
+  // (its nested levels are built so, as the eager build would have); the shape (owned by
   // shape_owner_, published through shape_ once: readers take no lock).
   at::Tensor flat_;
+  bool built_locked_ = false;
   mutable std::atomic<LevelShape*> shape_{nullptr};
   mutable c10::intrusive_ptr<LevelShape> shape_owner_;
 };
