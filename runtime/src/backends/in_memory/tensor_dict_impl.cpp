@@ -222,11 +222,10 @@ void TensorDictImpl::for_each_key(FunctionRef<void(const std::string&, EntryKind
 }
 
 void TensorDictImpl::insert_or_assign(std::string_view key, Entry value) {
-  ready();
-  make_leaves();  // a lazy leaf replaced before it is made would be made over the new value
   const uint32_t hash = in_memory::key_hash(key);
+  const int64_t i = find_slot(key, hash);  // builds a deferred level first
+  make_leaves();  // a lazy leaf replaced before it is made would be made over the new value
   if (C10_UNLIKELY(packed_result_)) written();
-  const int64_t i = find_slot(key, hash);
   if (i >= 0) {
     slots_[i].value = std::move(value);
     return;
