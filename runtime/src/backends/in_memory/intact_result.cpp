@@ -52,8 +52,11 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout) {
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
     // The key set covers names, lazy negation and conjugation. No leaf may require grad; forward
     // tangents exist only while a dual level is open, when no storage is taken (intact_storage).
-    if (t->key_set() != layout.made_keys || t->dtype() != dtype || t->storage().unsafeGetStorageImpl() != storage ||
-        t->storage_offset() != r.offset || !same_geometry(*t, r) || t->requires_grad())
+    // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
+    // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
+    if (t->key_set() != layout.made_keys || t->dtype() != dtype ||
+        t->unsafe_storage().unsafeGetStorageImpl() != storage || t->storage_offset() != r.offset ||
+        !same_geometry(*t, r) || t->requires_grad())
       return false;
   }
   return true;
@@ -153,7 +156,8 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
                       bool filter_empty, bool lock) {
   // One deferred level sharing the operand's shape (Note [Shared shapes]), unless nested levels
   // without entries are to be dropped.
-  if (c10::intrusive_ptr<LevelShape> shape = shape_of(level, outer); shape && !(filter_empty && shape->has_empty_level)) {
+  c10::intrusive_ptr<LevelShape> shape = shape_of(level, outer);
+  if (shape && !(filter_empty && shape->has_empty_level)) {
     return TensorDict(TensorDictImpl::make_deferred(std::move(shape), flat, outer.batch_size(), outer.device(),
                                                     outer.dim_names(), lock));
   }
