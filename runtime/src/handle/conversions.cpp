@@ -6,7 +6,6 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
-#include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/level_builder.h"
 #include "core/dim_names.h"
 #include "core/validate.h"
@@ -110,13 +109,8 @@ TensorDict empty_structure(const TensorDictBase& td, bool recurse) {
 // An elementwise in-place change of every leaf (zero_, fill_), written back through the backend
 // where leaves are copies; once over a packed storage (a consolidated tensordict).
 void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> fn) {
-  bool own_versions = false;
   // An intact packed result (Note [Intact results]): its leaves view what this changes.
-  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
-      ops::write_over(flat, [&] { fn(flat); })) {
-    if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
-    return;
-  }
+  if (ops::write_over_intact(td, fn)) return;
   ops::InPlaceTarget target(td);
   ops::LeafList leaves = ops::leaves_of(target.tree());
   // A packed storage; else the per-leaf path names the failing key.

@@ -77,15 +77,8 @@ bool foreach_inplace_safe(const LeafList& self, const LeafList& other) {
 void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> loop,
                  FunctionRef<bool(const LeafList&, const LeafList&)> foreach) {
-  {
-    // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
-    bool own_versions = false;
-    const at::Tensor fa = in_memory::intact_packed_storage(*a_in.impl(), &own_versions);
-    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined() && write_over(fa, [&] { loop(fa, fb); })) {
-      if (own_versions) in_memory::bump_made_leaf_versions(*a_in.impl());
-      return;
-    }
-  }
+  // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
+  if (write_over_intact(a_in, b_in, loop)) return;
   InPlaceTarget target(a_in);
   const TensorDict b = readable(b_in);
   MatchedLeaves m;
@@ -267,17 +260,13 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
 void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, true);
   ScalarOperand scalar(other);
-  bool own_versions = false;
   // An intact packed result: its leaves view what this changes.
-  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
-      write_over(flat, [&] {
+  if (write_over_intact(td, [&](const at::Tensor& flat) {
         const at::Tensor& operand = scalar.for_leaf(flat);
         if (operand.defined()) arith_(op, flat, operand, alpha);
         else arith_(op, flat, other, alpha);
-      })) {
-    if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+      }))
     return;
-  }
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   LeafList operands(leaves.size());

@@ -56,7 +56,6 @@ bool may_be_packed(const TensorDictBase& td) {
 
 at::Tensor packed_storage(const LeafList& leaves) {
   if (leaves.size() < 2) return at::Tensor();  // one leaf: the per-leaf path is one kernel already
-  if (detail::forward_ad_open()) return at::Tensor();
   const at::Tensor& first = leaves.front();
   const c10::StorageImpl* storage = first.storage().unsafeGetStorageImpl();
   const auto dtype = first.scalar_type();
@@ -78,6 +77,8 @@ at::Tensor packed_storage(const LeafList& leaves) {
   }
   const int64_t itemsize = static_cast<int64_t>(first.element_size());
   if (static_cast<int64_t>(first.storage().nbytes()) != end * itemsize) return at::Tensor();
+  // Checked last: one lock, paid only where the leaves are packed.
+  if (detail::forward_ad_open()) return at::Tensor();
   const int64_t flat_size[] = {end}, flat_stride[] = {1};
   return detail::strided_view(first, flat_size, flat_stride, 0);
 }
@@ -143,6 +144,27 @@ bool write_over(const at::Tensor& flat, FunctionRef<void()> write) {
   } catch (const c10::Error&) {
     return false;
   }
+}
+
+namespace {
+bool write_intact(const TensorDict& td, const TensorDict* partner,
+                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> write) {
+  bool own_versions = false;
+  const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
+  const at::Tensor other = partner != nullptr ? intact_partner(flat, td, *partner) : at::Tensor();
+  if ((partner != nullptr && !other.defined()) || !write_over(flat, [&] { write(flat, other); })) return false;
+  if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+  return true;
+}
+}  // namespace
+
+bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write) {
+  return write_intact(td, nullptr, [&](const at::Tensor& flat, const at::Tensor&) { write(flat); });
+}
+
+bool write_over_intact(const TensorDict& td, const TensorDict& partner,
+                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write) {
+  return write_intact(td, &partner, write);
 }
 
 void bump_versions(const LeafList& leaves) {

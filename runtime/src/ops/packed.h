@@ -38,6 +38,14 @@ at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_items
 /// a c10::Error, which the kernels raise before writing (a dtype error): the per-leaf path then
 /// runs and names the key.
 bool write_over(const at::Tensor& flat, FunctionRef<void()> write);
+/// write_over() for an intact packed result `td` (Note [Intact results]): `write(flat)` over its
+/// storage, then the version bumps of its made leaves that have counters of their own. False when
+/// `td` is no intact result or write_over() declined.
+bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write);
+/// The same for a binary op: also false unless `partner` is an intact result laid out as `td`
+/// (intact_partner), whose storage `write` gets second.
+bool write_over_intact(const TensorDict& td, const TensorDict& partner,
+                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write);
 /// After an in-place op over packed_storage(leaves): bumps each leaf's version, as the op on each
 /// leaf would have (the storage's flat view has a version counter of its own), so autograd
 /// refuses a backward through a leaf saved before the change.

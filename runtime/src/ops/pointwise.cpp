@@ -5,7 +5,6 @@
 
 #include <ATen/ATen.h>
 
-#include "backends/in_memory/intact_result.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -45,13 +44,8 @@ bool all_floating(const LeafList& leaves) {
 
 void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> loop,
                 FunctionRef<bool(const LeafList&)> foreach) {
-  bool own_versions = false;
   // An intact packed result: its leaves view what this changes.
-  if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
-      write_over(flat, [&] { loop(flat); })) {
-    if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
-    return;
-  }
+  if (write_over_intact(td, loop)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   // One kernel over the packed storage; else the per-leaf path below names the failing key.

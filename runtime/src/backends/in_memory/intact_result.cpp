@@ -51,7 +51,7 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout) {
     if (!e.is_tensor() || !e.tensor_unchecked().defined()) return false;
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
     // The key set covers names, lazy negation and conjugation. No leaf may require grad; forward
-    // tangents exist only while a dual level is open, when no storage is taken (intact_storage).
+    // tangents exist only while a dual level is open, when no storage is taken.
     // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
     // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
     if (t->key_set() != layout.made_keys || t->dtype() != dtype ||
@@ -68,14 +68,20 @@ struct Walk {
   const at::Tensor* flat = nullptr;
   int64_t elements = 0;
   bool own_versions = false;
+
+  /// Adds `count` elements over `storage`; false when the tree's levels view two storages.
+  bool add(const at::Tensor& storage, int64_t count) {
+    if (flat == nullptr) flat = &storage;
+    else if (!flat->is_same(storage)) return false;
+    elements += count;
+    return true;
+  }
 };
 
 // The leaves `layout` records of `level` (built, intact so far): one storage with the walk's,
 // and as made.
 bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& walk) {
-  if (walk.flat == nullptr) walk.flat = &layout.flat;
-  else if (!walk.flat->is_same(layout.flat)) return false;
-  walk.elements += layout.elements;
+  if (!walk.add(layout.flat, layout.elements)) return false;
   if (level.unmade_leaves() != nullptr) return true;
   // Views autograd knows share the storage's version counter.
   walk.own_versions = walk.own_versions || !layout.autograd_views;
@@ -89,11 +95,7 @@ bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& 
 bool all_intact(const TensorDictImpl& level, Walk& walk) {
   if (level.is_deferred()) {
     const LevelShape& shape = *level.shape();
-    if (shape.tree_leaves == 0) return true;
-    if (walk.flat == nullptr) walk.flat = &level.deferred_flat();
-    else if (!walk.flat->is_same(level.deferred_flat())) return false;
-    walk.elements += shape.tree_elements;
-    return true;
+    return shape.tree_leaves == 0 || walk.add(level.deferred_flat(), shape.tree_elements);
   }
   const LazyLeaves* layout = level.packed_layout();
   if (const LevelShape* shape = level.shape()) {
@@ -122,8 +124,9 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
   return tensors == layout->leaves && intact_leaves(level, *layout, walk);
 }
 
-// The storage of `td` when intact, else undefined.
-at::Tensor intact_storage(const TensorDictBase& td, bool* own_versions) {
+}  // namespace
+
+at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return at::Tensor();
   Walk walk;
@@ -133,6 +136,8 @@ at::Tensor intact_storage(const TensorDictBase& td, bool* own_versions) {
   if (own_versions != nullptr) *own_versions = walk.own_versions;
   return *walk.flat;
 }
+
+namespace {
 
 void bump_level(const TensorDictImpl& level) {
   if (level.is_deferred()) return;  // no leaf made, no nested level built
@@ -197,12 +202,8 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
 
 }  // namespace
 
-at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
-  return intact_storage(td, own_versions);
-}
-
 at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like) {
-  at::Tensor flat = intact_storage(td, nullptr);
+  at::Tensor flat = intact_packed_storage(td);
   const TensorDictImpl *level = packed_level(td), *other = packed_level(like);
   if (!flat.defined() || other == nullptr || level == other) return flat;
   const c10::intrusive_ptr<LevelShape> a = shape_of(*other, like), b = shape_of(*level, td);

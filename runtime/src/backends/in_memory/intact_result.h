@@ -40,7 +40,8 @@ void bump_made_leaf_versions(const TensorDictBase& td);
 /// intact_packed_storage(td) when `td` is also laid out as `like` (an intact packed result, as
 /// intact_packed_storage(like) found): the same keys and kinds in the same order and the same
 /// batch sizes at every level, each leaf at the same element offset with the same sizes and
-/// strides. One walk of `td` for both checks.
+/// strides. Compared through the two trees' shapes (Note [Shared shapes]): two pointers when
+/// they are laid out alike.
 at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like);
 /// A result shaped like `like` (an intact packed result) with like's batch sizes, whose leaves
 /// are views of `flat` (an elementwise result over like's storage) laid out as like's, made on

@@ -37,7 +37,6 @@ TensorDictImpl::~TensorDictImpl() {
 
 void TensorDictImpl::release_resources() {
   lazy_.store(nullptr, std::memory_order_release);
-  flat_ = at::Tensor();
   written();
   clear_slots();
   index_.clear();
@@ -124,7 +123,7 @@ void TensorDictImpl::build_index_now() const {
 void TensorDictImpl::rebuild_index() const {
   if (size_ <= kLinearScanLimit && size_ == live_) {
     index_.clear();
-    pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) & ~kIndexPending), std::memory_order_release);
+    clear_pending(kIndexPending);
     return;
   }
   size_t cap = 64;
@@ -138,7 +137,7 @@ void TensorDictImpl::rebuild_index() const {
   for (uint32_t i = 0; i < size_; ++i) {
     if (slots_[i].live) index_insert(i);
   }
-  pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) & ~kIndexPending), std::memory_order_release);
+  clear_pending(kIndexPending);
 }
 
 void TensorDictImpl::index_append() {

@@ -143,9 +143,7 @@ class TensorDictImpl final : public TensorDictBase {
   /// lookup by key: a level only walked (flattened keys printed, a result the next op consumes
   /// whole) never pays for it. Until then the level has no tombstones, so a walk needs none.
   void index_appended() {
-    if (size_ > kLinearScanLimit && index_.empty())
-      pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) | kIndexPending),
-                     std::memory_order_release);
+    if (size_ > kLinearScanLimit && index_.empty()) set_pending(kIndexPending);
   }
   /// Room for `n` entries (a level not made with make() starts with none).
   void reserve(size_t n) {
@@ -311,6 +309,14 @@ class TensorDictImpl final : public TensorDictBase {
   static constexpr uint8_t kDeferred = 1;
   static constexpr uint8_t kIndexPending = 2;
   mutable std::atomic<uint8_t> pending_{0};
+  // A load and a store, not an atomic read-modify-write: every change is made under the lock or
+  // by a write, so no two race.
+  void set_pending(uint8_t bit) const {
+    pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) | bit), std::memory_order_release);
+  }
+  void clear_pending(uint8_t bit) const {
+    pending_.store(static_cast<uint8_t>(pending_.load(std::memory_order_relaxed) & ~bit), std::memory_order_release);
+  }
   bool packed_result_ = false;
   // The layout records of a packed result's leaves, until the first write (Note [Intact
   // results]); lazy_ points to them while the leaves are not made (null once they are, or when
