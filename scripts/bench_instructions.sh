@@ -21,10 +21,21 @@ command -v valgrind >/dev/null || { echo "bench_instructions: valgrind is not in
 out=$(mktemp -d /tmp/tensordict-instructions.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 n=${BENCH_ITERATIONS:-20}
+# Debian's LibTorch loads libhwy (through OpenCV and libjxl), whose start-up timer runs `rdtscp`.
+# On a CPU that does not report it (some VMs), valgrind stops there with SIGILL: a stand-in for
+# that one timer, preloaded, keeps libhwy's start-up off the instruction (nothing counted calls it).
+preload=()
+libs=$(ldd "$bin")  # not piped into grep -q: under pipefail, ldd's SIGPIPE would read as "absent"
+if ! grep -qw rdtscp /proc/cpuinfo && [[ $libs == *libhwy.so* ]]; then
+  printf '#include <cstdint>\nnamespace hwy { namespace platform { uint64_t TimerResolution() { return 1; } } }\n' \
+    > "$out/hwy_timer.cc"
+  g++ -O2 -shared -fPIC -o "$out/libhwy_timer.so" "$out/hwy_timer.cc"
+  preload=(env "LD_PRELOAD=$out/libhwy_timer.so")
+fi
 # The I/O ops (120 MiB files) are left out; set_new_nested is counted with its erase.
 # LD_BIND_NOW: symbols bound at start-up, so no lazy binding (a few thousand instructions once) lands
 # in a counted loop.
-LD_BIND_NOW=1 TD_BENCH_ITERATIONS=$n valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/cg.out" \
+LD_BIND_NOW=1 TD_BENCH_ITERATIONS=$n "${preload[@]}" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/cg.out" \
   "$bin" --benchmark_filter="${BENCH_FILTER:-.}" > "$out/log" 2>&1 \
   || { tail -20 "$out/log" >&2; exit 1; }
 /usr/bin/python3 - "$out" "$n" <<'PY'
