@@ -115,9 +115,29 @@ TEST_CASE("what a nested level's handle changes without a write reaches the next
   TensorDict first = c * 2;  // keeps a shape of c for the next ops
   const DimNames renamed{std::string("env"), std::string("agent")};
   SECTION("names of a nested level of the operand") {
+    const LevelShape* stale = in_memory::packed_level(*c.impl())->shape();
+    REQUIRE(stale != nullptr);
     c.get_tensordict("n").set_names(renamed);
-    CHECK((c * 2).get_tensordict("n").names() == renamed);
+    TensorDict r = c * 2;
+    CHECK(r.get_tensordict("n").names() == renamed);
     CHECK((c * 2).get_tensordict({"n", "deep"}).names() == c.get_tensordict({"n", "deep"}).names());
+    // The operand now keeps the shape made for r in place of the stale one, so the next ops
+    // take it as it is rather than each making (and interning) one.
+    const LevelShape* kept = in_memory::packed_level(*c.impl())->shape();
+    CHECK(kept != stale);
+    CHECK(level_of(r).shape() == kept);
+    CHECK(level_of(c * 2).shape() == kept);
+  }
+  SECTION("names changed back and forth, more often than stale shapes are kept") {
+    const DimNames original = c.get_tensordict("n").names();
+    for (int round = 0; round < 12; ++round) {
+      INFO("round " << round);
+      const DimNames& now = round % 2 == 0 ? renamed : original;
+      c.get_tensordict("n").set_names(now);
+      TensorDict r = c * 2;
+      CHECK(r.get_tensordict("n").names() == now);
+      CHECK(at::equal(r.get({"n", "m"}), plain.get({"n", "m"}) * 2));
+    }
   }
   SECTION("the batch size of a nested level of a read result") {
     TensorDict r = c * 2;

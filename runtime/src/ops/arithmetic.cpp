@@ -10,6 +10,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/level_shape.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -28,9 +29,11 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
   if (def.kind() == BinaryDefault::Kind::None) {
     // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
     const at::Tensor fa = intact_storage_for_result(*a_in.impl());
-    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
+    c10::intrusive_ptr<LevelShape> shape;  // a's, checked once for both the layout and the result
+    if (const at::Tensor fb = intact_partner(fa, a_in, b_in, &shape); fb.defined()) {
       const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return loop(x, fb); });
-      if (out.defined()) return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true, a_in.is_locked());
+      if (out.defined())
+        return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true, a_in.is_locked(), std::move(shape));
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);

@@ -6,6 +6,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/level_shape.h"
 #include "ops/compare_kernel.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
@@ -54,9 +55,11 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   {
     // Two intact packed results of one layout (Note [Intact results]): one comparison of both.
     const at::Tensor fa = intact_storage_for_result(*a_in.impl(), sizeof(bool));
-    if (const at::Tensor fb = intact_partner(fa, a_in, b_in); fb.defined()) {
+    c10::intrusive_ptr<LevelShape> shape;  // a's, checked once for both the layout and the result
+    if (const at::Tensor fb = intact_partner(fa, a_in, b_in, &shape); fb.defined()) {
       const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return compare(op, x, fb); });
-      if (out.defined()) return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/false);
+      if (out.defined())
+        return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/false, false, std::move(shape));
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);

@@ -102,9 +102,10 @@ at::Tensor intact_storage_for_result(const TensorDictBase& td, size_t result_ite
   return fit_for_result(in_memory::intact_packed_storage(td), result_itemsize);
 }
 
-at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b) {
+at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b,
+                          c10::intrusive_ptr<LevelShape>* a_shape) {
   if (!fa.defined() || a.batch_size() != b.batch_size()) return at::Tensor();
-  at::Tensor fb = in_memory::intact_packed_storage_like(*b.impl(), *a.impl());
+  at::Tensor fb = in_memory::intact_packed_storage_like(*b.impl(), *a.impl(), a_shape);
   if (!fb.defined() || fb.numel() != fa.numel()) return at::Tensor();
   return fb;
 }

@@ -6,12 +6,16 @@
 #include <optional>
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <tensordict/function_ref.h>
 
 #include "ops/leafwise.h"
 
 namespace tensordict {
+
+struct LevelShape;
+
 namespace ops {
 
 /// False when two tensor leaves of `td` sit in different storages (a tensordict that is not
@@ -82,8 +86,10 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
 at::Tensor intact_storage_for_result(const TensorDictBase& td, size_t result_itemsize = 0);
 /// The storage of `b` when `a` and `b` are intact packed results of one batch size laid out alike
 /// (in_memory::intact_packed_storage_like), `fa` being `a`'s storage (undefined: none): then a binary op
-/// between them is one kernel over `fa` and this. Undefined otherwise.
-at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b);
+/// between them is one kernel over `fa` and this. Undefined otherwise. `a_shape`, when given,
+/// receives a's shape where it was made, for the result (in_memory::intact_packed_like).
+at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const TensorDict& b,
+                          c10::intrusive_ptr<LevelShape>* a_shape = nullptr);
 /// `fn` once over the storage of an intact packed result, its result laid out as `td`
 /// (in_memory::intact_packed_like); nullopt when `td` is no such result or `fn` raised a
 /// c10::Error (the per-leaf path then names the leaf).

@@ -157,11 +157,12 @@ void bump_level(const TensorDictImpl& level) {
 
 // `outer`: the tensordict `level` is the table of, whose batch size, device and names the result
 // takes (a consolidated root keeps its names, not its table).
+// `shape`: the level's, when the caller has it already.
 TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const at::Tensor& flat,
-                      bool filter_empty, bool lock) {
+                      bool filter_empty, bool lock, c10::intrusive_ptr<LevelShape> shape = {}) {
   // One deferred level sharing the operand's shape (Note [Shared shapes]), unless nested levels
   // without entries are to be dropped.
-  c10::intrusive_ptr<LevelShape> shape = shape_of(level, outer);
+  if (!shape) shape = shape_of(level, outer);
   if (shape && !(filter_empty && shape->has_empty_level)) {
     return TensorDict(TensorDictImpl::make_deferred(std::move(shape), flat, outer.batch_size(), outer.device(),
                                                     outer.dim_names(), lock));
@@ -175,15 +176,12 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
     const Entry& e = slot.value;
     switch (e.kind()) {
       case EntryKind::Tensor:
-        TD_CHECK(layout != nullptr, RuntimeError, "the leaf '", slot.key,
-                 "' of an elementwise operation's operand was written while the operation read it");
+        require_leaf_record(layout, slot.key);
         out.append_copied_lazy(slot.key, slot.hash, record);
         break;
       case EntryKind::TensorDict: {
-        const TensorDictImpl* child = packed_level(*e.tensordict_unchecked().impl());
-        TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
-                 "' of an elementwise operation's operand was replaced while the operation read it");
-        TensorDict result = build_like(*child, *e.tensordict_unchecked().impl(), flat, filter_empty, lock);
+        const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
+        TensorDict result = build_like(operand_child(child_outer, slot.key), child_outer, flat, filter_empty, lock);
         if (!filter_empty || result.num_keys() != 0) {
           if (lock) out.add_locked_child(result);
           out.append(slot.key, slot.hash, std::move(result));
@@ -202,12 +200,16 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
 
 }  // namespace
 
-at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like) {
+at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like,
+                                      c10::intrusive_ptr<LevelShape>* like_shape) {
   at::Tensor flat = intact_packed_storage(td);
   const TensorDictImpl *level = packed_level(td), *other = packed_level(like);
   if (!flat.defined() || other == nullptr || level == other) return flat;
-  const c10::intrusive_ptr<LevelShape> a = shape_of(*other, like), b = shape_of(*level, td);
-  return a && b && same_shape(*a, *b) ? flat : at::Tensor();
+  c10::intrusive_ptr<LevelShape> a = shape_of(*other, like);
+  const c10::intrusive_ptr<LevelShape> b = shape_of(*level, td);
+  if (!a || !b || !same_shape(*a, *b)) return at::Tensor();
+  if (like_shape != nullptr) *like_shape = std::move(a);
+  return flat;
 }
 
 void bump_made_leaf_versions(const TensorDictBase& td) {
@@ -216,10 +218,11 @@ void bump_made_leaf_versions(const TensorDictBase& td) {
   bump_level(*level);
 }
 
-TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock) {
+TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock,
+                              c10::intrusive_ptr<LevelShape> shape) {
   const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_packed_like: ", like.type_name(), " is not an in-memory level");
-  return build_like(*level, like, flat, filter_empty, lock);
+  return build_like(*level, like, flat, filter_empty, lock, std::move(shape));
 }
 
 }  // namespace in_memory

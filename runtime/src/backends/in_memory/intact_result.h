@@ -15,12 +15,14 @@
 // leaves cover part of the storage, is told apart by counting its elements.
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
 
 class TensorDictImpl;
+struct LevelShape;
 
 namespace in_memory {
 
@@ -41,13 +43,17 @@ void bump_made_leaf_versions(const TensorDictBase& td);
 /// intact_packed_storage(like) found): the same keys and kinds in the same order and the same
 /// batch sizes at every level, each leaf at the same element offset with the same sizes and
 /// strides. Compared through the two trees' shapes (Note [Shared shapes]): two pointers when
-/// they are laid out alike.
-at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like);
+/// they are laid out alike. `like_shape`, when given, receives like's shape where it was made
+/// (null when `td` is `like`), for intact_packed_like to take rather than check it again.
+at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDictBase& like,
+                                      c10::intrusive_ptr<LevelShape>* like_shape = nullptr);
 /// A result shaped like `like` (an intact packed result) with like's batch sizes, whose leaves
 /// are views of `flat` (an elementwise result over like's storage) laid out as like's, made on
 /// first access. `filter_empty` drops nested levels without entries (RebuildOptions); `lock`
-/// builds it locked, as lock_() would leave it.
-TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock = false);
+/// builds it locked, as lock_() would leave it. `shape`: like's, when the caller has it from
+/// intact_packed_storage_like in the same op.
+TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock = false,
+                              c10::intrusive_ptr<LevelShape> shape = {});
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -83,7 +83,13 @@ void TensorDictImpl::materialize() const {
 
 void TensorDictImpl::cache_shape(const c10::intrusive_ptr<LevelShape>& shape) const {
   std::lock_guard<std::recursive_mutex> guard(lazy_mutex());
-  if (shape_.load(std::memory_order_relaxed) != nullptr) return;  // kept once: readers hold it unlocked
+  if (shape_.load(std::memory_order_relaxed) == shape.get()) return;  // another op kept it first
+  if (shape_owner_) {
+    // A deferred level's own shape is what materialize() builds from; a kept one that no longer
+    // fits is retired, not freed: a concurrent op may be reading it unlocked.
+    if (is_deferred() || retired_shapes_.size() >= kMaxRetiredShapes) return;
+    retired_shapes_.push_back(std::move(shape_owner_));
+  }
   shape_owner_ = shape;
   shape_.store(shape.get(), std::memory_order_release);
 }
@@ -135,15 +141,11 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
     LevelShape::Field f{slot.key, slot.hash, e.kind(), {}, {}};
     switch (e.kind()) {
       case EntryKind::Tensor:
-        TD_CHECK(layout != nullptr, RuntimeError, "the leaf '", slot.key,
-                 "' of an elementwise operation's operand was written while the operation read it");
+        require_leaf_record(layout, slot.key);
         break;
       case EntryKind::TensorDict: {
         const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
-        const TensorDictImpl* child = packed_level(child_outer);
-        TD_CHECK(child != nullptr, RuntimeError, "the nested tensordict '", slot.key,
-                 "' of an elementwise operation's operand was replaced while the operation read it");
-        f.child = shape_of(*child, child_outer);
+        f.child = shape_of(operand_child(child_outer, slot.key), child_outer);
         if (!f.child) {
           describable = false;
           return;
@@ -240,8 +242,20 @@ c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const Tenso
   c10::intrusive_ptr<LevelShape> made = make_shape(level, outer);
   if (!made) return made;
   made = intern(std::move(made));
-  level.cache_shape(made);  // no-op when one is kept (that no longer fits: rare)
+  level.cache_shape(made);  // in place of a kept one that no longer fits
   return made;
+}
+
+void require_leaf_record(const LazyLeaves* layout, const std::string& key) {
+  TD_CHECK(layout != nullptr, RuntimeError, "the leaf '", key,
+           "' of an elementwise operation's operand was written while the operation read it");
+}
+
+const TensorDictImpl& operand_child(const TensorDictBase& child, const std::string& key) {
+  const TensorDictImpl* level = packed_level(child);
+  TD_CHECK(level != nullptr, RuntimeError, "the nested tensordict '", key,
+           "' of an elementwise operation's operand was replaced while the operation read it");
+  return *level;
 }
 
 bool same_shape(const LevelShape& a, const LevelShape& b) {

@@ -9,7 +9,9 @@
 // caches the shape made from it until it is written to.
 //
 // What a write does not tell the level, a nested level's batch size, device or dim names, is
-// compared on each use (shape_fits); the root's come from the operand itself.
+// compared on each use (fits); the root's come from the operand itself. A kept shape that no
+// longer fits is replaced by the one made then (the old one kept alive until the next write:
+// readers hold it without a lock), so a renamed nested level costs one new shape, not one an op.
 
 #include <cstdint>
 #include <optional>
@@ -25,6 +27,7 @@
 namespace tensordict {
 
 class TensorDictImpl;
+struct LazyLeaves;
 
 struct LevelShape : c10::intrusive_ptr_target {
   struct Field {
@@ -65,6 +68,14 @@ c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const Tenso
 /// Whether two shapes describe the same tree: keys, kinds and order, leaf records, and the batch
 /// sizes of nested levels (the roots' are the caller's to compare).
 bool same_shape(const LevelShape& a, const LevelShape& b);
+
+/// For code that walks an operand's level as an op reads it (a shape made, a result built
+/// eagerly): raises when the leaf `key` has no layout record, that is, the level was written to
+/// meanwhile.
+void require_leaf_record(const LazyLeaves* layout, const std::string& key);
+/// The packed level of the nested tensordict `key` of such an operand; raises when it was
+/// replaced meanwhile by a tensordict that is no packed level.
+const TensorDictImpl& operand_child(const TensorDictBase& child, const std::string& key);
 
 }  // namespace in_memory
 }  // namespace tensordict

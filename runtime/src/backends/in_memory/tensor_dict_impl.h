@@ -207,7 +207,10 @@ class TensorDictImpl final : public TensorDictBase {
   const at::Tensor& deferred_flat() const { return flat_; }
   /// The level's shape while nothing was written to it (its own, or one cached), else nullptr.
   LevelShape* shape() const { return shape_.load(std::memory_order_acquire); }
-  /// Keeps `shape` (made from this packed level) for the next ops, unless one is kept already.
+  /// Keeps `shape` (made from this packed level) for the next ops: the first one, or in place of
+  /// a kept one that no longer fits (a nested level renamed or rebatched through its handle). The
+  /// one replaced stays alive until the next write, since readers hold it without a lock; after
+  /// kMaxRetiredShapes replacements the kept one stays and each op makes its own.
   void cache_shape(const c10::intrusive_ptr<LevelShape>& shape) const;
 
   /// Drops the entries when the last handle goes: children hold weak references to their lock
@@ -271,6 +274,7 @@ class TensorDictImpl final : public TensorDictBase {
     flat_ = at::Tensor();  // a deferred level's storage: layout_ held it too once built
     shape_.store(nullptr, std::memory_order_relaxed);
     shape_owner_.reset();
+    retired_shapes_.clear();
   }
   /// A new live slot at the end, the index and layout version left to the caller.
   template <typename K, typename V>
@@ -325,11 +329,13 @@ class TensorDictImpl final : public TensorDictBase {
   mutable std::atomic<LazyLeaves*> lazy_{nullptr};
   // Note [Shared shapes]: the storage a deferred level's leaves view; whether it was made locked
   // (its nested levels are built so, as the eager build would have); the shape (owned by
-  // shape_owner_, published through shape_ once: readers take no lock).
+  // shape_owner_, published through shape_: readers take no lock).
   at::Tensor flat_;
   bool built_locked_ = false;
   mutable std::atomic<LevelShape*> shape_{nullptr};
   mutable c10::intrusive_ptr<LevelShape> shape_owner_;
+  static constexpr size_t kMaxRetiredShapes = 8;
+  mutable std::vector<c10::intrusive_ptr<LevelShape>> retired_shapes_;  // replaced by cache_shape
 };
 
 }  // namespace tensordict
