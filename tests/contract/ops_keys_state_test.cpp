@@ -273,6 +273,32 @@ TEMPLATE_LIST_TEST_CASE("update and update_ walk both trees in step - keys in an
   CHECK_FALSE(td.contains({"b", "new"}));
 }
 
+TEMPLATE_LIST_TEST_CASE("update writes each leaf over the leaf at its position, with every check of a write", "[ops][update][errors][lock]", ContractBackends) {
+  if (!TestType::kMutableKeys) return;
+  // The source lists td's keys in td's order: each leaf lands where td holds it.
+  TensorDict td = TestType::make(state_abc());
+  const TensorDict plus_one = state_abc().apply([](const at::Tensor& x) { return x + 1; });
+  td.update(plus_one);
+  CHECK((td == plus_one).all());
+  if (TestType::kLeavesAliasStorage) CHECK(td.get("a").is_same(plus_one.get("a")));
+  // A value of another batch size at the same position is refused, naming its key.
+  REQUIRE_THROWS_WITH(td.update(TensorDict({{"a", at::ones({4})}}, {})),
+                      Catch::Contains("value.shape=torch.Size([4]) for key 'a'"));
+  CHECK(at::equal(td.get("a"), at::ones({3})));
+  // A tensor at the position of a nested level replaces the level.
+  td.update(TensorDict({{"a", at::zeros({3})}, {"e", at::zeros({3})}, {"b", at::full({3}, 2.0)}}, {3}));
+  CHECK(td.get_entry("b").is_tensor());
+  CHECK(at::equal(td.get("b"), at::full({3}, 2.0)));
+  // Locked: refused before anything is written, the root (checked first) or a nested level.
+  TensorDict nested_locked = TestType::make(state_abc());
+  nested_locked.get_tensordict("b").lock_();
+  REQUIRE_THROWS_AS(nested_locked.update(TensorDict({{"b", {{"c", at::full({3}, 5.0)}}}}, {3})), LockedError);
+  CHECK(at::equal(nested_locked.get({"b", "c"}), at::ones({3})));
+  td.lock_();
+  REQUIRE_THROWS_AS(td.update(TensorDict({{"a", at::ones({3})}}, {3})), LockedError);
+  CHECK(at::equal(td.get("a"), at::zeros({3})));
+}
+
 TEMPLATE_LIST_TEST_CASE("update_at_, set_at_ and get_at write and read at a batch index", "[ops][update][errors]", ContractBackends) {
   TensorDict td = TestType::make(state_abc());
   td.set_at_({"b", "c"}, at::full({2}, 9.0), {Slice(0, 2)});

@@ -10,6 +10,7 @@
 #include <tensordict/function_ref.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/in_memory/in_memory.h"
 #include "core/format.h"
 #include "core/key_chain.h"
 #include "core/validate.h"
@@ -111,8 +112,16 @@ void update_level(TensorDictBase& dest, const TensorDictBase& src, const UpdateA
     // or drop the last reference to it (a source that is part of the destination:
     // td.update(td["a"])); they write no key of this level, so its order is unchanged.
     NestedUpdates later;
+    const bool plain = !args.keys && !args.clone && !args.inplace;
     src.for_each([&](const std::string& key, const Entry& entry) {
-      update_entry(dest, key, position++, entry, args, prefix, unlocked, &later);
+      const size_t at = position++;
+      // A leaf over dest's leaf at the same position, the common case: one handle assigned.
+      if (plain && entry.is_tensor() && detail::storable_as_is(dest, entry.tensor_unchecked())) {
+        if (!unlocked) detail::check_unlocked(dest);
+        unlocked = true;
+        if (in_memory::assign_leaf_at(dest, key, at, entry.tensor_unchecked())) return;
+      }
+      update_entry(dest, key, at, entry, args, prefix, unlocked, &later);
     });
     for (const NestedUpdate& n : later) update_level(*n.dest.impl(), *n.src.impl(), args, prefix.child(n.key));
     return;

@@ -1,4 +1,6 @@
-// The in-memory level of a TensorDict constructor.
+// The in-memory level of a TensorDict constructor, and update's write of a leaf in place.
+
+#include <typeinfo>
 
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
@@ -62,6 +64,11 @@ c10::intrusive_ptr<TensorDictBase> make_from_items(c10::ArrayRef<TensorDict::Ite
   auto impl = TensorDictImpl::make(batch_size, device, items.size());
   fill(*impl, items.begin(), items.end());
   return impl;
+}
+
+bool assign_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, const at::Tensor& value) {
+  if (typeid(dest) != typeid(TensorDictImpl)) return false;
+  return static_cast<TensorDictImpl&>(dest).assign_leaf_at(key, position, value);
 }
 
 }  // namespace in_memory

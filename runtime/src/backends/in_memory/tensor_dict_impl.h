@@ -99,6 +99,17 @@ class TensorDictImpl final : public TensorDictBase {
     }
     insert_or_assign(key, std::move(value));
   }
+  /// in_memory::assign_leaf_at on this level.
+  bool assign_leaf_at(std::string_view key, size_t position, const at::Tensor& value) {
+    ready();
+    make_leaves();
+    if (position >= size_) return false;
+    Slot& slot = slots_[position];
+    if (!slot.live || !slot.value.is_tensor() || !in_memory::key_equals(slot.key, key)) return false;
+    if (C10_UNLIKELY(packed_result_)) written();
+    slot.value.mutable_tensor() = value;
+    return true;
+  }
   EntryKind kind(std::string_view key) const override;
   void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
