@@ -3,7 +3,8 @@
 // is built is what the per-leaf op gives (keys, kinds, non-tensors, batch sizes, names, locks),
 // that chains share one shape, that what a nested level's handle changes without a write (batch
 // size, names) reaches the next result, that writes drop the shape, that filter_empty results
-// drop empty levels, and that concurrent first readers build the level once.
+// drop empty levels, that concurrent first readers build the level once, and that concurrent
+// ops replace a stale kept shape safely.
 #include "support/catch_torch.h"
 #include "support/dim_names_string.h"
 #include "support/packed_fixtures.h"
@@ -232,6 +233,36 @@ TEST_CASE("concurrent first readers of a deferred result build it once", "[unit]
     CHECK(bad.load() == 0);
     for (int t = 1; t < 4; ++t) CHECK(seen[t] == seen[0]);  // one leaf, made once
     CHECK(at::equal(r.get({"n", "deep", "z"}), plain.get({"n", "deep", "z"}) * 2));
+  }
+}
+
+TEST_CASE("concurrent ops over an operand whose kept shape went stale replace it once, safely",
+          "[unit][shared_shape]") {
+  TensorDict plain = shaped_tree();
+  const std::vector<DimNames> names{{std::string("env"), std::string("agent")},
+                                    {std::string("env"), std::string("other")}};
+  for (int round = 0; round < 20; ++round) {
+    TensorDict c = consolidate(plain);
+    c.unlock_();
+    (void)(c * 2);  // c keeps a shape
+    const DimNames& now = names[round % 2];
+    c.get_tensordict("n").set_names(now);  // which no longer fits
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ops;
+    for (int t = 0; t < 4; ++t) {
+      ops.emplace_back([&] {
+        // Each finds the kept shape stale, makes one, and keeps it unless another did first,
+        // while the others may be reading the one it replaces.
+        for (int i = 0; i < 5; ++i) {
+          TensorDict r = c * 2;
+          if (r.get_tensordict("n").names() != now) ++bad;
+          if (!at::equal(r.get({"n", "m"}), plain.get({"n", "m"}) * 2)) ++bad;
+        }
+      });
+    }
+    for (auto& th : ops) th.join();
+    CHECK(bad.load() == 0);
+    CHECK(level_of(c * 2).shape() == in_memory::packed_level(*c.impl())->shape());
   }
 }
 
