@@ -90,24 +90,19 @@ class TensorDictImpl final : public TensorDictBase {
   }
   void insert_or_assign_at(std::string_view key, size_t position, Entry value) override {
     // As peek_at: the slot at `position` when it holds the key, else the usual lookup.
-    ready();
-    make_leaves();
-    if (position < size_ && slots_[position].live && in_memory::key_equals(slots_[position].key, key)) {
+    if (Slot* slot = slot_to_write_at(key, position)) {
       if (C10_UNLIKELY(packed_result_)) written();
-      slots_[position].value = std::move(value);
+      slot->value = std::move(value);
       return;
     }
     insert_or_assign(key, std::move(value));
   }
   /// in_memory::assign_leaf_at on this level.
   bool assign_leaf_at(std::string_view key, size_t position, const at::Tensor& value) {
-    ready();
-    make_leaves();
-    if (position >= size_) return false;
-    Slot& slot = slots_[position];
-    if (!slot.live || !slot.value.is_tensor() || !in_memory::key_equals(slot.key, key)) return false;
+    Slot* slot = slot_to_write_at(key, position);
+    if (slot == nullptr || !slot->value.is_tensor()) return false;
     if (C10_UNLIKELY(packed_result_)) written();
-    slot.value.mutable_tensor() = value;
+    slot->value.mutable_tensor() = value;
     return true;
   }
   EntryKind kind(std::string_view key) const override;
@@ -272,6 +267,14 @@ class TensorDictImpl final : public TensorDictBase {
     return &slot.value;
   }
   void make_lazy_leaves() const;
+  /// For a write at `position` (as peek_at): the live slot there when it holds `key`, the level
+  /// built and its leaves made first; else nullptr. The caller calls written() before writing.
+  Slot* slot_to_write_at(std::string_view key, size_t position) {
+    ready();
+    make_leaves();
+    if (position >= size_ || !slots_[position].live || !in_memory::key_equals(slots_[position].key, key)) return nullptr;
+    return &slots_[position];
+  }
   /// Builds a deferred level's slots (Note [Shared shapes]); one atomic load when built.
   void ready() const {
     if (C10_UNLIKELY(pending_.load(std::memory_order_acquire) & kDeferred)) materialize();
