@@ -106,6 +106,11 @@ TEMPLATE_LIST_TEST_CASE("cat joins along a batch dim (case 20)", "[contract][mul
   TensorDict feat = TestType::make(TensorDict({{"a", at::zeros({2, 5})}, {"n", {{"x", at::zeros({2}, at::kLong)}}}}, {2}));
   REQUIRE_THROWS_AS(cat({t3, feat}), ShapeError);
   REQUIRE_THROWS_WITH(cat({t3, feat}), Catch::Contains("for key 'a'"));
+  // at::cat alone would skip a legacy empty 1-d leaf and join the rest.
+  TensorDict empty1d =
+      TestType::make(TensorDict({{"a", at::zeros({0})}, {"n", {{"x", at::zeros({0}, at::kLong)}}}}, {0}));
+  REQUIRE_THROWS_AS(cat({t3, empty1d}), ShapeError);
+  REQUIRE_THROWS_WITH(cat({t3, empty1d}), Catch::Contains("torch.Size([0]) vs torch.Size([3, 2]) for key 'a'"));
   REQUIRE_THROWS_AS(cat({}), RuntimeError);
 }
 

@@ -255,6 +255,8 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
   // count touched, the common case), else a copy held in `held`.
   std::vector<const Entry*> column(tds.size());
   std::vector<Entry> held(tds.size());
+  std::vector<at::Tensor> leaves;  // one key's leaves, the buffer reused from key to key
+  leaves.reserve(tds.size());
   size_t position = 0;  // the key's place in td[0]: where members built alike hold it too
   first.impl()->for_each([&](const std::string& key, const Entry& head) {
     const size_t at = position++;
@@ -270,23 +272,39 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
     }
     switch (head.kind()) {
       case Entry::Kind::Tensor: {
-        std::vector<at::Tensor> leaves;
-        leaves.reserve(tds.size());
+        leaves.clear();
+        const int64_t leaf_dims = head.tensor_unchecked().dim();
+        bool same_dims = true;
         for (size_t i = 0; i < tds.size(); ++i) {
           const at::Tensor& t = column[i]->tensor_unchecked();
-          if (i > 0) {
-            c10::IntArrayRef a = head.tensor_unchecked().sizes(), b = t.sizes();
+          same_dims = same_dims && t.dim() == leaf_dims;
+          leaves.push_back(t);
+        }
+        // The sizes are compared by at::stack / at::cat themselves; only when they refuse (or
+        // when dims differ, which cat would let a legacy empty leaf through) are they compared
+        // here, for an error that names the key.
+        auto check_sizes = [&] {
+          c10::IntArrayRef a = leaves[0].sizes();
+          for (size_t i = 1; i < leaves.size(); ++i) {
+            c10::IntArrayRef b = leaves[i].sizes();
             bool ok = a.size() == b.size();
             for (size_t d = 0; ok && d < a.size(); ++d) {
               ok = a[d] == b[d] || (mode == Join::Cat && static_cast<int64_t>(d) == dim);
             }
-            TD_CHECK(ok, ShapeError, "The shapes of the tensors to ",
-                     mode == Join::Stack ? "stack" : "cat", " is incompatible: ", size_str(b),
-                     " vs ", size_str(a), " for key ", prefix.child_path(key).repr(), ".");
+            TD_CHECK(ok, ShapeError, "The shapes of the tensors to ", mode == Join::Stack ? "stack" : "cat",
+                     " is incompatible: ", size_str(b), " vs ", size_str(a), " for key ",
+                     prefix.child_path(key).repr(), ".");
           }
-          leaves.push_back(t);
+        };
+        if (!same_dims) check_sizes();
+        at::Tensor joined;
+        try {
+          joined = mode == Join::Stack ? at::stack(leaves, dim) : at::cat(leaves, dim);
+        } catch (const c10::Error&) {
+          check_sizes();
+          throw;  // the sizes fit: LibTorch's own reason (devices, dtypes) stands
         }
-        out.append(key, mode == Join::Stack ? at::stack(leaves, dim) : at::cat(leaves, dim));
+        out.append(key, std::move(joined));
         break;
       }
       case Entry::Kind::TensorDict: {
