@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <typeinfo>
 #include <utility>
 
 #include <tensordict/entry.h>
@@ -24,25 +25,32 @@ template <typename OnTensor, typename OnNested, typename OnNonTensor>
 TensorDict map_level(const TensorDictBase& level, c10::IntArrayRef batch_size, std::optional<at::Device> device,
                      OnTensor&& on_tensor, OnNested&& on_nested, OnNonTensor&& on_non_tensor) {
   LevelBuilder out(batch_size, device, level.num_entries());
-  level.for_each([&](const std::string& key, const Entry& entry) {
+  auto visit = [&](const std::string& key, uint32_t hash, const Entry& entry) {
     switch (entry.kind()) {
       case EntryKind::Tensor: {
         at::Tensor result = on_tensor(key, entry.tensor_unchecked());
-        if (result.defined()) out.append(key, std::move(result));
+        if (result.defined()) out.append(key, hash, std::move(result));
         break;
       }
       case EntryKind::TensorDict: {
         std::optional<TensorDict> result = on_nested(key, entry.tensordict_unchecked());
-        if (result) out.append(key, std::move(*result));
+        if (result) out.append(key, hash, std::move(*result));
         break;
       }
       case EntryKind::NonTensor:
-        out.append(key, on_non_tensor(key, entry.non_tensor()));
+        out.append(key, hash, on_non_tensor(key, entry.non_tensor()));
         break;
       case EntryKind::Undefined:
         break;
     }
-  });
+  };
+  // Most levels walked are in memory: their slots are read in place, each key's hash reused.
+  if (typeid(level) == typeid(TensorDictImpl)) {
+    static_cast<const TensorDictImpl&>(level).for_each_made_slot(
+        [&](const TensorDictImpl::Slot& slot) { visit(slot.key, slot.hash, slot.value); });
+  } else {
+    level.for_each([&](const std::string& key, const Entry& entry) { visit(key, in_memory::key_hash(key), entry); });
+  }
   TensorDict result = out.finish();
   // Same batch dims, same names (Python's empty(batch_size) keeps them unless the batch changes).
   if (C10_UNLIKELY(!level.dim_names().empty()) && batch_size == level.batch_size())
