@@ -14,6 +14,7 @@
 #include "core/format.h"
 #include "core/key_chain.h"
 #include "core/validate.h"
+#include "handle/aligned_level.h"
 #include "handle/key_path.h"
 #include "ops/leafwise.h"
 
@@ -255,13 +256,16 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
   // count touched, the common case), else a copy held in `held`.
   std::vector<const Entry*> column(tds.size());
   std::vector<Entry> held(tds.size());
+  std::vector<detail::AlignedLevel> members;
+  members.reserve(tds.size());
+  for (const TensorDict& td : tds) members.emplace_back(*td.impl());
   std::vector<at::Tensor> leaves;  // one key's leaves, the buffer reused from key to key
   leaves.reserve(tds.size());
   size_t position = 0;  // the key's place in td[0]: where members built alike hold it too
   first.impl()->for_each([&](const std::string& key, const Entry& head) {
     const size_t at = position++;
     for (size_t i = 0; i < tds.size(); ++i) {
-      column[i] = i == 0 ? &head : detail::entry_in(*tds[i].impl(), key, held[i], at);
+      column[i] = i == 0 ? &head : members[i].at(key, at, held[i]);
       if (column[i] == nullptr) {
         check_same_keys(tds, prefix, mode);  // throws: td[i] lacks the key
         TD_THROW(KeyError, "key ", prefix.child_path(key).repr(), " is missing from td[", i, "]");

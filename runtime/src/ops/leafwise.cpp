@@ -18,6 +18,7 @@
 #include "core/forward_ad.h"
 #include "core/key_chain.h"
 #include "core/structure_walk.h"
+#include "handle/aligned_level.h"
 #include "handle/key_path.h"
 
 namespace tensordict {
@@ -207,12 +208,13 @@ struct PairWalker {
     if (a != nullptr) {
       // In-memory entries are matched in place (entry_in): no handle copied per key.
       size_t position = 0;  // the key's place in `a`: where a `b` built alike holds it too
+      const std::optional<detail::AlignedLevel> b_aligned = b ? std::optional<detail::AlignedLevel>(*b) : std::nullopt;
       a->for_each([&](const std::string& key, const Entry& ea) {
         const size_t at = position++;
         Entry fetched;
         const Entry* eb = nullptr;
         if (b != nullptr) {
-          eb = detail::entry_in(*b, key, fetched, at);
+          eb = b_aligned->at(key, at, fetched);
           if (eb != nullptr) {
             ++matched;
           } else if (def.kind() == BinaryDefault::Kind::None) {

@@ -189,6 +189,14 @@ class TensorDictImpl final : public TensorDictBase {
   }
   /// The slots of a level known not to be deferred (is_deferred() false): slot_at without its check.
   const Slot* built_slots() const { return slots_; }
+  /// The slots as a reader sees them, `*count` of them (tombstones included): the level built and
+  /// its leaves made, once for a walker that then reads many entries in place.
+  const Slot* slots_for_reads(uint32_t* count) const {
+    ready();
+    make_leaves();
+    *count = size_;
+    return slots_;
+  }
   /// fn(slot) for every live slot, its lazy leaves left unmade (undefined tensors): for code that
   /// reads the structure of a result (keys, kinds, nested levels; a concurrent maker of the leaves
   /// writes only the tensor handles, read only once unmade_leaves() is null).

@@ -1,0 +1,44 @@
+#pragma once
+// AlignedLevel: a level read alongside another that lists its keys alike (stack, cat, binary
+// ops, update_'s check), each entry looked for first at the position its key has in the level
+// walked. An in-memory level's slots are read in place: the level built and its leaves made
+// once, then one key compare a lookup, with no virtual call. Only for reads: a write to the level
+// may move its slots.
+
+#include <cstdint>
+#include <string_view>
+#include <typeinfo>
+
+#include <tensordict/entry.h>
+#include <tensordict/tensor_dict_base.h>
+
+#include "backends/in_memory/key_hash.h"
+#include "backends/in_memory/tensor_dict_impl.h"
+#include "handle/key_path.h"
+
+namespace tensordict {
+namespace detail {
+
+class AlignedLevel {
+ public:
+  explicit AlignedLevel(const TensorDictBase& level) : level_(&level) {
+    if (typeid(level) == typeid(TensorDictImpl)) slots_ = static_cast<const TensorDictImpl&>(level).slots_for_reads(&count_);
+  }
+
+  /// entry_in(level, key, holder, position): the entry at `key`, or nullptr.
+  const Entry* at(std::string_view key, size_t position, Entry& holder) const {
+    if (slots_ != nullptr && position < count_) {
+      const TensorDictImpl::Slot& slot = slots_[position];
+      if (slot.live && in_memory::key_equals(slot.key, key)) return &slot.value;
+    }
+    return entry_in(*level_, key, holder, position);
+  }
+
+ private:
+  const TensorDictBase* level_;
+  const TensorDictImpl::Slot* slots_ = nullptr;
+  uint32_t count_ = 0;
+};
+
+}  // namespace detail
+}  // namespace tensordict
