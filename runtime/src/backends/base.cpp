@@ -227,15 +227,19 @@ class BatchRearrangement {
   }
 
   at::Tensor apply(const at::Tensor& t) const {
-    at::Tensor x = t;
-    for (int64_t d : squeeze_) x = x.squeeze(d);
+    // The first view op reads `t` itself: a copy of the handle first would cost each leaf an
+    // atomic increment and decrement more than the hand-written loop.
+    at::Tensor x;
+    const auto last = [&]() -> const at::Tensor& { return x.defined() ? x : t; };
+    for (int64_t d : squeeze_) x = last().squeeze(d);
     if (!perm_.empty()) {
       c10::SmallVector<int64_t, 16> full(perm_.begin(), perm_.end());
-      for (int64_t d = kept_; d < x.dim(); ++d) full.push_back(d);  // the leaf's own dims stay last
-      x = x.permute(full);
+      for (int64_t d = kept_; d < last().dim(); ++d) full.push_back(d);  // the leaf's own dims stay last
+      x = last().permute(full);
     }
-    for (int64_t j : unsqueeze_) x = x.unsqueeze(j);
-    return x;
+    for (int64_t j : unsqueeze_) x = last().unsqueeze(j);
+    if (x.defined()) return x;  // moved out, not copied
+    return t;
   }
 
  private:
