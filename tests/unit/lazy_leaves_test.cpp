@@ -6,6 +6,8 @@
 #include "support/packed_fixtures.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include <tensordict/backends/consolidated.h>
@@ -288,6 +290,48 @@ TEST_CASE("concurrent first reads of an intact result see the same leaves", "[un
       CHECK(mismatches[t] == 0);
       CHECK((seen[t] == seen[0]));
     }
+  }
+}
+
+TEST_CASE("concurrent ops reading an unread result's slots in place agree", "[unit][lazy_leaves]") {
+  // stack and cat (AlignedLevel over each member), a + b (over b), unsqueeze (map_level over the
+  // slots) and update_'s check: each builds the level and makes its leaves on its first read, from
+  // four threads at once, while none of the result's leaves is made yet.
+  TensorDict plain = fixture();
+  TensorDict packed = consolidate(plain);
+  const TensorDict doubled = plain * 2;
+  const TensorDict stacked = stack({doubled, plain});
+  const TensorDict joined = cat({plain, doubled});
+  const TensorDict summed = plain + doubled;
+  const TensorDict unsqueezed = doubled.unsqueeze(0);
+  for (int round = 0; round < 20; ++round) {
+    TensorDict r = packed * 2;
+    REQUIRE(root_unmade(r));
+    std::vector<TensorDict> got(4);
+    std::vector<std::string> errors(4);  // no Catch assertion from a worker thread
+    const std::vector<std::function<TensorDict()>> ops = {[&] { return stack({r, plain}); },
+                                                          [&] { return cat({plain, r}); },
+                                                          [&] { return plain + r; },
+                                                          [&] { return r.unsqueeze(0); }};
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < ops.size(); ++t) {
+      threads.emplace_back([&, t] {
+        try {
+          got[t] = ops[t]();
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const std::string& error : errors) CHECK(error.empty());
+    require_same(got[0], stacked);
+    require_same(got[1], joined);
+    require_same(got[2], summed);
+    require_same(got[3], unsqueezed);
+    TensorDict target = plain.clone();
+    target.update_(r);  // update_'s check reads r's slots in place too
+    require_same(target, doubled);
   }
 }
 
