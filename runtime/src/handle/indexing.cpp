@@ -11,6 +11,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/in_memory/in_memory.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/dim_names.h"
 #include "core/format.h"
@@ -63,7 +64,9 @@ namespace {
 // Writes `value` (already sized to the indexed batch) into `dest[index]`, key by key.
 void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorDict& value,
                     const detail::KeyChain& prefix) {
+  size_t position = 0;  // the key's place in `value`: where a level built alike holds it too
   value.impl()->for_each([&](const std::string& key, const Entry& entry) {
+    const size_t at = position++;
     // A tensor is written through write_at_ and only its kind is needed: a backend whose reads
     // are copies (a file, a server) must not read the whole leaf to write a row of it.
     Entry existing = entry.is_tensor() ? Entry() : dest.get(key);
@@ -102,6 +105,15 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       return;
     }
     const at::Tensor& src = entry.tensor_unchecked();
+    const auto shape_error = [&](const c10::Error& e) {
+      TD_THROW(ShapeError, "cannot write a value of shape ", size_str(src.sizes()), " into ",
+               prefix.child_path(key).repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
+    };
+    try {
+      if (in_memory::write_leaf_at(dest, key, at, index, src)) return;
+    } catch (const c10::Error& e) {
+      shape_error(e);
+    }
     const EntryKind existing_kind = dest.kind(key);
     if (existing_kind == EntryKind::Undefined) {
       // Python pre-allocates a missing key as zeros of the full batch size.
@@ -118,8 +130,7 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
     try {
       dest.write_at_(key, index, src);
     } catch (const c10::Error& e) {
-      TD_THROW(ShapeError, "cannot write a value of shape ", size_str(src.sizes()), " into ",
-               prefix.child_path(key).repr(), "[", index.repr(), "]: ", e.what_without_backtrace());
+      shape_error(e);
     }
   });
 }

@@ -1,6 +1,8 @@
 // The update family (semantics 1.6) and the indexed reads and writes of one key (1.4): update,
 // update_ / copy_, update_at_, set_at_, get_at, setdefault.
 
+#include <cstdint>
+
 #include <ATen/ATen.h>
 #include <ATen/TensorIndexing.h>
 #include <c10/util/SmallVector.h>
@@ -191,11 +193,12 @@ bool leaves_fit(const TensorDictBase& dest, const TensorDictBase& src, const det
 }
 
 // `level[name][index] = value`; LibTorch's refusal becomes a ShapeError naming the key (made by
-// `key`, only then) and both shapes.
+// `key`, only then) and both shapes. `position`: where the key may sit in `level` (a walk in step
+// with a level built alike), for an in-memory level's write in place; SIZE_MAX when unknown.
 void write_at_named(TensorDictBase& level, std::string_view name, const BatchIndex& index, const at::Tensor& value,
-                    FunctionRef<NestedKey()> key) {
+                    FunctionRef<NestedKey()> key, size_t position = SIZE_MAX) {
   try {
-    level.write_at_(name, index, value);
+    if (!in_memory::write_leaf_at(level, name, position, index, value)) level.write_at_(name, index, value);
   } catch (const c10::Error& e) {
     TD_THROW(ShapeError, "set_at_: cannot write a value of shape ", size_str(value.sizes()), " into ", key().repr(), "[",
              index.repr(), "] (leaf shape ", size_str(level.get(name).tensor().sizes()), "): ", e.what_without_backtrace());
@@ -210,7 +213,7 @@ void write_leaves_at(TensorDictBase& dest, const BatchIndex& index, const Tensor
   src.for_each([&](const std::string& key, const Entry& value) {
     const size_t at = position++;
     if (value.is_tensor()) {
-      write_at_named(dest, key, index, value.tensor_unchecked(), [&] { return prefix.child_path(key); });
+      write_at_named(dest, key, index, value.tensor_unchecked(), [&] { return prefix.child_path(key); }, at);
     } else if (value.is_tensordict()) {
       write_leaves_at(*dest.peek_at(key, at)->tensordict_unchecked().impl(), index, *value.tensordict_unchecked().impl(),
                       prefix.child(key));

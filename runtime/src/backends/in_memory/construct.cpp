@@ -1,4 +1,5 @@
-// The in-memory level of a TensorDict constructor, and update's write of a leaf in place.
+// The in-memory level of a TensorDict constructor, and the in-place writes of a leaf by update
+// and index_put_.
 
 #include <typeinfo>
 
@@ -69,6 +70,15 @@ c10::intrusive_ptr<TensorDictBase> make_from_items(c10::ArrayRef<TensorDict::Ite
 bool assign_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, const at::Tensor& value) {
   if (typeid(dest) != typeid(TensorDictImpl)) return false;
   return static_cast<TensorDictImpl&>(dest).assign_leaf_at(key, position, value);
+}
+
+bool write_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, const BatchIndex& index,
+                   const at::Tensor& value) {
+  if (typeid(dest) != typeid(TensorDictImpl)) return false;
+  const Entry* here = static_cast<const TensorDictImpl&>(dest).peek_at(key, position);
+  if (here == nullptr || !here->is_tensor()) return false;
+  index.assign(here->tensor_unchecked(), value);  // the leaf aliases the level's storage
+  return true;
 }
 
 }  // namespace in_memory

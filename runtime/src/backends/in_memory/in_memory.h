@@ -1,6 +1,6 @@
 #pragma once
 // Entry points of the in-memory backend for the rest of the runtime: new levels, the
-// constructors' fast path, and update's write of a leaf in place.
+// constructors' fast path, and the in-place writes of a leaf by update and index_put_.
 
 #include <optional>
 #include <string_view>
@@ -9,6 +9,7 @@
 #include <c10/util/ArrayRef.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <tensordict/batch_index.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
@@ -26,6 +27,12 @@ c10::intrusive_ptr<TensorDictBase> make_from_items(c10::ArrayRef<TensorDict::Ite
 /// the same order): one handle assigned, no Entry made. False, nothing written, otherwise. The
 /// caller has checked dest's lock and that `value` is storable as is.
 bool assign_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, const at::Tensor& value);
+/// `dest[key][index] = value` when `dest` is an in-memory level holding a tensor at `key` (tried
+/// at `position` first, as peek_at): write_at_'s default, with no second lookup, no virtual call
+/// and no handle copied (index_put_ and update_at_ walking `value`'s keys in step). False, nothing
+/// written, otherwise. LibTorch's refusal propagates as a c10::Error, as from write_at_.
+bool write_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, const BatchIndex& index,
+                   const at::Tensor& value);
 
 }  // namespace in_memory
 }  // namespace tensordict
