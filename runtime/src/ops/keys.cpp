@@ -11,6 +11,7 @@
 #include <tensordict/tensor_dict.h>
 
 #include "backends/in_memory/level_builder.h"
+#include "backends/in_memory/tensor_dict_impl.h"
 #include "core/format.h"
 #include "core/key_chain.h"
 #include "core/validate.h"
@@ -172,7 +173,7 @@ void exclude_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
 // True when some key below `td` contains `sep`: only then can flattened keys collide.
 bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& leaves) {
   bool found = false;
-  td.for_each([&](const std::string& key, const Entry& e) {
+  in_memory::for_each_structure_entry(td, [&](const std::string& key, const Entry& e) {
     if (!found && std::string_view(key).find(sep) != std::string_view::npos) found = true;
     if (e.is_tensordict()) {
       found = any_key_contains(*e.tensordict_unchecked().impl(), sep, leaves) || found;
@@ -214,7 +215,7 @@ class JoinedKey {
 // Python lists leaves only (tensors and non-tensor data): an empty nested level disappears.
 void flatten_into(LevelBuilder& out, const TensorDictBase& td, const std::string_view* prefix, std::string_view sep,
                   bool check, std::vector<std::string>& collisions) {
-  td.for_each([&](const std::string& key, const Entry& e) {
+  in_memory::for_each_value_entry(td, [&](const std::string& key, const Entry& e) {
     const JoinedKey name(prefix, sep, key);
     if (e.is_tensordict()) {
       const std::string_view joined = name.view();

@@ -30,19 +30,10 @@ namespace {
 
 bool every_level_aliases(const TensorDictBase& level) {
   if (!level.leaves_alias_storage()) return false;
-  if (typeid(level) == typeid(TensorDictImpl)) {
-    // Read by every op: an in-memory level's kinds are read in its slots, with no call per leaf
-    // and no leaf made. A deferred level is a packed result's, whose nested levels are too.
-    const auto& impl = static_cast<const TensorDictImpl&>(level);
-    if (impl.is_deferred()) return true;
-    bool all = true;
-    impl.for_each_slot([&](const TensorDictImpl::Slot& slot) {
-      if (all && slot.value.is_tensordict()) all = every_level_aliases(*slot.value.tensordict_unchecked().impl());
-    });
-    return all;
-  }
+  // A deferred level is a packed result's, whose nested levels are too: it answers unbuilt.
+  if (typeid(level) == typeid(TensorDictImpl) && static_cast<const TensorDictImpl&>(level).is_deferred()) return true;
   bool all = true;
-  level.for_each([&](const std::string&, const Entry& e) {
+  in_memory::for_each_structure_entry(level, [&](const std::string&, const Entry& e) {
     if (all && e.is_tensordict()) all = every_level_aliases(*e.tensordict_unchecked().impl());
   });
   return all;

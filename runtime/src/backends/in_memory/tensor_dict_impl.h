@@ -27,6 +27,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <vector>
 
 #include <c10/util/ArrayRef.h>
@@ -370,4 +371,34 @@ class TensorDictImpl final : public TensorDictBase {
   mutable std::vector<c10::intrusive_ptr<LevelShape>> retired_shapes_;  // replaced by cache_shape
 };
 
+}  // namespace tensordict
+
+namespace tensordict {
+namespace in_memory {
+
+/// fn(key, entry) for every entry of `level` in order, for a reader of keys, kinds and nested
+/// levels only: an in-memory level's slots are read in place (no call per entry, its leaves left
+/// unmade), any other level through for_each.
+template <typename Fn>
+void for_each_structure_entry(const TensorDictBase& level, Fn&& fn) {
+  if (typeid(level) == typeid(TensorDictImpl)) {
+    static_cast<const TensorDictImpl&>(level).for_each_slot(
+        [&](const TensorDictImpl::Slot& slot) { fn(slot.key, slot.value); });
+  } else {
+    level.for_each(fn);
+  }
+}
+
+/// The same for a reader of the values: an in-memory level's leaves are made first.
+template <typename Fn>
+void for_each_value_entry(const TensorDictBase& level, Fn&& fn) {
+  if (typeid(level) == typeid(TensorDictImpl)) {
+    static_cast<const TensorDictImpl&>(level).for_each_made_slot(
+        [&](const TensorDictImpl::Slot& slot) { fn(slot.key, slot.value); });
+  } else {
+    level.for_each(fn);
+  }
+}
+
+}  // namespace in_memory
 }  // namespace tensordict
