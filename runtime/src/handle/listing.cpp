@@ -2,7 +2,12 @@
 
 #include <tensordict/tensor_dict.h>
 
+#include <algorithm>
+#include <typeinfo>
+
 #include <tensordict/entry.h>
+
+#include "backends/in_memory/tensor_dict_impl.h"
 
 namespace tensordict {
 
@@ -17,18 +22,41 @@ NestedKey joined(const std::vector<std::string>& path, const std::string& key) {
   return NestedKey(std::move(parts));
 }
 
-// Keys below `td` in pre-order, read without touching tensor data (for_each_key).
+// Keys below `td` in pre-order, read without touching tensor data: an in-memory level's slots in
+// place (its nested levels with them), another level's through for_each_key, then get for a
+// nested level (a remote backend lists kinds without reading tensors).
 void collect_keys(const TensorDictBase& td, std::vector<std::string>& path, bool include_nested, bool leaves_only,
                   std::vector<NestedKey>& out) {
-  td.for_each_key([&](const std::string& key, EntryKind kind) {
+  const auto visit = [&](const std::string& key, EntryKind kind, const Entry* nested) {
     if (!leaves_only || kind == EntryKind::Tensor) out.push_back(joined(path, key));
     if (include_nested && kind == EntryKind::TensorDict) {
-      const Entry child = td.get(key);
+      Entry fetched;
+      if (nested == nullptr) fetched = td.get(key);
       path.push_back(key);
-      collect_keys(*child.tensordict_unchecked().impl(), path, include_nested, leaves_only, out);
+      collect_keys(*(nested ? *nested : fetched).tensordict_unchecked().impl(), path, include_nested, leaves_only, out);
       path.pop_back();
     }
+  };
+  if (typeid(td) == typeid(TensorDictImpl)) {
+    static_cast<const TensorDictImpl&>(td).for_each_slot(
+        [&](const TensorDictImpl::Slot& slot) { visit(slot.key, slot.value.kind(), &slot.value); });
+  } else {
+    td.for_each_key([&](const std::string& key, EntryKind kind) { visit(key, kind, nullptr); });
+  }
+}
+
+// How many keys collect_keys lists below `td` in levels in memory: what `out` reserves (growing it
+// key by key moves every key made so far). Keys in levels of other backends are not counted.
+size_t count_in_memory_keys(const TensorDictBase& td, bool include_nested, bool leaves_only) {
+  if (typeid(td) != typeid(TensorDictImpl)) return 0;
+  size_t n = 0;
+  static_cast<const TensorDictImpl&>(td).for_each_slot([&](const TensorDictImpl::Slot& slot) {
+    const EntryKind kind = slot.value.kind();
+    if (!leaves_only || kind == EntryKind::Tensor) ++n;
+    if (include_nested && kind == EntryKind::TensorDict)
+      n += count_in_memory_keys(*slot.value.tensordict_unchecked().impl(), include_nested, leaves_only);
   });
+  return n;
 }
 
 // Entries below `td` in pre-order.
@@ -49,7 +77,7 @@ void collect_entries(const TensorDictBase& td, std::vector<std::string>& path, b
 
 std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
   std::vector<NestedKey> out;
-  out.reserve(impl_->num_entries());
+  out.reserve(std::max(impl_->num_entries(), count_in_memory_keys(*impl_, include_nested, leaves_only)));
   std::vector<std::string> path;
   collect_keys(*impl_, path, include_nested, leaves_only, out);
   return out;
