@@ -219,23 +219,20 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
 at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
   if (is_identity_) return leaf;
   if (is_basic_) {
-    // The first view reads `leaf` itself: copying the handle first would cost each leaf an atomic
-    // increment and decrement more than the hand-written loop.
-    at::Tensor out;
-    const auto last = [&]() -> const at::Tensor& { return out.defined() ? out : leaf; };
+    at::Tensor out = leaf;
     int64_t d = 0;
     for (const auto& it : items_) {
       switch (it.kind) {
         case Item::Kind::None:
         case Item::Kind::Boolean:  // only `true` is basic: a new dim of size 1
-          out = last().unsqueeze(d++);
+          out = out.unsqueeze(d++);
           break;
         case Item::Kind::Integer:
-          out = last().select(d, it.integer);
+          out = out.select(d, it.integer);
           break;
         case Item::Kind::Slice:
-          if (!(it.start == 0 && it.step == 1 && it.stop == last().size(d))) {
-            out = last().slice(d, it.start, it.stop, it.step);
+          if (!(it.start == 0 && it.step == 1 && it.stop == out.size(d))) {
+            out = out.slice(d, it.start, it.stop, it.step);
           }
           ++d;
           break;
@@ -243,8 +240,7 @@ at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
           break;
       }
     }
-    if (out.defined()) return out;  // moved out, not copied
-    return leaf;
+    return out;
   }
   if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 &&
       items_[0].tensor.scalar_type() == at::kLong) {
