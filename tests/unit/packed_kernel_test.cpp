@@ -125,6 +125,32 @@ TEST_CASE("ops between two consolidated tensordicts of one layout run over both 
   CHECK(same(consolidate(x) + c, x + y));
 }
 
+TEST_CASE("tensordicts whose leaves tile one storage without consolidate run over both storages, exactly",
+          "[unit][packed]") {
+  // Not consolidated, so not an intact result: the general path finds the packed storages. The
+  // one-walk path for plain operands (zip_leaves) must leave such trees to it.
+  const auto tiled = [](const at::Tensor& flat) {
+    TensorDict td({}, {10});
+    td.set("a", flat.narrow(0, 0, 100).view({10, 10}));
+    td.set({"n", "b"}, flat.narrow(0, 100, 200).view({10, 20}));
+    td.set("c", flat.narrow(0, 300, 50).view({10, 5}));
+    return td;
+  };
+  TensorDict p = tiled(at::randn({350})), q = tiled(at::randn({350}));
+  TensorDict sum = p + q;
+  CHECK(one_storage(sum));
+  CHECK(at::equal(sum.get({"n", "b"}), p.get({"n", "b"}) + q.get({"n", "b"})));
+  CHECK(at::equal(sum.get("c"), p.get("c") + q.get("c")));
+  // The same leaves in storages of their own: per leaf, the same values.
+  TensorDict r({}, {10}), s({}, {10});
+  for (const NestedKey& k : p.keys(true, true)) {
+    r.set(k, p.get(k).clone());
+    s.set(k, q.get(k).clone());
+  }
+  CHECK_FALSE(one_storage(r + s));
+  CHECK(same(r + s, sum));
+}
+
 TEST_CASE("clone, to(dtype) and full reductions of a consolidated tensordict work on its storage", "[unit][packed]") {
   TensorDict plain = fixture_f();
   TensorDict packed = consolidate(plain);

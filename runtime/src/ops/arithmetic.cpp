@@ -37,6 +37,11 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
+  if (def.kind() == BinaryDefault::Kind::None) {
+    // Plain operands (CPU leaves in separate storages, the same keys): one walk, no pair lists.
+    std::optional<TensorDict> out = zip_leaves(a, b, loop, /*filter_empty=*/true);
+    if (out) return keep_lock(std::move(*out), a_in);
+  }
   MatchedLeaves m;
   m.lhs.reserve(32);
   m.rhs.reserve(32);

@@ -63,6 +63,9 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
     }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
+  // Plain operands (CPU leaves in separate storages, the same keys): one walk, no pair lists.
+  const auto fn = [&](const at::Tensor& x, const at::Tensor& y) { return compare(op, x, y); };
+  if (std::optional<TensorDict> out = zip_leaves(a, b, fn, /*filter_empty=*/false)) return std::move(*out);
   MatchedLeaves m;
   match_leaves(a, b, BinaryDefault(), m);
   const BinaryDefault def;

@@ -285,6 +285,71 @@ TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDe
   return *w.walk(a.impl(), b.impl(), KeyChain());
 }
 
+namespace {
+
+struct NotZipped {};  // zip_leaves met what the general path handles
+
+// One level of zip_leaves: a's structure (map_level), each leaf paired with b's at its position.
+struct LeafZipper {
+  FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn;
+  bool filter_empty;
+  const c10::StorageImpl* first_storage = nullptr;
+  size_t leaves = 0;
+
+  TensorDict level(const TensorDictBase& a, const TensorDictBase& b) {
+    const detail::AlignedLevel b_aligned(b);
+    size_t position = 0;
+    TensorDict out = detail::map_level(
+        a, a.batch_size(), a.device(),
+        [&](const std::string& key, const at::Tensor& x) {
+          const Entry* eb = pair_of(b_aligned, key, position++, EntryKind::Tensor);
+          const at::Tensor& y = eb->tensor_unchecked();
+          if (!x.is_cpu() || !y.is_cpu()) throw NotZipped();  // foreach may pay off there
+          // Two first leaves over one storage may be a packed tensordict's (one kernel, which the
+          // general path tries): given up before the second leaf is computed.
+          const c10::StorageImpl* storage = x.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+          if (++leaves == 1) first_storage = storage;
+          else if (leaves == 2 && storage == first_storage) throw NotZipped();
+          try {
+            return fn(x, y);
+          } catch (...) {
+            throw NotZipped();  // the general path names the key
+          }
+        },
+        [&](const std::string& key, const TensorDict& child) {
+          const Entry* eb = pair_of(b_aligned, key, position++, EntryKind::TensorDict);
+          TensorDict r = level(*child.impl(), *eb->tensordict_unchecked().impl());
+          if (filter_empty && r.num_keys() == 0) return std::optional<TensorDict>();
+          return std::optional<TensorDict>(std::move(r));
+        },
+        [&](const std::string&, const NonTensorData&) -> NonTensorData { throw NotZipped(); });
+    if (position != b.num_entries()) throw NotZipped();  // keys only b has
+    return out;
+  }
+
+  static const Entry* pair_of(const detail::AlignedLevel& b, const std::string& key, size_t position, EntryKind kind) {
+    Entry unused;  // b is in memory or a snapshot of it: nothing is fetched
+    const Entry* eb = b.at(key, position, unused);
+    if (eb == nullptr || eb->kind() != kind || unused.defined()) throw NotZipped();
+    return eb;
+  }
+};
+
+}  // namespace
+
+std::optional<TensorDict> zip_leaves(const TensorDict& a, const TensorDict& b,
+                                     FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
+                                     bool filter_empty) {
+  if (a.batch_size() != b.batch_size() || !a.impl()->entries_in_memory() || !b.impl()->entries_in_memory())
+    return std::nullopt;
+  LeafZipper zipper{fn, filter_empty};
+  try {
+    return zipper.level(*a.impl(), *b.impl());
+  } catch (const NotZipped&) {
+    return std::nullopt;
+  }
+}
+
 std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, const char* op) {
   if (a == b) return a.vec();
   try {

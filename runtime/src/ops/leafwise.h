@@ -6,6 +6,7 @@
 // and then commit: changes made to copies are written back through the backend
 // (Note [Reads, copies and writes] in tensor_dict_base.h).
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <tensordict/entry.h>
+#include <tensordict/function_ref.h>
 #include <tensordict/key.h>
 #include <tensordict/op_options.h>
 #include <tensordict/tensor_dict.h>
@@ -82,6 +84,16 @@ void match_leaves(const TensorDict& a, const TensorDict& b, const BinaryDefault&
 /// value default, the keys only `b` has, after a's), batch size `batch_size`.
 TensorDict rebuild_pair(const TensorDict& a, const TensorDict& b, const BinaryDefault& default_, LeafList results,
                         c10::IntArrayRef batch_size, bool filter_empty = false);
+
+/// `fn(x, y)` for the leaves of `a` and `b` at each key, in one walk that builds the result as
+/// it goes (no pair lists, no second walk): the strict match of match_leaves + rebuild_pair at one
+/// batch size, nested levels left empty dropped when `filter_empty`. For the plain case only: nullopt, nothing kept,
+/// when anything else shows up (a key on one side only, kinds that differ, non-tensor data, a leaf
+/// off the CPU, leaves that may lie in one storage, an error from `fn`), for the general path
+/// to handle, or to raise with the key named.
+std::optional<TensorDict> zip_leaves(const TensorDict& a, const TensorDict& b,
+                                     FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
+                                     bool filter_empty);
 
 /// Broadcast of two batch sizes; ShapeError naming both when they do not broadcast.
 std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, const char* op);
