@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include <c10/util/ArrayRef.h>
@@ -376,28 +377,35 @@ class TensorDictImpl final : public TensorDictBase {
 namespace tensordict {
 namespace in_memory {
 
-/// fn(key, entry) for every entry of `level` in order, for a reader of keys, kinds and nested
-/// levels only: an in-memory level's slots are read in place (no call per entry, its leaves left
-/// unmade), any other level through for_each.
-template <typename Fn>
-void for_each_structure_entry(const TensorDictBase& level, Fn&& fn) {
-  if (typeid(level) == typeid(TensorDictImpl)) {
-    static_cast<const TensorDictImpl&>(level).for_each_slot(
-        [&](const TensorDictImpl::Slot& slot) { fn(slot.key, slot.value); });
-  } else {
+/// fn(key, entry) for every entry of `level` in order: an in-memory level's slots are read in
+/// place (no call per entry), any other level through for_each. `make_leaves`: an in-memory
+/// level's leaves are made first (a reader of the values), else left unmade (a reader of keys,
+/// kinds and nested levels only).
+template <bool make_leaves, typename Fn>
+void for_each_entry_in_place(const TensorDictBase& level, Fn&& fn) {
+  if (typeid(level) != typeid(TensorDictImpl)) {
     level.for_each(fn);
+    return;
+  }
+  const auto& impl = static_cast<const TensorDictImpl&>(level);
+  const auto visit = [&](const TensorDictImpl::Slot& slot) { fn(slot.key, slot.value); };
+  if constexpr (make_leaves) {
+    impl.for_each_made_slot(visit);
+  } else {
+    impl.for_each_slot(visit);
   }
 }
 
-/// The same for a reader of the values: an in-memory level's leaves are made first.
+/// For a reader of keys, kinds and nested levels.
+template <typename Fn>
+void for_each_structure_entry(const TensorDictBase& level, Fn&& fn) {
+  for_each_entry_in_place<false>(level, std::forward<Fn>(fn));
+}
+
+/// For a reader of the values.
 template <typename Fn>
 void for_each_value_entry(const TensorDictBase& level, Fn&& fn) {
-  if (typeid(level) == typeid(TensorDictImpl)) {
-    static_cast<const TensorDictImpl&>(level).for_each_made_slot(
-        [&](const TensorDictImpl::Slot& slot) { fn(slot.key, slot.value); });
-  } else {
-    level.for_each(fn);
-  }
+  for_each_entry_in_place<true>(level, std::forward<Fn>(fn));
 }
 
 }  // namespace in_memory
