@@ -22,13 +22,16 @@ NestedKey joined(const std::vector<std::string>& path, const std::string& key) {
   return NestedKey(std::move(parts));
 }
 
+// Whether keys() lists an entry of `kind` (every kind, or tensors only).
+bool listed(EntryKind kind, bool leaves_only) { return !leaves_only || kind == EntryKind::Tensor; }
+
 // Keys below `td` in pre-order, read without touching tensor data: an in-memory level's slots in
 // place (its nested levels with them), another level's through for_each_key, then get for a
 // nested level (a remote backend lists kinds without reading tensors).
 void collect_keys(const TensorDictBase& td, std::vector<std::string>& path, bool include_nested, bool leaves_only,
                   std::vector<NestedKey>& out) {
   const auto visit = [&](const std::string& key, EntryKind kind, const Entry* nested) {
-    if (!leaves_only || kind == EntryKind::Tensor) out.push_back(joined(path, key));
+    if (listed(kind, leaves_only)) out.push_back(joined(path, key));
     if (include_nested && kind == EntryKind::TensorDict) {
       Entry fetched;
       if (nested == nullptr) fetched = td.get(key);
@@ -52,7 +55,7 @@ size_t count_in_memory_keys(const TensorDictBase& td, bool include_nested, bool 
   size_t n = 0;
   static_cast<const TensorDictImpl&>(td).for_each_slot([&](const TensorDictImpl::Slot& slot) {
     const EntryKind kind = slot.value.kind();
-    if (!leaves_only || kind == EntryKind::Tensor) ++n;
+    if (listed(kind, leaves_only)) ++n;
     if (include_nested && kind == EntryKind::TensorDict)
       n += count_in_memory_keys(*slot.value.tensordict_unchecked().impl(), include_nested, leaves_only);
   });

@@ -213,10 +213,10 @@ class TensorDictImpl final : public TensorDictBase {
   /// is there for the result's copy of the key): the leaves made first.
   template <typename Fn>
   void for_each_made_slot(Fn&& fn) const {
-    ready();
-    make_leaves();
-    for (uint32_t i = 0; i < size_; ++i) {
-      if (slots_[i].live) fn(slots_[i]);
+    uint32_t count = 0;
+    const Slot* slots = slots_for_reads(&count);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (slots[i].live) fn(slots[i]);
     }
   }
 
