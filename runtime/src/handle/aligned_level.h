@@ -1,6 +1,6 @@
 #pragma once
 // AlignedLevel: a level read alongside another that lists its keys alike (stack, cat, binary
-// ops, update_'s check), each entry looked for first at the position its key has in the level
+// ops), each entry looked for first at the position its key has in the level
 // walked. An in-memory level's slots are read in place: the level built and its leaves made
 // once, then one key compare a lookup, with no virtual call. Only for reads: a write to the level
 // may move its slots.

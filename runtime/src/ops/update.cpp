@@ -16,7 +16,6 @@
 #include "core/format.h"
 #include "core/key_chain.h"
 #include "core/validate.h"
-#include "handle/aligned_level.h"
 #include "handle/key_path.h"
 
 namespace tensordict {
@@ -174,12 +173,10 @@ bool leaves_fit(const TensorDictBase& dest, const TensorDictBase& src, const det
   if (!dest.entries_in_memory() || !src.entries_in_memory()) return false;
   bool ok = true;
   size_t position = 0;
-  const detail::AlignedLevel dest_aligned(dest);
   src.for_each([&](const std::string& key, const Entry& value) {
     const size_t at = position++;
     if (!ok || !(value.is_tensordict() || wanted(value))) return;
-    Entry unused;  // entries live in memory here: nothing is fetched
-    const Entry* here = dest_aligned.at(key, at, unused);
+    const Entry* here = dest.peek_at(key, at);
     if (here == nullptr || here->kind() != value.kind()) {
       ok = false;  // missing, or another kind (a nested level here may still hold no leaf)
     } else if (value.is_tensordict()) {
