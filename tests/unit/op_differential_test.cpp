@@ -1,0 +1,593 @@
+// Random op sequences against a per-leaf model (issue 34's "correctness first"). The ops' fast
+// paths key on a tensordict's internal state: one kernel over a packed storage, results whose
+// leaves are made on first read, levels read in place by position, td-op-td in one walk, leaves
+// written in place. Each must be exact where it applies and give way where it does not. The
+// hand-written cases test the states one at a time; here every program starts from a random
+// tree in a random state (constructed, keys reordered, consolidated, a packed result, read or
+// unread, leaves tiling one storage by hand, non-contiguous, locked), runs random ops on it,
+// and after every op compares each leaf with a model that ran the same op leaf by leaf on
+// plain tensors. A failure prints the program's seed and its steps.
+//
+// TD_DIFF_PROGRAMS / TD_DIFF_SEED run more programs or another seed by hand.
+#include "support/catch_torch.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/errors.h>
+#include <tensordict/ops.h>
+#include <tensordict/tensordict.h>
+
+using namespace tensordict;
+using at::indexing::Slice;
+
+namespace op_differential {
+
+struct ModelLeaf {
+  at::Tensor value;
+  bool exact = true;  // false once an op whose per-storage and per-leaf kernels may round apart ran
+};
+
+// What a tensordict should hold: its batch size and its leaves by key path.
+struct Model {
+  std::vector<int64_t> batch;
+  std::map<NestedKey, ModelLeaf> leaves;
+};
+
+Model map_model(const Model& m, const std::function<at::Tensor(const at::Tensor&)>& fn, bool exact) {
+  Model out{m.batch, {}};
+  for (const auto& [k, leaf] : m.leaves) out.leaves[k] = {fn(leaf.value), leaf.exact && exact};
+  return out;
+}
+
+Model zip_model(const Model& a, const Model& b, const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& fn,
+                bool exact) {
+  Model out{a.batch, {}};
+  for (const auto& [k, leaf] : a.leaves) out.leaves[k] = {fn(leaf.value, b.leaves.at(k).value), leaf.exact && exact};
+  return out;
+}
+
+struct Program {
+  explicit Program(uint32_t seed) : seed(seed), rng(seed) {}
+
+  uint32_t seed;
+  std::mt19937 rng;
+  TensorDict a;
+  Model m;
+  std::ostringstream log;  // the steps so far, printed with a failure
+
+  size_t pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); }
+  bool coin(int one_in = 2) { return pick(static_cast<size_t>(one_in)) == 0; }
+  std::string where() const { return "seed " + std::to_string(seed) + ", steps:" + log.str(); }
+};
+
+// ---- Trees and their states ---------------------------------------------------------------------
+
+at::Tensor random_leaf(Program& p, c10::IntArrayRef batch, at::ScalarType dtype) {
+  static const std::vector<std::vector<int64_t>> features{{}, {2}, {3}, {2, 2}, {0}, {5}};
+  std::vector<int64_t> shape(batch.begin(), batch.end());
+  const auto& f = features[p.pick(p.coin(8) ? features.size() : features.size() - 2)];  // {0} and {5} rarely
+  shape.insert(shape.end(), f.begin(), f.end());
+  return at::randn(shape, at::TensorOptions().dtype(dtype));
+}
+
+Model random_model(Program& p) {
+  Model m;
+  const size_t batch_dims = p.coin(6) ? 2 : 1;
+  for (size_t d = 0; d < batch_dims; ++d) m.batch.push_back(p.coin(10) ? 0 : static_cast<int64_t>(1 + p.pick(4)));
+  const at::ScalarType dtype = p.coin(4) ? at::kDouble : at::kFloat;  // one dtype for most trees
+  auto leaf_dtype = [&] { return p.coin(5) ? at::kDouble : dtype; };
+  const size_t entries = 1 + p.pick(4);
+  for (size_t i = 0; i < entries; ++i) {
+    if (p.coin(3)) {
+      const std::string level = "n" + std::to_string(i);
+      const size_t inner = 1 + p.pick(3);
+      for (size_t j = 0; j < inner; ++j) {
+        NestedKey key = p.coin(5) ? NestedKey({level, "deep", "k" + std::to_string(j)}) : NestedKey({level, "k" + std::to_string(j)});
+        m.leaves[key] = {random_leaf(p, m.batch, leaf_dtype()), true};
+      }
+    } else {
+      m.leaves[NestedKey("k" + std::to_string(i))] = {random_leaf(p, m.batch, leaf_dtype()), true};
+    }
+  }
+  return m;
+}
+
+// Values for a second operand: the same keys, shapes and dtypes as `m`.
+Model random_like(const Model& m) {
+  return map_model(m, [](const at::Tensor& t) { return at::randn_like(t); }, true);
+}
+
+// The model as a plain tensordict, its keys set in map order or shuffled (other key orders in
+// every level: what the by-position fast paths must notice).
+TensorDict build(Program& p, const Model& m) {
+  std::vector<const std::pair<const NestedKey, ModelLeaf>*> order;
+  for (const auto& kv : m.leaves) order.push_back(&kv);
+  if (p.coin()) std::shuffle(order.begin(), order.end(), p.rng);
+  TensorDict td({}, m.batch);
+  for (const auto* kv : order) td.set(kv->first, kv->second.value.clone());
+  return td;
+}
+
+void read_some(Program& p, const TensorDict& td) {
+  for (const NestedKey& k : td.keys(true, true))
+    if (p.coin()) (void)td.get(k);
+}
+
+// The leaves copied into one flat tensor and set back as views of it, in listing order: a tree
+// over one storage that consolidate did not make. Trees of mixed dtypes stay as they are.
+TensorDict tiled(const TensorDict& td) {
+  const std::vector<NestedKey> keys = td.keys(true, true);
+  int64_t total = 0;
+  for (const NestedKey& k : keys) {
+    if (td.get(k).scalar_type() != td.get(keys.front()).scalar_type()) return td;
+    total += td.get(k).numel();
+  }
+  if (keys.empty()) return td;
+  at::Tensor flat = at::empty({total}, td.get(keys.front()).options());
+  TensorDict out({}, td.batch_size());
+  int64_t offset = 0;
+  for (const NestedKey& k : keys) {
+    const at::Tensor leaf = td.get(k);
+    at::Tensor view = flat.narrow(0, offset, leaf.numel()).view(leaf.sizes());
+    view.copy_(leaf);
+    out.set(k, view);
+    offset += leaf.numel();
+  }
+  return out;
+}
+
+// Every leaf of more than one element replaced by a non-contiguous copy (reversed dims, or every
+// other element of a larger tensor).
+TensorDict strided(const TensorDict& td) {
+  TensorDict out = td.clone();
+  for (const NestedKey& k : out.keys(true, true)) {
+    const at::Tensor leaf = out.get(k);
+    if (leaf.numel() < 2) continue;
+    at::Tensor copy;
+    if (leaf.dim() >= 2) {
+      std::vector<int64_t> reversed(leaf.sizes().rbegin(), leaf.sizes().rend()), perm;
+      for (int64_t d = leaf.dim() - 1; d >= 0; --d) perm.push_back(d);
+      copy = at::empty(reversed, leaf.options()).permute(perm);
+    } else {
+      copy = at::empty({2 * leaf.numel()}, leaf.options()).slice(0, 0, 2 * leaf.numel(), 2);
+    }
+    copy.copy_(leaf);
+    out.set(k, copy);
+  }
+  return out;
+}
+
+// `m` as a tensordict in a random internal state.
+TensorDict in_some_state(Program& p, const Model& m, const char* role) {
+  TensorDict td = build(p, m);
+  static const char* const kStates[] = {"constructed",           "consolidated, unread", "consolidated, read",
+                                        "packed result, unread", "packed result, read",  "tiled by hand",
+                                        "non-contiguous",        "cloned"};
+  const size_t state = p.pick(std::size(kStates));
+  if (state == 1 || state == 2) td = consolidate(td);
+  if (state == 3) td = consolidate(td) * 1.0;
+  if (state == 4) td = consolidate(td).clone();
+  if (state == 5) td = tiled(td);
+  if (state == 6) td = strided(td);
+  if (state == 7) td = td.clone();
+  if (state == 2 || state == 4 || state == 7) read_some(p, td);
+  const bool locked = p.coin(5);
+  if (locked) td.lock_();
+  p.log << "\n  " << role << ": " << kStates[state] << (locked ? ", locked" : "");
+  return td;
+}
+
+// ---- Checks --------------------------------------------------------------------------------------
+
+std::string keys_str(const std::vector<NestedKey>& keys) {
+  std::ostringstream os;
+  for (const NestedKey& k : keys) os << k.repr() << " ";
+  return os.str();
+}
+
+// `td` holds what `m` says. Reports the first difference; false then. Reading a leaf makes it
+// (Note [Lazy leaves]): half the time a clone is read instead, so that an unread result stays
+// unread for the next op (the clone is checked against the model all the same).
+bool same(Program& p, const TensorDict& checked, const Model& m, const char* what) {
+  const TensorDict td = p.coin() ? checked : checked.clone();
+  const std::vector<int64_t> batch(td.batch_size().begin(), td.batch_size().end());
+  if (batch != m.batch) {
+    FAIL_CHECK(what << ": batch size " << td.batch_size() << ", expected " << c10::IntArrayRef(m.batch) << "\n"
+                    << p.where());
+    return false;
+  }
+  std::vector<NestedKey> keys = td.keys(true, true);
+  std::sort(keys.begin(), keys.end());
+  std::vector<NestedKey> expected;
+  for (const auto& kv : m.leaves) expected.push_back(kv.first);
+  if (keys != expected) {
+    FAIL_CHECK(what << ": keys " << keys_str(keys) << ", expected " << keys_str(expected) << "\n" << p.where());
+    return false;
+  }
+  for (const auto& [k, leaf] : m.leaves) {
+    const at::Tensor t = td.get(k);
+    const at::Tensor& v = leaf.value;
+    const bool equal = t.scalar_type() == v.scalar_type() && t.sizes() == v.sizes() &&
+                       (!t.is_floating_point() ? at::equal(t, v)
+                                                  : leaf.exact ? at::allclose(t, v, 0, 0, /*equal_nan=*/true)
+                                                               : at::allclose(t, v, 1e-5, 1e-6, /*equal_nan=*/true));
+    if (!equal) {
+      FAIL_CHECK(what << ": leaf " << k.repr() << " is " << t.scalar_type() << " " << t.sizes() << "\n"
+                      << t << "\nexpected " << v.scalar_type() << " " << v.sizes() << "\n"
+                      << v << "\n" << p.where());
+      return false;
+    }
+  }
+  return true;
+}
+
+// A result lists its keys as its (first) operand does.
+bool same_order(Program& p, const TensorDict& result, const TensorDict& operand, const char* what) {
+  if (result.keys(true, true) == operand.keys(true, true)) return true;
+  FAIL_CHECK(what << ": keys listed " << keys_str(result.keys(true, true)) << ", the operand lists "
+                  << keys_str(operand.keys(true, true)) << "\n" << p.where());
+  return false;
+}
+
+// ---- Ops ----------------------------------------------------------------------------------------
+
+// An out-of-place op: the result against the model, the operand unchanged; half the time the
+// result becomes the next op's operand (chains of results).
+bool out_of_place(Program& p, const char* name, const TensorDict& result, Model expected, bool adopt = true) {
+  if (!same(p, result, expected, name) || !same_order(p, result, p.a, name) || !same(p, p.a, p.m, "the operand after the op"))
+    return false;
+  if (adopt && p.coin()) {
+    p.a = result;
+    p.m = std::move(expected);
+    p.log << " (adopted)";
+  }
+  return true;
+}
+
+using LeafFn = std::function<at::Tensor(const at::Tensor&)>;
+using ZipFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+
+bool unary(Program& p, const char* name, const std::function<TensorDict(const TensorDict&)>& op, const LeafFn& leaf,
+           bool exact = true) {
+  p.log << "\n  " << name;
+  return out_of_place(p, name, op(p.a), map_model(p.m, leaf, exact));
+}
+
+bool binary(Program& p, const char* name, const std::function<TensorDict(const TensorDict&, const TensorDict&)>& op,
+            const ZipFn& leaf, bool adopt = true) {
+  p.log << "\n  " << name;
+  const Model mb = random_like(p.m);
+  const TensorDict b = in_some_state(p, mb, "b");
+  return out_of_place(p, name, op(p.a, b), zip_model(p.m, mb, leaf, true), adopt) && same(p, b, mb, "b after the op");
+}
+
+// An in-place op: `a` against the model after it.
+bool in_place(Program& p, const char* name, const std::function<void(TensorDict&)>& op, const LeafFn& leaf,
+              bool exact = true) {
+  p.log << "\n  " << name;
+  op(p.a);
+  p.m = map_model(p.m, leaf, exact);
+  return same(p, p.a, p.m, name);
+}
+
+bool in_place_td(Program& p, const char* name, const std::function<void(TensorDict&, const TensorDict&)>& op,
+                 const ZipFn& leaf, bool exact = true) {
+  p.log << "\n  " << name;
+  const Model mb = random_like(p.m);
+  const TensorDict b = in_some_state(p, mb, "b");
+  op(p.a, b);
+  p.m = zip_model(p.m, mb, leaf, exact);
+  return same(p, p.a, p.m, name) && same(p, b, mb, "b after the op");
+}
+
+// A write refused on a locked tensordict: LockedError and nothing changed; else `write` and the
+// model's `apply`.
+bool structural(Program& p, const char* name, const std::function<void(TensorDict&)>& write,
+                const std::function<void(Model&)>& apply) {
+  p.log << "\n  " << name;
+  if (p.a.is_locked()) {
+    CHECK_THROWS_AS(write(p.a), LockedError);
+    return same(p, p.a, p.m, name);
+  }
+  write(p.a);
+  apply(p.m);
+  return same(p, p.a, p.m, name);
+}
+
+const NestedKey& some_key(Program& p) {
+  auto it = p.m.leaves.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(p.pick(p.m.leaves.size())));
+  return it->first;
+}
+
+// One random op on p.a; false on a mismatch (already reported).
+bool step(Program& p) {
+  const size_t dims = p.m.batch.size();
+  const bool rows = dims >= 1 && p.m.batch[0] > 0;
+  switch (p.pick(41)) {
+    case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
+    case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
+    case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
+    case 3: return unary(p, "clone", [](const TensorDict& a) { return a.clone(); }, [](const at::Tensor& t) { return t.clone(); });
+    case 4:
+      return unary(p, "clamp", [](const TensorDict& a) { return a.clamp(-0.5, 0.5); },
+                   [](const at::Tensor& t) { return t.clamp(-0.5, 0.5); });
+    case 5: return unary(p, "a * 2.5", [](const TensorDict& a) { return a * 2.5; }, [](const at::Tensor& t) { return t * 2.5; });
+    case 6: return unary(p, "a + 1", [](const TensorDict& a) { return a + 1; }, [](const at::Tensor& t) { return t + 1; });
+    case 7:
+      return unary(p, "to(double)", [](const TensorDict& a) { return a.to(at::kDouble); },
+                   [](const at::Tensor& t) { return t.to(at::kDouble); });
+    case 8:
+      return binary(p, "a + b", [](const TensorDict& a, const TensorDict& b) { return a + b; },
+                    [](const at::Tensor& x, const at::Tensor& y) { return x + y; });
+    case 9:
+      return binary(p, "a - b", [](const TensorDict& a, const TensorDict& b) { return a - b; },
+                    [](const at::Tensor& x, const at::Tensor& y) { return x - y; });
+    case 10:
+      return binary(p, "a * b", [](const TensorDict& a, const TensorDict& b) { return a * b; },
+                    [](const at::Tensor& x, const at::Tensor& y) { return x * y; });
+    case 11: {
+      // Equal or not in one leaf: eq leaf by leaf, and all() over every leaf.
+      p.log << "\n  a.eq(b), all()";
+      Model mb = map_model(p.m, [](const at::Tensor& t) { return t.clone(); }, true);
+      if (!mb.leaves.empty() && p.coin()) {
+        at::Tensor& v = mb.leaves[some_key(p)].value;
+        v = v.contiguous();  // a re-strided leaf's clone keeps its strides
+        if (v.numel() > 0) v.view(-1)[0] += 1;
+      }
+      const TensorDict b = in_some_state(p, mb, "b");
+      const TensorDict eq = p.a.eq(b);
+      const Model expected = zip_model(p.m, mb, [](const at::Tensor& x, const at::Tensor& y) { return x.eq(y); }, true);
+      bool all = true;
+      for (const auto& [k, leaf] : expected.leaves) all = all && leaf.value.all().item<bool>();
+      CHECK(eq.all() == all);
+      CHECK((p.a == b).all() == all);  // the comparison's own all(), which builds no tensordict
+      CHECK((p.a != b).any() == !all);
+      return out_of_place(p, "a.eq(b)", eq, expected, /*adopt=*/false);
+    }
+    case 12: {
+      if (p.m.leaves.empty()) return true;
+      p.log << "\n  sum(reduce)";
+      std::vector<at::Tensor> flat;
+      for (const auto& kv : p.m.leaves) flat.push_back(kv.second.value.reshape({-1}));
+      const at::Tensor expected = at::cat(flat).sum();
+      const at::Tensor got = p.a.sum(reduce);
+      if (!at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-4, /*equal_nan=*/true)) {
+        FAIL_CHECK("sum(reduce) " << got << ", expected " << expected << "\n" << p.where());
+        return false;
+      }
+      return same(p, p.a, p.m, "the operand after sum(reduce)");
+    }
+    case 13: {
+      if (dims >= 3) return true;
+      p.log << "\n  stack({a, b})";
+      const Model mb = random_like(p.m);
+      const TensorDict b = in_some_state(p, mb, "b");
+      Model expected = zip_model(p.m, mb, [](const at::Tensor& x, const at::Tensor& y) { return at::stack({x, y}); }, true);
+      expected.batch.insert(expected.batch.begin(), 2);
+      return out_of_place(p, "stack", stack({p.a, b}), std::move(expected));
+    }
+    case 14: {
+      if (dims < 1) return true;
+      p.log << "\n  cat({a, b})";
+      const Model mb = random_like(p.m);
+      const TensorDict b = in_some_state(p, mb, "b");
+      Model expected = zip_model(p.m, mb, [](const at::Tensor& x, const at::Tensor& y) { return at::cat({x, y}); }, true);
+      expected.batch[0] *= 2;
+      return out_of_place(p, "cat", cat({p.a, b}), std::move(expected));
+    }
+    case 15: {
+      if (dims >= 3) return true;
+      p.log << "\n  unsqueeze(0)";
+      Model expected = map_model(p.m, [](const at::Tensor& t) { return t.unsqueeze(0); }, true);
+      expected.batch.insert(expected.batch.begin(), 1);
+      return out_of_place(p, "unsqueeze(0)", p.a.unsqueeze(0), std::move(expected));
+    }
+    case 16: {
+      if (!rows) return true;
+      const int64_t i = static_cast<int64_t>(p.pick(static_cast<size_t>(p.m.batch[0])));
+      p.log << "\n  index({" << i << "})";
+      Model expected = map_model(p.m, [i](const at::Tensor& t) { return t.select(0, i); }, true);
+      expected.batch.erase(expected.batch.begin());
+      return out_of_place(p, "index(int)", p.a.index({i}), std::move(expected));
+    }
+    case 17: {
+      if (dims < 1) return true;
+      const int64_t k = static_cast<int64_t>(p.pick(static_cast<size_t>(p.m.batch[0]) + 1));
+      p.log << "\n  index({Slice(0, " << k << ")})";
+      Model expected = map_model(p.m, [k](const at::Tensor& t) { return t.slice(0, 0, k); }, true);
+      expected.batch[0] = k;
+      return out_of_place(p, "index(slice)", p.a.index({Slice(0, k)}), std::move(expected));
+    }
+    case 18: {
+      p.log << "\n  flatten_keys";
+      Model expected{p.m.batch, {}};
+      for (const auto& [k, leaf] : p.m.leaves) expected.leaves[NestedKey(k.join("."))] = leaf;
+      const TensorDict flat = p.a.flatten_keys(".");
+      if (!same(p, flat, expected, "flatten_keys")) return false;
+      if (p.coin()) {
+        p.a = flat;
+        p.m = std::move(expected);
+        p.log << " (adopted)";
+      }
+      return true;
+    }
+    case 19: return in_place(p, "add_(0.5)", [](TensorDict& a) { a.add_(0.5); }, [](const at::Tensor& t) { return t + 0.5; });
+    case 20: return in_place(p, "mul_(-2)", [](TensorDict& a) { a.mul_(-2); }, [](const at::Tensor& t) { return t * -2; });
+    case 21: return in_place(p, "abs_", [](TensorDict& a) { a.abs_(); }, [](const at::Tensor& t) { return t.abs(); });
+    case 22: return in_place(p, "zero_", [](TensorDict& a) { a.zero_(); }, [](const at::Tensor& t) { return at::zeros_like(t); });
+    case 23:
+      return in_place_td(p, "add_(b)", [](TensorDict& a, const TensorDict& b) { a.add_(b); },
+                         [](const at::Tensor& x, const at::Tensor& y) { return x + y; });
+    case 24:
+      return in_place_td(p, "lerp_(b, 0.25)", [](TensorDict& a, const TensorDict& b) { a.lerp_(b, 0.25); },
+                         [](const at::Tensor& x, const at::Tensor& y) { return x.lerp(y, 0.25); }, false);
+    case 25:
+      return in_place_td(p, "update_(b)", [](TensorDict& a, const TensorDict& b) { a.update_(b); },
+                         [](const at::Tensor&, const at::Tensor& y) { return y.clone(); });
+    case 26: {
+      const Model mb = random_like(p.m);
+      p.log << "\n  update(b)";
+      const TensorDict b = in_some_state(p, mb, "b");
+      return structural(p, "update(b)", [&](TensorDict& a) { a.update(b); }, [&](Model& m) { m = mb; });
+    }
+    case 27: {
+      if (!rows) return true;
+      p.log << "\n  index_put_({Slice(0, 1)}, b[:1])";
+      const Model mb = random_like(p.m);
+      const TensorDict b = in_some_state(p, mb, "b");
+      p.a.index_put_({Slice(0, 1)}, b.index({Slice(0, 1)}));
+      for (auto& [k, leaf] : p.m.leaves) leaf.value.slice(0, 0, 1).copy_(mb.leaves.at(k).value.slice(0, 0, 1));
+      return same(p, p.a, p.m, "index_put_");
+    }
+    case 28: {
+      // A leaf read and changed in place through its handle: the tensordict sees it.
+      if (p.m.leaves.empty()) return true;
+      const NestedKey& k = some_key(p);
+      p.log << "\n  get(" << k.repr() << ").mul_(3)";
+      p.a.get(k).mul_(3);
+      p.m.leaves[k].value.mul_(3);
+      return same(p, p.a, p.m, "a leaf changed in place");
+    }
+    case 29: {
+      // A leaf read and pointed at other memory (set_): the leaf no longer views the storage a
+      // fast path would run over.
+      if (p.m.leaves.empty()) return true;
+      const NestedKey& k = some_key(p);
+      p.log << "\n  get(" << k.repr() << ").set_(fresh)";
+      const at::Tensor fresh = at::randn_like(p.m.leaves[k].value, at::MemoryFormat::Contiguous);
+      p.a.get(k).set_(fresh);
+      p.m.leaves[k].value = fresh.clone();
+      return same(p, p.a, p.m, "a leaf set_ to other memory");
+    }
+    case 30: {
+      const at::Tensor value = random_leaf(p, p.m.batch, at::kFloat);
+      NestedKey key("new" + std::to_string(p.pick(2)));
+      if (!p.m.leaves.empty()) {
+        const NestedKey& other = some_key(p);
+        if (other.is_nested() && p.coin()) key = NestedKey({other.front(), "new"});  // into a nested level
+      }
+      p.log << "\n  set(" << key.repr() << ")";
+      // A key that holds a nested level cannot take a leaf: only paths through levels or to leaves.
+      for (const auto& kv : p.m.leaves)
+        if (kv.first.size() > key.size() && std::equal(key.parts().begin(), key.parts().end(), kv.first.parts().begin()))
+          return true;
+      for (const auto& kv : p.m.leaves)
+        if (kv.first.size() < key.size() && std::equal(kv.first.parts().begin(), kv.first.parts().end(), key.parts().begin()))
+          return true;
+      return structural(p, "set", [&](TensorDict& a) { a.set(key, value); },
+                        [&](Model& m) { m.leaves[key] = {value.clone(), true}; });
+    }
+    case 31: {
+      if (p.m.leaves.size() < 2) return true;
+      const NestedKey key = some_key(p);
+      // The last leaf of a level: erase the level, so both operands of a binary op keep one structure.
+      NestedKey target = key;
+      if (key.is_nested()) {
+        const NestedKey parent(std::vector<std::string>(key.parts().begin(), key.parts().end() - 1));
+        size_t siblings = 0;
+        for (const auto& kv : p.m.leaves)
+          if (kv.first.size() > parent.size() &&
+              std::equal(parent.parts().begin(), parent.parts().end(), kv.first.parts().begin()))
+            ++siblings;
+        if (siblings == 1) target = NestedKey(std::vector<std::string>{key.front()});
+      }
+      p.log << "\n  erase(" << target.repr() << ")";
+      return structural(p, "erase", [&](TensorDict& a) { a.erase(target); }, [&](Model& m) {
+        for (auto it = m.leaves.begin(); it != m.leaves.end();) {
+          const bool under = it->first.size() >= target.size() &&
+                             std::equal(target.parts().begin(), target.parts().end(), it->first.parts().begin());
+          it = under ? m.leaves.erase(it) : std::next(it);
+        }
+      });
+    }
+    case 32:
+      p.log << (p.a.is_locked() ? "\n  unlock_" : "\n  lock_");
+      if (p.a.is_locked()) p.a.unlock_();
+      else p.a.lock_();
+      return same(p, p.a, p.m, "lock_ / unlock_");
+    case 33: {
+      // A contiguous leaf re-strided in place over the same elements (column-major): the same
+      // storage, offset and sizes, another order. A fast path must not take it for the leaf it made.
+      if (p.m.leaves.empty()) return true;
+      const NestedKey& k = some_key(p);
+      at::Tensor t = p.a.get(k);
+      if (t.dim() < 2 || t.numel() < 2 || !t.is_contiguous()) return true;
+      p.log << "\n  get(" << k.repr() << ").as_strided_(column-major)";
+      std::vector<int64_t> strides(static_cast<size_t>(t.dim()));
+      int64_t stride = 1;
+      for (size_t d = 0; d < strides.size(); ++d) strides[d] = stride, stride *= t.size(static_cast<int64_t>(d));
+      const at::Tensor expected = t.as_strided(t.sizes(), strides, t.storage_offset()).clone();
+      t.as_strided_(t.sizes(), strides, t.storage_offset());
+      p.m.leaves[k].value = expected;
+      return same(p, p.a, p.m, "a leaf re-strided in place");
+    }
+    case 34: return in_place(p, "fill_(1.5)", [](TensorDict& a) { a.fill_(1.5); }, [](const at::Tensor& t) { return at::full_like(t, 1.5); });
+    case 35:
+      return in_place(p, "clamp_(-0.5, 0.5)", [](TensorDict& a) { a.clamp_(-0.5, 0.5); },
+                      [](const at::Tensor& t) { return t.clamp(-0.5, 0.5); });
+    case 36: return unary(p, "a / 4", [](const TensorDict& a) { return a / 4; }, [](const at::Tensor& t) { return t / 4; });
+    case 37:
+      return binary(p, "a.gt(b)", [](const TensorDict& a, const TensorDict& b) { return a.gt(b); },
+                    [](const at::Tensor& x, const at::Tensor& y) { return x.gt(y); }, /*adopt=*/false);
+    case 38:
+      return in_place_td(p, "sub_(b)", [](TensorDict& a, const TensorDict& b) { a.sub_(b); },
+                         [](const at::Tensor& x, const at::Tensor& y) { return x - y; });
+    case 39: {
+      if (p.m.leaves.empty()) return true;
+      p.log << "\n  mean(reduce)";
+      std::vector<at::Tensor> flat;
+      for (const auto& kv : p.m.leaves) flat.push_back(kv.second.value.reshape({-1}));
+      const at::Tensor expected = at::cat(flat).mean();
+      const at::Tensor got = p.a.mean(reduce);
+      if (!at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-5, /*equal_nan=*/true)) {
+        FAIL_CHECK("mean(reduce) " << got << ", expected " << expected << "\n" << p.where());
+        return false;
+      }
+      return same(p, p.a, p.m, "the operand after mean(reduce)");
+    }
+    default:
+      p.log << "\n  read some leaves";
+      read_some(p, p.a);
+      return same(p, p.a, p.m, "reads");
+  }
+}
+
+void run(uint32_t seed, int steps) {
+  Program p(seed);
+  at::manual_seed(seed);
+  p.m = random_model(p);
+  p.a = in_some_state(p, p.m, "a");
+  if (!same(p, p.a, p.m, "the start")) return;
+  for (int i = 0; i < steps; ++i) {
+    try {
+      if (!step(p)) return;
+    } catch (const std::exception& e) {
+      FAIL_CHECK("unexpected exception: " << e.what() << "\n" << p.where());
+      return;
+    }
+  }
+}
+
+uint32_t env_or(const char* name, uint32_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10)) : fallback;
+}
+
+}  // namespace op_differential
+
+TEST_CASE("random op sequences over tensordicts in every internal state agree with ops run leaf by leaf",
+          "[unit][op_differential]") {
+  const uint32_t programs = op_differential::env_or("TD_DIFF_PROGRAMS", 1000);
+  const uint32_t first = op_differential::env_or("TD_DIFF_SEED", 1);
+  for (uint32_t seed = first; seed < first + programs; ++seed) op_differential::run(seed, 12);
+}
