@@ -104,7 +104,8 @@ class TensorDictImpl final : public TensorDictBase {
     Slot* slot = slot_to_write_at(key, position);
     if (slot == nullptr || !slot->value.is_tensor()) return false;
     if (C10_UNLIKELY(packed_result_)) written();
-    slot->value.mutable_tensor() = value;
+    // Checked above: the unchecked accessor, without the kind check of mutable_tensor()'s call.
+    const_cast<at::Tensor&>(slot->value.tensor_unchecked()) = value;
     return true;
   }
   EntryKind kind(std::string_view key) const override;
