@@ -167,6 +167,10 @@ TEMPLATE_LIST_TEST_CASE("flatten_keys joins empty keys, long keys and multi-char
     CHECK(flat.keys() == (std::vector<NestedKey>{"top", "::a", long_key + "::" + long_key, long_key + "::::z"}));
     if (TestType::kLeavesAliasStorage) CHECK(flat.get(long_key + "::" + long_key).is_same(td.get({long_key, long_key})));
     CHECK(flat.unflatten_keys("::").keys(true, true) == td.keys(true, true));
+    // A key holding a multi-character separator is seen: the joined keys collide.
+    TensorDict clash = TestType::make(TensorDict({{"a::b", at::zeros({2})}, {"a", {{"b", at::zeros({2})}}}}, {2}));
+    REQUIRE_THROWS_WITH(clash.flatten_keys("::"), Catch::Contains("to collide") && Catch::Contains("a::b"));
+    CHECK(clash.flatten_keys(":::").keys() == (std::vector<NestedKey>{"a::b", "a:::b"}));
   } else {
     // An empty key names no file object: refused up front, naming the key.
     REQUIRE_THROWS_AS(TestType::make(reference), ValueError);
