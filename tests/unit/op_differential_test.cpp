@@ -110,7 +110,7 @@ const NestedKey& some_key(Program& p) {
 bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(41)) {
+  switch (p.pick(42)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -355,6 +355,27 @@ bool step(Program& p) {
         return false;
       }
       return same(p, p.a, p.m, "the operand after mean(reduce)");
+    }
+    case 40: {
+      // A leaf that requires grad: the result of an op over it must too (autograd takes the
+      // per-leaf path), the others' not. The leaf stops requiring grad afterwards, so that
+      // in-place ops stay legal.
+      if (p.m.leaves.empty() || !leaves_are_handles(p.a)) return true;
+      const NestedKey& k = some_key(p);
+      at::Tensor leaf = p.a.get(k);
+      if (!leaf.is_floating_point()) return true;
+      p.log << "\n  get(" << k.repr() << ").requires_grad_(), a * 2.5";
+      leaf.requires_grad_(true);
+      const TensorDict result = p.a * 2.5;
+      leaf.requires_grad_(false);
+      for (const NestedKey& r : result.keys(true, true)) {
+        if (result.get(r).requires_grad() != (r == k)) {
+          FAIL_CHECK("a * 2.5: leaf " << r.repr() << (r == k ? " does not require" : " requires") << " grad\n"
+                                      << p.where());
+          return false;
+        }
+      }
+      return same(p, result.detach(), map_model(p.m, [](const at::Tensor& t) { return t * 2.5; }, true), "a * 2.5");
     }
     default:
       p.log << "\n  read some leaves";
