@@ -214,6 +214,8 @@ TEMPLATE_LIST_TEST_CASE("index_put_ of a tensordict writes every key (case 16-17
                       Catch::Contains("cannot write a value of shape torch.Size([3, 5]) into 'a'"));
   REQUIRE_THROWS_AS(td.index_put_({0}, TensorDict({{"n", at::zeros({3})}}, {3})), TypeError);
   REQUIRE_THROWS_AS(td.index_put_({0, 0, 0}, TensorDict()), IndexError);
+  // No row selected: a value that `leaf[index] = value` refuses is still refused.
+  REQUIRE_THROWS_AS(td.index_put_({Slice(0, 0)}, TensorDict({{"a", at::zeros({0, 3, 5})}}, {0, 3})), ShapeError);
 }
 
 TEMPLATE_LIST_TEST_CASE("index_put_ of a tensor or a scalar writes every leaf", "[contract][indexing]",
@@ -231,6 +233,8 @@ TEMPLATE_LIST_TEST_CASE("index_put_ of a tensor or a scalar writes every leaf", 
   REQUIRE_THROWS_AS(td.index_put_({1}, at::zeros({5})), ShapeError);
   REQUIRE_THROWS_WITH(td.index_put_({1}, at::zeros({5})), Catch::Contains("cannot write into 'a'"));
   REQUIRE_THROWS_AS(td.index_put_({0, 0, 0}, 1.0), IndexError);
+  REQUIRE_THROWS_AS(td.index_put_({Slice(0, 0)}, at::zeros({5})), ShapeError);  // no row selected
+  REQUIRE_THROWS_AS(td.index_put_({contract::mask({0, 0, 0, 0})}, at::zeros({5})), ShapeError);
 }
 
 TEMPLATE_LIST_TEST_CASE("index_put_ pre-allocates absent keys as zeros (case 16)", "[contract][indexing]",

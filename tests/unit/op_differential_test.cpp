@@ -106,11 +106,25 @@ const NestedKey& some_key(Program& p) {
   return it->first;
 }
 
+// `t`'s shape with its `dims` batch dims merged into `rows`.
+std::vector<int64_t> feature_shape(const at::Tensor& t, int64_t rows, size_t dims) {
+  std::vector<int64_t> shape{rows};
+  shape.insert(shape.end(), t.sizes().begin() + static_cast<int64_t>(dims), t.sizes().end());
+  return shape;
+}
+
+// A batch-shaped mask viewed with `t`'s feature dims as ones, so that it broadcasts over them.
+at::Tensor batch_mask(const at::Tensor& mask, const at::Tensor& t) {
+  std::vector<int64_t> shape(mask.sizes().begin(), mask.sizes().end());
+  shape.resize(static_cast<size_t>(t.dim()), 1);
+  return mask.view(shape);
+}
+
 // One random op on p.a; false on a mismatch (already reported).
 bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(42)) {
+  switch (p.pick(51)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -271,12 +285,17 @@ bool step(Program& p) {
       return same(p, p.a, p.m, "a leaf set_ to other memory");
     }
     case 30: {
-      const at::Tensor value = random_leaf(p, p.m.batch, at::kFloat);
+      at::Tensor value = random_leaf(p, p.m.batch, at::kFloat);
       NestedKey key("new" + std::to_string(p.pick(2)));
       if (!p.m.leaves.empty()) {
         const NestedKey& other = some_key(p);
         if (other.is_nested() && p.coin()) key = NestedKey({other.front(), "new"});  // into a nested level
       }
+      // `set` of a key a file already holds, through an indexed view of it, writes the selected
+      // elements (Python's _SubTensorDict): a replacement of another shape would broadcast.
+      const auto existing = p.m.leaves.find(key);
+      if (existing != p.m.leaves.end() && PersistentTensorDict::is_persistent(p.a))
+        value = at::randn_like(existing->second.value, at::MemoryFormat::Contiguous);
       p.log << "\n  set(" << key.repr() << ")";
       // A key that holds a nested level cannot take a leaf: only paths through levels or to leaves.
       for (const auto& kv : p.m.leaves)
@@ -376,6 +395,82 @@ bool step(Program& p) {
         }
       }
       return same(p, result.detach(), map_model(p.m, [](const at::Tensor& t) { return t * 2.5; }, true), "a * 2.5");
+    }
+    case 41: {
+      if (!rows) return true;
+      const at::Tensor mask = at::rand({p.m.batch[0]}) < 0.5;
+      if (LazyStackedTensorDict::is_lazy_stack(p.a) && !mask.any().item<bool>()) return true;  // as a slice to no row
+      p.log << "\n  index({mask})";
+      Model expected = map_model(p.m, [&](const at::Tensor& t) { return t.index({mask}); }, true);
+      expected.batch[0] = mask.sum().item<int64_t>();
+      return out_of_place(p, "index(mask)", p.a.index({mask}), std::move(expected));
+    }
+    case 42: {
+      if (!rows) return true;
+      // Repeated rows of a lazy stack are one member, of a file's view one row: written through
+      // one, both change. Those get distinct rows; dense results copy, repeats and all.
+      const bool views = !leaves_are_handles(p.a);
+      if (views && LazyStackedTensorDict::is_lazy_stack(p.a) && p.m.batch[0] == 0) return true;
+      const int64_t n = static_cast<int64_t>(views ? 1 + p.pick(static_cast<size_t>(p.m.batch[0])) : p.pick(5));
+      const at::Tensor idx = views ? at::randperm(p.m.batch[0]).slice(0, 0, n) : at::randint(p.m.batch[0], {n}, at::kLong);
+      p.log << "\n  index({long tensor})";
+      Model expected = map_model(p.m, [&](const at::Tensor& t) { return t.index_select(0, idx); }, true);
+      expected.batch[0] = idx.numel();
+      return out_of_place(p, "index(long)", p.a.index({idx}), std::move(expected));
+    }
+    case 43: {
+      if (dims < 2) return true;
+      p.log << "\n  permute(1, 0, ...)";
+      std::vector<int64_t> order{1, 0};
+      for (int64_t d = 2; d < static_cast<int64_t>(dims); ++d) order.push_back(d);
+      Model expected = map_model(p.m, [](const at::Tensor& t) { return t.transpose(0, 1); }, true);
+      std::swap(expected.batch[0], expected.batch[1]);
+      return out_of_place(p, "permute", p.a.permute(order), std::move(expected));
+    }
+    case 44: {
+      if (dims < 1) return true;
+      int64_t rows_total = 1;
+      for (int64_t b : p.m.batch) rows_total *= b;
+      p.log << "\n  reshape({-1})";
+      Model expected = map_model(p.m, [&](const at::Tensor& t) { return t.reshape(feature_shape(t, rows_total, dims)); }, true);
+      expected.batch = {rows_total};
+      return out_of_place(p, "reshape", p.a.reshape({rows_total}), std::move(expected));
+    }
+    case 45: {
+      if (!rows) return true;
+      const int64_t i = static_cast<int64_t>(p.pick(static_cast<size_t>(p.m.batch[0])));
+      p.log << "\n  update_at_(b[" << i << "], {" << i << "})";
+      Model rows_model = map_model(p.m, [i](const at::Tensor& t) { return t.select(0, i); }, true);
+      rows_model.batch.erase(rows_model.batch.begin());
+      const Model mb = random_like(rows_model);
+      const TensorDict b = in_some_state(p, mb, "b");
+      p.a.update_at_(b, {i});
+      for (auto& [k, leaf] : p.m.leaves) leaf.value.select(0, i).copy_(mb.leaves.at(k).value);
+      return same(p, p.a, p.m, "update_at_");
+    }
+    case 46: {
+      const at::Tensor mask = at::rand(p.m.batch) < 0.5;
+      p.log << "\n  masked_fill(mask, 0.5)";
+      return unary(p, "masked_fill", [&](const TensorDict& a) { return a.masked_fill(mask, 0.5); },
+                   [&](const at::Tensor& t) { return t.masked_fill(batch_mask(mask, t), 0.5); });
+    }
+    case 47: {
+      const at::Tensor cond = at::rand(p.m.batch) < 0.5;
+      return binary(p, "where(cond, b)", [&](const TensorDict& a, const TensorDict& b) { return a.where(cond, b); },
+                    [&](const at::Tensor& x, const at::Tensor& y) { return at::where(batch_mask(cond, x), x, y); });
+    }
+    case 48:
+      return unary(p, "apply(3t - 1)", [](const TensorDict& a) { return a.apply([](const at::Tensor& t) { return t * 3 - 1; }); },
+                   [](const at::Tensor& t) { return t * 3 - 1; });
+    case 49: {
+      if (p.m.leaves.empty()) return true;
+      const NestedKey key = some_key(p);
+      const bool keep = p.coin();
+      p.log << "\n  " << (keep ? "select(" : "exclude(") << key.repr() << ")";
+      Model expected = p.m;
+      for (auto it = expected.leaves.begin(); it != expected.leaves.end();) it = (it->first == key) != keep ? expected.leaves.erase(it) : std::next(it);
+      const TensorDict result = keep ? p.a.select({key}) : p.a.exclude({key});
+      return same(p, result, expected, keep ? "select" : "exclude") && same(p, p.a, p.m, "the operand after the op");
     }
     default:
       p.log << "\n  read some leaves";

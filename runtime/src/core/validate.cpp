@@ -2,8 +2,11 @@
 
 #include "core/validate.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
+#include <tensordict/batch_index.h>
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict.h>
 
@@ -105,6 +108,25 @@ void check_unlocked(const TensorDictBase& td) {
   TD_CHECK(!td.is_locked(), LockedError,
            "Cannot modify locked TensorDict. For in-place modification, consider using the "
            "`set_()` method and make sure the key is present.");
+}
+
+BatchSize indexed_shape(c10::IntArrayRef leaf, size_t batch_dims, const BatchIndex& index) {
+  const c10::IntArrayRef rows = index.result_batch_size();
+  BatchSize shape(rows.begin(), rows.end());
+  const size_t own = std::min(batch_dims, leaf.size());
+  shape.append(leaf.begin() + static_cast<std::ptrdiff_t>(own), leaf.end());
+  return shape;
+}
+
+bool broadcasts_to(c10::IntArrayRef value, c10::IntArrayRef target) {
+  while (value.size() > target.size()) {
+    if (value[0] != 1) return false;
+    value = value.slice(1);
+  }
+  for (size_t i = 1; i <= value.size(); ++i) {
+    if (value[value.size() - i] != 1 && value[value.size() - i] != target[target.size() - i]) return false;
+  }
+  return true;
 }
 
 void check_key(KeyRef key) { TD_CHECK(!key.empty(), KeyError, "Only NestedKeys are supported. Got key ()."); }

@@ -12,6 +12,9 @@
 #include <tensordict/tensor_dict_base.h>
 
 namespace tensordict {
+
+class BatchIndex;
+
 namespace detail {
 
 /// True when the defined tensor `value`'s shape starts with `dest`'s batch size. Inline, reading
@@ -34,6 +37,14 @@ C10_ALWAYS_INLINE bool storable_as_is(const TensorDictBase& dest, const at::Tens
   const auto& device = dest.device();
   return !device.has_value() || value.device() == *device;
 }
+
+/// The shape of `leaf[index]` for a leaf of shape `leaf` whose first `batch_dims` dims are
+/// batch dims: the index's result batch, then the leaf's own dims.
+BatchSize indexed_shape(c10::IntArrayRef leaf, size_t batch_dims, const BatchIndex& index);
+/// Whether `value` broadcasts to `target` as `leaf[index] = value` allows: trailing dims equal
+/// or 1, extra leading dims 1. For backends that write nothing when an index selects nothing,
+/// and so would skip the check LibTorch makes.
+bool broadcasts_to(c10::IntArrayRef value, c10::IntArrayRef target);
 
 /// Checks that `value`'s leading dims are `dest`'s batch size; moves it to `dest`'s device.
 at::Tensor prepare_tensor(const TensorDictBase& dest, KeyRef key, at::Tensor value);

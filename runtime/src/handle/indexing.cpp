@@ -61,6 +61,19 @@ TensorDict TensorDict::index(std::initializer_list<at::indexing::TensorIndex> in
 
 namespace {
 
+// An index that selects no element leaves a backend nothing to write, and those that write
+// through their own selection (a file, a store, a lazy stack's members) stop there, before
+// LibTorch would have checked the value: its shape is checked here for every backend.
+void check_write_of_nothing(const TensorDictBase& dest, std::string_view key, const BatchIndex& index,
+                            c10::IntArrayRef value, const detail::KeyChain& prefix) {
+  const c10::IntArrayRef rows = index.result_batch_size();
+  if (std::find(rows.begin(), rows.end(), 0) == rows.end()) return;
+  const BatchSize target = detail::indexed_shape(dest.leaf_meta(key).shape, dest.batch_size().size(), index);
+  TD_CHECK(detail::broadcasts_to(value, target), ShapeError, "cannot write a value of shape ", size_str(value), " into ",
+           prefix.child_path(key).repr(), "[", index.repr(), "]: it does not broadcast to the selected shape ",
+           size_str(target));
+}
+
 // Writes `value` (already sized to the indexed batch) into `dest[index]`, key by key.
 void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorDict& value,
                     const detail::KeyChain& prefix) {
@@ -127,6 +140,7 @@ void put_tensordict(TensorDictBase& dest, const BatchIndex& index, const TensorD
       TD_CHECK(existing_kind == EntryKind::Tensor, TypeError, "cannot write a tensor into ",
                prefix.child_path(key).repr(), " which holds ", kind_name(existing_kind));
     }
+    check_write_of_nothing(dest, key, index, src.sizes(), prefix);
     try {
       dest.write_at_(key, index, src);
     } catch (const c10::Error& e) {
@@ -183,6 +197,7 @@ void put_every_leaf(TensorDictBase& td, const BatchIndex& index, const at::Tenso
                     const detail::KeyChain& prefix) {
   td.for_each_key([&](const std::string& key, EntryKind kind) {
     if (kind == EntryKind::Tensor) {
+      check_write_of_nothing(td, key, index, value.sizes(), prefix);
       try {
         td.write_at_(key, index, value);
       } catch (const c10::Error& e) {

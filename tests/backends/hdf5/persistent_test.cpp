@@ -218,6 +218,19 @@ TEST_CASE("writes go to the file: set, set_, index_put_, set_at_, in-place math,
   CHECK((back.get_tensordict("g").batch_size() == c10::IntArrayRef{4}));
 }
 
+TEST_CASE("a write that selects no row still refuses a value of another shape, naming the file", "[h5][write][errors]") {
+  // Nothing is written either way, but LibTorch's `leaf[index] = value` refuses the value, and
+  // so does every other backend: a file must not take it silently.
+  TempDir dir;
+  PersistentTensorDict f = PersistentTensorDict::to_h5(sample(), dir / "e.h5");
+  TensorDict none = f.index({Slice(0, 0)});
+  REQUIRE_THROWS_AS(none.set("obs", at::zeros({0, 6, 5})), ShapeError);  // a set through the view
+  REQUIRE_THROWS_WITH(none.set("obs", at::zeros({0, 6, 5})), Catch::Contains("e.h5") && Catch::Contains("[0, 6]"));
+  REQUIRE_THROWS_AS(f.index_put_({Slice(0, 0)}, at::zeros({5})), ShapeError);
+  none.set("obs", at::zeros({0, 6}));  // a value of the selected shape writes nothing, as before
+  CHECK(at::equal(f.get("obs"), sample().get("obs")));
+}
+
 TEST_CASE("a file opened read-only refuses every write, naming the file", "[h5][errors]") {
   TempDir dir;
   PersistentTensorDict::to_h5(sample(), dir / "ro.h5").close();

@@ -23,6 +23,7 @@
 #include "backends/hdf5/h5_types.h"
 #include "core/format.h"
 #include "core/non_tensor_write.h"
+#include "core/validate.h"
 
 namespace tensordict {
 namespace h5 {
@@ -282,7 +283,14 @@ void H5Level::write_at_(std::string_view key, const BatchIndex& index, const at:
     write_block(where, d, all);
     return;
   }
-  if (sel.empty) return;
+  if (sel.empty) {
+    // Nothing to write; a value `leaf[index] = value` refuses is refused all the same (a `set`
+    // through an indexed view comes here without the handle's check).
+    const BatchSize target = detail::indexed_shape(d.shape, batch_size().size(), index);
+    TD_CHECK(detail::broadcasts_to(v.sizes(), target), ShapeError, where, ": cannot write a value of shape ",
+             detail::size_str(v.sizes()), " into the selected shape ", detail::size_str(target));
+    return;
+  }
   // Only the selected elements move, whatever the index. A block the value covers whole (basic
   // slices) is written straight; otherwise it is read, the value put in at the post-index
   // (repeats, dropped dims), and written back.
