@@ -79,6 +79,21 @@ bool in_place_td(Program& p, const char* name, const std::function<void(TensorDi
   return same(p, p.a, p.m, name) && same(p, b, mb, "b after the op");
 }
 
+// A reduction over every leaf (`reduce`): against the model's leaves flattened and concatenated.
+bool reduction(Program& p, const char* name, const std::function<at::Tensor(const TensorDict&)>& op, const LeafFn& fn) {
+  if (p.m.leaves.empty()) return true;
+  p.log << "\n  " << name;
+  std::vector<at::Tensor> flat;
+  for (const auto& kv : p.m.leaves) flat.push_back(kv.second.value.reshape({-1}));
+  const at::Tensor expected = fn(at::cat(flat));
+  const at::Tensor got = op(p.a);
+  if (!at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-4, /*equal_nan=*/true)) {
+    FAIL_CHECK(name << " " << got << ", expected " << expected << "\n" << p.where());
+    return false;
+  }
+  return same(p, p.a, p.m, "the operand after a reduction");
+}
+
 // A write refused on a locked tensordict: LockedError and nothing changed; else `write` and the
 // model's `apply`.
 bool structural(Program& p, const char* name, const std::function<void(TensorDict&)>& write,
@@ -165,19 +180,9 @@ bool step(Program& p) {
       CHECK((p.a != b).any() == !all);
       return out_of_place(p, "a.eq(b)", eq, expected, /*adopt=*/false);
     }
-    case 12: {
-      if (p.m.leaves.empty()) return true;
-      p.log << "\n  sum(reduce)";
-      std::vector<at::Tensor> flat;
-      for (const auto& kv : p.m.leaves) flat.push_back(kv.second.value.reshape({-1}));
-      const at::Tensor expected = at::cat(flat).sum();
-      const at::Tensor got = p.a.sum(reduce);
-      if (!at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-4, /*equal_nan=*/true)) {
-        FAIL_CHECK("sum(reduce) " << got << ", expected " << expected << "\n" << p.where());
-        return false;
-      }
-      return same(p, p.a, p.m, "the operand after sum(reduce)");
-    }
+    case 12:
+      return reduction(p, "sum(reduce)", [](const TensorDict& a) { return a.sum(reduce); },
+                       [](const at::Tensor& t) { return t.sum(); });
     case 13: {
       if (dims >= 3) return true;
       p.log << "\n  stack({a, b})";
@@ -362,19 +367,9 @@ bool step(Program& p) {
     case 38:
       return in_place_td(p, "sub_(b)", [](TensorDict& a, const TensorDict& b) { a.sub_(b); },
                          [](const at::Tensor& x, const at::Tensor& y) { return x - y; });
-    case 39: {
-      if (p.m.leaves.empty()) return true;
-      p.log << "\n  mean(reduce)";
-      std::vector<at::Tensor> flat;
-      for (const auto& kv : p.m.leaves) flat.push_back(kv.second.value.reshape({-1}));
-      const at::Tensor expected = at::cat(flat).mean();
-      const at::Tensor got = p.a.mean(reduce);
-      if (!at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-5, /*equal_nan=*/true)) {
-        FAIL_CHECK("mean(reduce) " << got << ", expected " << expected << "\n" << p.where());
-        return false;
-      }
-      return same(p, p.a, p.m, "the operand after mean(reduce)");
-    }
+    case 39:
+      return reduction(p, "mean(reduce)", [](const TensorDict& a) { return a.mean(reduce); },
+                       [](const at::Tensor& t) { return t.mean(); });
     case 40: {
       // A leaf that requires grad: the result of an op over it must too (autograd takes the
       // per-leaf path), the others' not. The leaf stops requiring grad afterwards, so that
