@@ -108,6 +108,11 @@ bool structural(Program& p, const char* name, const std::function<void(TensorDic
   return same(p, p.a, p.m, name);
 }
 
+// Whether `key`'s first parts are `prefix`'s (`key` itself, or a key below it).
+bool starts_with(const NestedKey& key, const NestedKey& prefix) {
+  return key.size() >= prefix.size() && std::equal(prefix.parts().begin(), prefix.parts().end(), key.parts().begin());
+}
+
 // Whether get() hands out the leaf itself: a lazy stack's get stacks its members' leaves into a
 // new tensor (Python's), and an HDF5 file's reads a copy, so a change through either reaches
 // nothing stored.
@@ -304,10 +309,10 @@ bool step(Program& p) {
       p.log << "\n  set(" << key.repr() << ")";
       // A key that holds a nested level cannot take a leaf: only paths through levels or to leaves.
       for (const auto& kv : p.m.leaves)
-        if (kv.first.size() > key.size() && std::equal(key.parts().begin(), key.parts().end(), kv.first.parts().begin()))
+        if (kv.first.size() > key.size() && starts_with(kv.first, key))
           return true;
       for (const auto& kv : p.m.leaves)
-        if (kv.first.size() < key.size() && std::equal(kv.first.parts().begin(), kv.first.parts().end(), key.parts().begin()))
+        if (kv.first.size() < key.size() && starts_with(key, kv.first))
           return true;
       return structural(p, "set", [&](TensorDict& a) { a.set(key, value); },
                         [&](Model& m) { m.leaves[key] = {value.clone(), true}; });
@@ -321,16 +326,14 @@ bool step(Program& p) {
         const NestedKey parent(std::vector<std::string>(key.parts().begin(), key.parts().end() - 1));
         size_t siblings = 0;
         for (const auto& kv : p.m.leaves)
-          if (kv.first.size() > parent.size() &&
-              std::equal(parent.parts().begin(), parent.parts().end(), kv.first.parts().begin()))
+          if (kv.first.size() > parent.size() && starts_with(kv.first, parent))
             ++siblings;
         if (siblings == 1) target = NestedKey(std::vector<std::string>{key.front()});
       }
       p.log << "\n  erase(" << target.repr() << ")";
       return structural(p, "erase", [&](TensorDict& a) { a.erase(target); }, [&](Model& m) {
         for (auto it = m.leaves.begin(); it != m.leaves.end();) {
-          const bool under = it->first.size() >= target.size() &&
-                             std::equal(target.parts().begin(), target.parts().end(), it->first.parts().begin());
+          const bool under = starts_with(it->first, target);
           it = under ? m.leaves.erase(it) : std::next(it);
         }
       });
