@@ -104,8 +104,8 @@ void throw_missing(const TensorDictBase& level, KeyRef key, size_t depth) {
            level.missing_key_note(key[depth]));
 }
 
-void check_unlocked(const TensorDictBase& td) {
-  TD_CHECK(!td.is_locked(), LockedError,
+void throw_locked() {
+  TD_THROW(LockedError,
            "Cannot modify locked TensorDict. For in-place modification, consider using the "
            "`set_()` method and make sure the key is present.");
 }
@@ -129,7 +129,7 @@ bool broadcasts_to(c10::IntArrayRef value, c10::IntArrayRef target) {
   return true;
 }
 
-void check_key(KeyRef key) { TD_CHECK(!key.empty(), KeyError, "Only NestedKeys are supported. Got key ()."); }
+void throw_empty_key() { TD_THROW(KeyError, "Only NestedKeys are supported. Got key ()."); }
 
 }  // namespace detail
 }  // namespace tensordict

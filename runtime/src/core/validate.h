@@ -58,10 +58,16 @@ void write_tensor_(TensorDictBase& level, std::string_view name, const at::Tenso
 
 /// KeyError for `key[depth]` missing at `level`, listing the keys there.
 [[noreturn]] void throw_missing(const TensorDictBase& level, KeyRef key, size_t depth);
-/// LockedError when `td` is locked.
-void check_unlocked(const TensorDictBase& td);
+[[noreturn]] void throw_locked();
+[[noreturn]] void throw_empty_key();
+/// LockedError when `td` is locked. Inline: every write checks it, often once per level.
+inline void check_unlocked(const TensorDictBase& td) {
+  if (C10_UNLIKELY(td.is_locked())) throw_locked();
+}
 /// KeyError for the empty key.
-void check_key(KeyRef key);
+inline void check_key(KeyRef key) {
+  if (C10_UNLIKELY(key.empty())) throw_empty_key();
+}
 
 }  // namespace detail
 }  // namespace tensordict
