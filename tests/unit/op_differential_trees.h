@@ -58,6 +58,8 @@ struct Program {
   std::ostringstream log;  // the steps so far, printed with a failure
   std::string directory;   // for memory-mapped trees
   int files = 0;
+  // Set where a redis-server runs (store_tests): a tree as a Redis store, by leaf or by row.
+  std::function<TensorDict(const TensorDict&, bool by_rows)> to_store;
 
   size_t pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); }
   bool coin(int one_in = 2) { return pick(static_cast<size_t>(one_in)) == 0; }
@@ -167,8 +169,10 @@ inline TensorDict in_some_state(Program& p, const Model& m, const char* role) {
   static const char* const kStates[] = {"constructed",           "consolidated, unread", "consolidated, read",
                                         "packed result, unread", "packed result, read",  "tiled by hand",
                                         "non-contiguous",        "cloned",               "a lazy stack of its rows",
-                                        "memory-mapped",         "an HDF5 file"};
-  const size_t state = p.pick(std::size(kStates));
+                                        "memory-mapped",         "an HDF5 file",
+                                        "a Redis store",         "a Redis store by rows"};
+  // With a server, half the trees are stores; without, the stream of picks is as it always was.
+  const size_t state = p.to_store && p.coin() ? 11 + p.pick(2) : p.pick(11);
   if (state == 1 || state == 2) td = consolidate(td);
   if (state == 3) td = consolidate(td) * 1.0;
   if (state == 4) td = consolidate(td).clone();
@@ -179,6 +183,7 @@ inline TensorDict in_some_state(Program& p, const Model& m, const char* role) {
   const std::string file = p.directory + "/" + std::to_string(p.seed) + "_" + std::to_string(p.files++);
   if (state == 9) td = memmap(td, file);
   if (state == 10) td = PersistentTensorDict::to_h5(td, file + ".h5");
+  if (state >= 11) td = p.to_store(td, state == 12);
   if (state == 2 || state == 4 || state == 7) read_some(p, td);
   const bool locked = p.coin(5);
   if (locked) td.lock_();
