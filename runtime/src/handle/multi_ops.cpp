@@ -10,6 +10,7 @@
 
 #include "backends/in_memory/level_builder.h"
 #include "core/batch_dim.h"
+#include "core/borrowed_tensors.h"
 #include "core/dim_names.h"
 #include "core/format.h"
 #include "core/key_chain.h"
@@ -215,6 +216,42 @@ void check_same_keys(const std::vector<TensorDict>& tds, const detail::KeyChain&
   }
 }
 
+// at::stack / at::cat of the tensor leaves in `column` (one key's, td[0]'s first), borrowed into
+// `leaves`, a buffer reused from key to key.
+C10_NOINLINE at::Tensor join_leaves(const std::vector<const Entry*>& column, detail::BorrowedTensors& leaves, int64_t dim, Join mode,
+                       const detail::KeyChain& prefix, const std::string& key) {
+  leaves.clear();
+  const int64_t leaf_dims = column[0]->tensor_unchecked().dim();
+  bool same_dims = true;
+  for (const Entry* e : column) {
+    const at::Tensor& t = e->tensor_unchecked();
+    same_dims = same_dims && t.dim() == leaf_dims;
+    leaves.push_back(t);
+  }
+  // The sizes are compared by at::stack / at::cat themselves; only when they refuse (or when
+  // dims differ, which cat would let a legacy empty leaf through) are they compared here, for an
+  // error that names the key.
+  auto check_sizes = [&] {
+    c10::IntArrayRef a = leaves[0].sizes();
+    for (size_t i = 1; i < leaves.size(); ++i) {
+      c10::IntArrayRef b = leaves[i].sizes();
+      bool ok = a.size() == b.size();
+      for (size_t d = 0; ok && d < a.size(); ++d) {
+        ok = a[d] == b[d] || (mode == Join::Cat && static_cast<int64_t>(d) == dim);
+      }
+      TD_CHECK(ok, ShapeError, "The shapes of the tensors to ", mode == Join::Stack ? "stack" : "cat",
+               " is incompatible: ", size_str(b), " vs ", size_str(a), " for key ", prefix.child_path(key).repr(), ".");
+    }
+  };
+  if (!same_dims) check_sizes();
+  try {
+    return mode == Join::Stack ? at::stack(leaves.list(), dim) : at::cat(leaves.list(), dim);
+  } catch (const c10::Error&) {
+    check_sizes();
+    throw;  // the sizes fit: LibTorch's own reason (devices, dtypes) stands
+  }
+}
+
 TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, const detail::KeyChain& prefix) {
   const TensorDict& first = tds.front();
   const int64_t n = first.batch_dims();
@@ -259,7 +296,7 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
   std::vector<detail::AlignedLevel> members;
   members.reserve(tds.size());
   for (const TensorDict& td : tds) members.emplace_back(*td.impl());
-  std::vector<at::Tensor> leaves;  // one key's leaves, the buffer reused from key to key
+  detail::BorrowedTensors leaves;  // one key's leaves (the members hold them), reused from key to key
   leaves.reserve(tds.size());
   size_t position = 0;  // the key's place in td[0]: where members built alike hold it too
   first.impl()->for_each([&](const std::string& key, const Entry& head) {
@@ -275,42 +312,9 @@ TensorDict join(const std::vector<TensorDict>& tds, int64_t dim, Join mode, cons
                kind_name(column[i]->kind()));
     }
     switch (head.kind()) {
-      case Entry::Kind::Tensor: {
-        leaves.clear();
-        const int64_t leaf_dims = head.tensor_unchecked().dim();
-        bool same_dims = true;
-        for (size_t i = 0; i < tds.size(); ++i) {
-          const at::Tensor& t = column[i]->tensor_unchecked();
-          same_dims = same_dims && t.dim() == leaf_dims;
-          leaves.push_back(t);
-        }
-        // The sizes are compared by at::stack / at::cat themselves; only when they refuse (or
-        // when dims differ, which cat would let a legacy empty leaf through) are they compared
-        // here, for an error that names the key.
-        auto check_sizes = [&] {
-          c10::IntArrayRef a = leaves[0].sizes();
-          for (size_t i = 1; i < leaves.size(); ++i) {
-            c10::IntArrayRef b = leaves[i].sizes();
-            bool ok = a.size() == b.size();
-            for (size_t d = 0; ok && d < a.size(); ++d) {
-              ok = a[d] == b[d] || (mode == Join::Cat && static_cast<int64_t>(d) == dim);
-            }
-            TD_CHECK(ok, ShapeError, "The shapes of the tensors to ", mode == Join::Stack ? "stack" : "cat",
-                     " is incompatible: ", size_str(b), " vs ", size_str(a), " for key ",
-                     prefix.child_path(key).repr(), ".");
-          }
-        };
-        if (!same_dims) check_sizes();
-        at::Tensor joined;
-        try {
-          joined = mode == Join::Stack ? at::stack(leaves, dim) : at::cat(leaves, dim);
-        } catch (const c10::Error&) {
-          check_sizes();
-          throw;  // the sizes fit: LibTorch's own reason (devices, dtypes) stands
-        }
-        out.append(key, std::move(joined));
+      case Entry::Kind::Tensor:
+        out.append(key, join_leaves(column, leaves, dim, mode, prefix, key));
         break;
-      }
       case Entry::Kind::TensorDict: {
         std::vector<TensorDict> children;
         children.reserve(tds.size());

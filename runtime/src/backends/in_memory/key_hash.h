@@ -2,6 +2,8 @@
 // The 32-bit key hash of the in-memory backend's key table (not persisted anywhere), and the key
 // comparison its lookups confirm a hash match with.
 
+#include <c10/macros/Macros.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -45,7 +47,9 @@ inline uint32_t key_hash(std::string_view key) {
 
 /// a == b, with the short keys of a tensordict compared in two loads a side (overlapping, within
 /// both keys) instead of a call to memcmp, which costs more than the compare on keys this short.
-inline bool key_equals(std::string_view a, std::string_view b) {
+/// Always inlined: for the hot loops that compare one key per leaf (AlignedLevel), where the
+/// compiler's own choice varies with the size of the caller.
+C10_ALWAYS_INLINE bool key_equals_inline(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   const char *p = a.data(), *q = b.data();
@@ -60,6 +64,7 @@ inline bool key_equals(std::string_view a, std::string_view b) {
   }
   return std::memcmp(p, q, n) == 0;
 }
+inline bool key_equals(std::string_view a, std::string_view b) { return key_equals_inline(a, b); }
 
 }  // namespace in_memory
 }  // namespace tensordict
