@@ -219,20 +219,26 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
 at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
   if (is_identity_) return leaf;
   if (is_basic_) {
-    at::Tensor out = leaf;
+    // Each view is taken of the previous one, the first of `leaf` itself: no handle of `leaf` is
+    // copied and released (two atomic operations a leaf, most of this loop's cost).
+    at::Tensor out;
+    const at::Tensor* from = &leaf;
     int64_t d = 0;
     for (const auto& it : items_) {
       switch (it.kind) {
         case Item::Kind::None:
         case Item::Kind::Boolean:  // only `true` is basic: a new dim of size 1
-          out = out.unsqueeze(d++);
+          out = from->unsqueeze(d++);
+          from = &out;
           break;
         case Item::Kind::Integer:
-          out = out.select(d, it.integer);
+          out = from->select(d, it.integer);
+          from = &out;
           break;
         case Item::Kind::Slice:
-          if (!(it.start == 0 && it.step == 1 && it.stop == out.size(d))) {
-            out = out.slice(d, it.start, it.stop, it.step);
+          if (!(it.start == 0 && it.step == 1 && it.stop == from->size(d))) {
+            out = from->slice(d, it.start, it.stop, it.step);
+            from = &out;
           }
           ++d;
           break;
@@ -240,7 +246,8 @@ at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
           break;
       }
     }
-    return out;
+    if (from == &leaf) return leaf;
+    return out;  // moved
   }
   if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 &&
       items_[0].tensor.scalar_type() == at::kLong) {
