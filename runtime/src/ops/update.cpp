@@ -165,8 +165,9 @@ std::vector<std::pair<NestedKey, Entry>> check_in_place_source(const TensorDict&
 // The fast checks of update_ and update_at_: the leaves of `src` walked beside `dest` where both
 // live in memory (no key made per leaf, no walk from the root). Every entry `wanted` names must be
 // in dest, at src's position or found, with the same kind, nested levels walked in turn, and
-// `fits(dest, prefix, key, value)` must accept each leaf. False at the first that does not (or
-// another backend): the caller's per-key path then names what is wrong, or finds all is well.
+// `fits(dest, prefix, key, value, here)` must accept each leaf (`here`: dest's entry at the key).
+// False at the first that does not (or another backend): the caller's per-key path then names
+// what is wrong, or finds all is well.
 template <typename Wanted, typename Fits>
 bool leaves_fit(const TensorDictBase& dest, const TensorDictBase& src, const detail::KeyChain& prefix,
                 const Wanted& wanted, const Fits& fits) {
@@ -183,7 +184,7 @@ bool leaves_fit(const TensorDictBase& dest, const TensorDictBase& src, const det
       ok = leaves_fit(*here->tensordict_unchecked().impl(), *value.tensordict_unchecked().impl(), prefix.child(key),
                       wanted, fits);
     } else {
-      ok = fits(dest, prefix, key, value);
+      ok = fits(dest, prefix, key, value, *here);
     }
   });
   return ok;
@@ -237,19 +238,34 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
   // ones are kept, to be written after the tensors.
   std::vector<std::pair<NestedKey, Entry>> non_tensors;
   const auto any_leaf = [](const Entry& value) { return value.defined(); };
+  // The check finds every leaf to copy into; where each lies in memory and aliases its level's
+  // storage (what write_many_ copies into in place), it keeps the pair, and the write walks
+  // nothing again.
+  c10::SmallVector<std::pair<const at::Tensor*, const at::Tensor*>, 32> copies;
+  bool direct = true;
   const auto leaf_fits = [&](const TensorDictBase& level, const detail::KeyChain& prefix, const std::string& key,
-                             const Entry& value) {
-    if (value.is_tensor()) return detail::batch_leads(level, value.tensor_unchecked());
+                             const Entry& value, const Entry& here) {
+    if (value.is_tensor()) {
+      if (!detail::batch_leads(level, value.tensor_unchecked())) return false;
+      if (level.leaves_alias_storage()) copies.emplace_back(&here.tensor_unchecked(), &value.tensor_unchecked());
+      else direct = false;
+      return true;
+    }
     non_tensors.emplace_back(prefix.child_path(key), value);
     return true;
   };
   if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), any_leaf, leaf_fits)) {
+    direct = false;
     non_tensors = check_in_place_source(*this, source);  // names what does not fit, or finds all fits
   }
   // One batched write (one round trip for a remote backend); a failing copy is redone key by
   // key, which names the key.
   try {
-    impl_->write_many_(source);
+    if (direct) {
+      for (const auto& [dest, value] : copies) dest->copy_(*value);
+    } else {
+      impl_->write_many_(source);
+    }
   } catch (const c10::Error&) {
     for (auto& [key, entry] : source.items(/*include_nested=*/true, /*leaves_only=*/true)) {
       set_(key, entry.tensor_unchecked());
@@ -267,7 +283,8 @@ TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::i
   // Every tensor leaf, counted (non-tensor entries are not written).
   size_t leaves = 0;
   const auto tensor = [](const Entry& value) { return value.is_tensor(); };
-  const auto count = [&](const TensorDictBase&, const detail::KeyChain&, const std::string&, const Entry&) {
+  const auto count = [&](const TensorDictBase&, const detail::KeyChain&, const std::string&, const Entry&,
+                         const Entry&) {
     ++leaves;
     return true;
   };
