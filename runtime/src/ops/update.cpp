@@ -283,9 +283,14 @@ TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::i
   // Every tensor leaf, counted (non-tensor entries are not written).
   size_t leaves = 0;
   const auto tensor = [](const Entry& value) { return value.is_tensor(); };
-  const auto count = [&](const TensorDictBase&, const detail::KeyChain&, const std::string&, const Entry&,
-                         const Entry&) {
+  // As update_: the leaves to write into, kept by the check where every level aliases its storage.
+  c10::SmallVector<std::pair<const at::Tensor*, const at::Tensor*>, 32> writes;
+  bool direct = true;
+  const auto count = [&](const TensorDictBase& level, const detail::KeyChain&, const std::string&, const Entry& value,
+                         const Entry& here) {
     ++leaves;
+    if (level.leaves_alias_storage()) writes.emplace_back(&here.tensor_unchecked(), &value.tensor_unchecked());
+    else direct = false;
     return true;
   };
   if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), tensor, count)) {
@@ -300,6 +305,15 @@ TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::i
   }
   if (leaves == 0) return *this;  // nothing to write: the index is not even read, as per key
   const BatchIndex bi(index, batch_size());
+  if (direct) {
+    try {
+      for (const auto& [dest, value] : writes) bi.assign(*dest, *value);
+      return *this;
+    } catch (const c10::Error&) {
+      // Written again below, which names the key LibTorch refuses (the leaves before it take the
+      // same values again).
+    }
+  }
   write_leaves_at(*impl_, bi, *source.impl(), detail::KeyChain());
   return *this;
 }
