@@ -217,9 +217,10 @@ void check_same_keys(const std::vector<TensorDict>& tds, const detail::KeyChain&
 }
 
 // at::stack / at::cat of the tensor leaves in `column` (one key's, td[0]'s first), borrowed into
-// `leaves`, a buffer reused from key to key.
-C10_NOINLINE at::Tensor join_leaves(const std::vector<const Entry*>& column, detail::BorrowedTensors& leaves, int64_t dim, Join mode,
-                       const detail::KeyChain& prefix, const std::string& key) {
+// `leaves`, a buffer reused from key to key. Out of line: join's walk stays small enough for GCC
+// to inline its per-member key compare.
+C10_NOINLINE at::Tensor join_leaves(const std::vector<const Entry*>& column, detail::BorrowedTensors& leaves,
+                                    int64_t dim, Join mode, const detail::KeyChain& prefix, const std::string& key) {
   leaves.clear();
   const int64_t leaf_dims = column[0]->tensor_unchecked().dim();
   bool same_dims = true;
