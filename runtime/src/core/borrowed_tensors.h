@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <new>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/macros/Macros.h>
 #include <c10/util/intrusive_ptr.h>
 
 namespace tensordict {
@@ -22,26 +24,34 @@ class BorrowedTensors {
   BorrowedTensors& operator=(const BorrowedTensors&) = delete;
   ~BorrowedTensors() { clear(); }
 
-  void reserve(size_t n) { tensors_.reserve(n); }
+  void reserve(size_t n) {
+    if (n > tensors_.size()) tensors_.resize(n);
+  }
   /// Borrows the defined tensor `t`, which must outlive this list's use of it.
   void push_back(const at::Tensor& t) {
     // Room first: a reallocation that throws must not destroy a borrowed handle (a decrement of
     // a count that was never raised).
-    if (tensors_.size() == tensors_.capacity()) tensors_.reserve(std::max<size_t>(4, 2 * tensors_.capacity()));
-    tensors_.emplace_back(
+    if (C10_UNLIKELY(size_ == tensors_.size())) grow();
+    // The slot holds an undefined tensor, whose destructor does nothing: the borrowed handle is
+    // built over it, with no assignment or destructor call in this loop.
+    new (&tensors_[size_]) at::Tensor(
         c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(t.unsafeGetTensorImpl()));
+    ++size_;
   }
-  /// Gives every tensor back without a decrement (it was borrowed at +0).
+  /// Gives every tensor back without a decrement (it was borrowed at +0); the slots stay, undefined.
   void clear() noexcept {
-    for (at::Tensor& t : tensors_) t.unsafeReleaseTensorImpl();
-    tensors_.clear();
+    for (size_t i = 0; i < size_; ++i) tensors_[i].unsafeReleaseTensorImpl();
+    size_ = 0;
   }
-  size_t size() const { return tensors_.size(); }
+  size_t size() const { return size_; }
   const at::Tensor& operator[](size_t i) const { return tensors_[i]; }
-  at::TensorList list() const { return tensors_; }
+  at::TensorList list() const { return at::TensorList(tensors_.data(), size_); }
 
  private:
-  std::vector<at::Tensor> tensors_;
+  C10_NOINLINE void grow() { tensors_.resize(std::max<size_t>(4, 2 * tensors_.size())); }
+
+  std::vector<at::Tensor> tensors_;  // [0, size_) borrowed, the rest undefined
+  size_t size_ = 0;
 };
 
 }  // namespace detail
