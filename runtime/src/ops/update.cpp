@@ -190,6 +190,21 @@ bool leaves_fit(const TensorDictBase& dest, const TensorDictBase& src, const det
   return ok;
 }
 
+// The leaves update_ and update_at_ write into, kept by their check (leaves_fit) so that the write
+// walks nothing again: a (destination, value) pair per tensor leaf, usable while every level on
+// the way aliases its storage (where write_many_ and write_at_ write in place).
+struct LeafWrites {
+  c10::SmallVector<std::pair<const at::Tensor*, const at::Tensor*>, 32> pairs;
+  size_t leaves = 0;
+  bool direct = true;
+
+  void add(const TensorDictBase& level, const Entry& here, const Entry& value) {
+    ++leaves;
+    if (level.leaves_alias_storage()) pairs.emplace_back(&here.tensor_unchecked(), &value.tensor_unchecked());
+    else direct = false;
+  }
+};
+
 // `level[name][index] = value`; LibTorch's refusal becomes a ShapeError naming the key (made by
 // `key`, only then) and both shapes. `position`: where the key may sit in `level` (a walk in step
 // with a level built alike), for an in-memory level's write in place; SIZE_MAX when unknown.
@@ -238,31 +253,26 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
   // ones are kept, to be written after the tensors.
   std::vector<std::pair<NestedKey, Entry>> non_tensors;
   const auto any_leaf = [](const Entry& value) { return value.defined(); };
-  // The check finds every leaf to copy into; where each lies in memory and aliases its level's
-  // storage (what write_many_ copies into in place), it keeps the pair, and the write walks
-  // nothing again.
-  c10::SmallVector<std::pair<const at::Tensor*, const at::Tensor*>, 32> copies;
-  bool direct = true;
+  LeafWrites writes;
   const auto leaf_fits = [&](const TensorDictBase& level, const detail::KeyChain& prefix, const std::string& key,
                              const Entry& value, const Entry& here) {
     if (value.is_tensor()) {
       if (!detail::batch_leads(level, value.tensor_unchecked())) return false;
-      if (level.leaves_alias_storage()) copies.emplace_back(&here.tensor_unchecked(), &value.tensor_unchecked());
-      else direct = false;
+      writes.add(level, here, value);
       return true;
     }
     non_tensors.emplace_back(prefix.child_path(key), value);
     return true;
   };
   if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), any_leaf, leaf_fits)) {
-    direct = false;
+    writes.direct = false;
     non_tensors = check_in_place_source(*this, source);  // names what does not fit, or finds all fits
   }
   // One batched write (one round trip for a remote backend); a failing copy is redone key by
   // key, which names the key.
   try {
-    if (direct) {
-      for (const auto& [dest, value] : copies) dest->copy_(*value);
+    if (writes.direct) {
+      for (const auto& [dest, value] : writes.pairs) dest->copy_(*value);
     } else {
       impl_->write_many_(source);
     }
@@ -280,20 +290,15 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
 TensorDict& TensorDict::copy_(const TensorDict& source) { return update_(source); }
 
 TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::indexing::TensorIndex> index) {
-  // Every tensor leaf, counted (non-tensor entries are not written).
-  size_t leaves = 0;
+  // Every tensor leaf, counted and kept (non-tensor entries are not written).
   const auto tensor = [](const Entry& value) { return value.is_tensor(); };
-  // As update_: the leaves to write into, kept by the check where every level aliases its storage.
-  c10::SmallVector<std::pair<const at::Tensor*, const at::Tensor*>, 32> writes;
-  bool direct = true;
-  const auto count = [&](const TensorDictBase& level, const detail::KeyChain&, const std::string&, const Entry& value,
-                         const Entry& here) {
-    ++leaves;
-    if (level.leaves_alias_storage()) writes.emplace_back(&here.tensor_unchecked(), &value.tensor_unchecked());
-    else direct = false;
+  LeafWrites writes;
+  const auto keep = [&](const TensorDictBase& level, const detail::KeyChain&, const std::string&, const Entry& value,
+                        const Entry& here) {
+    writes.add(level, here, value);
     return true;
   };
-  if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), tensor, count)) {
+  if (!leaves_fit(*impl_, *source.impl(), detail::KeyChain(), tensor, keep)) {
     // The per-key path: names the first key missing, or not a tensor, and writes the rest.
     for (const auto& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
       TD_CHECK(contains(key), KeyError, "The key ", key.repr(), " was not found in the dest tensordict.");
@@ -303,11 +308,11 @@ TensorDict& TensorDict::update_at_(const TensorDict& source, c10::ArrayRef<at::i
     }
     return *this;
   }
-  if (leaves == 0) return *this;  // nothing to write: the index is not even read, as per key
+  if (writes.leaves == 0) return *this;  // nothing to write: the index is not even read, as per key
   const BatchIndex bi(index, batch_size());
-  if (direct) {
+  if (writes.direct) {
     try {
-      for (const auto& [dest, value] : writes) bi.assign(*dest, *value);
+      for (const auto& [dest, value] : writes.pairs) bi.assign(*dest, *value);
       return *this;
     } catch (const c10::Error&) {
       // Written again below, which names the key LibTorch refuses (the leaves before it take the
