@@ -41,8 +41,8 @@ struct Packed {
   // The *_unread rows run on them; the ops leave them unread, so every call sees the same.
   TensorDict unread, unread2;
   // Consolidated tensordicts nobody has read (consolidate makes their leaves when read): the
-  // *_fresh rows.
-  TensorDict fresh, fresh2;
+  // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
+  TensorDict fresh, fresh2, same_fresh, same_fresh2;
 
   Packed() {
     at::manual_seed(0);
@@ -64,6 +64,8 @@ struct Packed {
     unread2 = td2 * 1.0;
     fresh = tensordict::consolidate(plain);
     fresh2 = tensordict::consolidate(plain.clone());
+    same_fresh = tensordict::consolidate(plain.clone());
+    same_fresh2 = tensordict::consolidate(plain.clone());
   }
 };
 
@@ -125,6 +127,24 @@ void sum_reduce_rows(const std::string& op, std::function<at::Tensor(Packed&)> c
   reg("storage/" + op, [](Packed& p) { benchmark::DoNotOptimize(p.storage.sum()); });
 }
 
+// The per-leaf floors of the ops that compare two trees or reduce to a bool.
+void floor_gt_td(Packed& p) {
+  std::vector<at::Tensor> out;
+  out.reserve(p.leaves.size());
+  for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i].gt(p.leaves2[i]));
+  benchmark::DoNotOptimize(out);
+}
+void floor_eq_all(Packed& p) {
+  bool all = true;
+  for (const auto& k : p.same.keys(true, true)) all = at::equal(p.same.get(k), p.same2.get(k)) && all;
+  benchmark::DoNotOptimize(all);
+}
+void floor_isnan_any(Packed& p) {
+  bool any = false;
+  for (const at::Tensor& t : p.leaves) any = any || at::isnan(t).any().item<bool>();
+  benchmark::DoNotOptimize(any);
+}
+
 void register_all() {
   using benchmark::DoNotOptimize;
   op4("exp", [](Packed& p) { DoNotOptimize(p.td.exp()); }, [](const at::Tensor& t) { return t.exp(); },
@@ -137,12 +157,7 @@ void register_all() {
       [](Packed& p) { p.storage.abs_(); });
   add_td_rows("add_td", [](Packed& p) { return p.td + p.td2; }, /*views=*/true);
   reg("cpp/gt_td", [](Packed& p) { DoNotOptimize(p.td.gt(p.td2)); });
-  reg("floor/gt_td", [](Packed& p) {
-    std::vector<at::Tensor> out;
-    out.reserve(p.leaves.size());
-    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(p.leaves[i].gt(p.leaves2[i]));
-    DoNotOptimize(out);
-  });
+  reg("floor/gt_td", floor_gt_td);
   reg("storage/gt_td", [](Packed& p) { DoNotOptimize(p.storage.gt(p.storage2)); });
   reg("views/gt_td", [](Packed& p) { DoNotOptimize(p.cut(p.storage.gt(p.storage2))); });
   op4("clone", [](Packed& p) { DoNotOptimize(p.td.clone()); }, [](const at::Tensor& t) { return t.clone(); },
@@ -152,19 +167,11 @@ void register_all() {
   sum_reduce_rows("sum_reduce", [](Packed& p) { return p.td.sum(tensordict::reduce); });
   // Equal operands: every element is compared on each side (td and td2 differ after add_).
   reg("cpp/eq_all", [](Packed& p) { DoNotOptimize((p.same == p.same2).all()); });
-  reg("floor/eq_all", [](Packed& p) {
-    bool all = true;
-    for (const auto& k : p.same.keys(true, true)) all = at::equal(p.same.get(k), p.same2.get(k)) && all;
-    DoNotOptimize(all);
-  });
+  reg("floor/eq_all", floor_eq_all);
   reg("storage/eq_all", [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
   // The NaN check of a training loop: a value test, then any() of its bools.
   reg("cpp/isnan_any", [](Packed& p) { DoNotOptimize(p.td.isnan().any()); });
-  reg("floor/isnan_any", [](Packed& p) {
-    bool any = false;
-    for (const at::Tensor& t : p.leaves) any = any || at::isnan(t).any().item<bool>();
-    DoNotOptimize(any);
-  });
+  reg("floor/isnan_any", floor_isnan_any);
   reg("storage/isnan_any", [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
   op4("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
       [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
@@ -180,13 +187,33 @@ void register_all() {
       [](Packed& p) { return p.storage.clone(); });
   sum_reduce_rows("sum_reduce_unread", [](Packed& p) { return p.unread.sum(tensordict::reduce); });
 
-  // The same on a consolidated tensordict nobody has read: its root is a consolidated level.
+  // Every op again on a consolidated tensordict nobody has read: its root is a consolidated level
+  // whose leaves are not made, so no made leaf is checked. The floors are td's.
+  op4("exp_fresh", [](Packed& p) { DoNotOptimize(p.fresh.exp()); }, [](const at::Tensor& t) { return t.exp(); },
+      [](Packed& p) { return p.storage.exp(); });
   op4("mul_scalar_fresh", [](Packed& p) { DoNotOptimize(p.fresh * 0.5); },
       [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
+  op3("add_scalar__fresh", [](Packed& p) { p.fresh.add_(1e-6); }, [](const at::Tensor& t) { return t.add_(1e-6); },
+      [](Packed& p) { p.storage.add_(1e-6); });
   op3("abs_fresh", [](Packed& p) { p.fresh.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
       [](Packed& p) { p.storage.abs_(); });
   add_td_rows("add_td_fresh", [](Packed& p) { return p.fresh + p.fresh2; }, /*views=*/false);
+  reg("cpp/gt_td_fresh", [](Packed& p) { DoNotOptimize(p.fresh.gt(p.fresh2)); });
+  reg("floor/gt_td_fresh", floor_gt_td);
+  reg("storage/gt_td_fresh", [](Packed& p) { DoNotOptimize(p.storage.gt(p.storage2)); });
+  op4("clone_fresh", [](Packed& p) { DoNotOptimize(p.fresh.clone()); }, [](const at::Tensor& t) { return t.clone(); },
+      [](Packed& p) { return p.storage.clone(); });
+  op4("to_double_fresh", [](Packed& p) { DoNotOptimize(p.fresh.to(at::kDouble)); },
+      [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { return p.storage.to(at::kDouble); });
   sum_reduce_rows("sum_reduce_fresh", [](Packed& p) { return p.fresh.sum(tensordict::reduce); });
+  reg("cpp/eq_all_fresh", [](Packed& p) { DoNotOptimize((p.same_fresh == p.same_fresh2).all()); });
+  reg("floor/eq_all_fresh", floor_eq_all);
+  reg("storage/eq_all_fresh", [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
+  reg("cpp/isnan_any_fresh", [](Packed& p) { DoNotOptimize(p.fresh.isnan().any()); });
+  reg("floor/isnan_any_fresh", floor_isnan_any);
+  reg("storage/isnan_any_fresh", [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
+  op4("chain3_fresh", [](Packed& p) { DoNotOptimize((p.fresh * 2).exp().sub(1)); },
+      [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
 }
 
 }  // namespace
