@@ -39,7 +39,7 @@ struct Packed {
   LeafCut cut;                              // a storage result cut into the leaves by hand
   // Results of an op on td and td2 that nothing reads (Note [Lazy leaves]): the middle of a chain.
   // The *_unread rows run on them; the ops leave them unread, so every call sees the same.
-  TensorDict unread, unread2;
+  TensorDict unread, unread2, same_unread, same_unread2;
   // Consolidated tensordicts nobody has read (consolidate makes their leaves when read): the
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
@@ -62,6 +62,8 @@ struct Packed {
     cut = LeafCut(leaves);
     unread = td * 1.0;
     unread2 = td2 * 1.0;
+    same_unread = same * 1.0;
+    same_unread2 = same2 * 1.0;
     fresh = tensordict::consolidate(plain);
     fresh2 = tensordict::consolidate(plain.clone());
     same_fresh = tensordict::consolidate(plain.clone());
@@ -145,75 +147,71 @@ void floor_isnan_any(Packed& p) {
   benchmark::DoNotOptimize(any);
 }
 
-void register_all() {
+// The operands of one set of rows: `a` and `b` share a layout (in-place ops change `a`); `eq_a`
+// and `eq_b` are equal and never written (eq_all compares every element).
+struct Operands {
+  TensorDict Packed::*a;
+  TensorDict Packed::*b;
+  TensorDict Packed::*eq_a;
+  TensorDict Packed::*eq_b;
+};
+
+// Every op of the table on `on`, named <op><suffix>. The floors and the storage calls are the
+// read tree's (td, td2, same, same2: the same values and layout). `views`: also the storage
+// result cut into leaves by hand.
+void register_ops(const std::string& suffix, Operands on, bool views) {
   using benchmark::DoNotOptimize;
-  op4("exp", [](Packed& p) { DoNotOptimize(p.td.exp()); }, [](const at::Tensor& t) { return t.exp(); },
-      [](Packed& p) { return p.storage.exp(); });
-  op4("mul_scalar", [](Packed& p) { DoNotOptimize(p.td * 0.5); }, [](const at::Tensor& t) { return t * 0.5; },
-      [](Packed& p) { return p.storage * 0.5; });
-  op3("add_scalar_", [](Packed& p) { p.td.add_(1e-6); }, [](const at::Tensor& t) { return t.add_(1e-6); },
+  const auto a = on.a, b = on.b, eq_a = on.eq_a, eq_b = on.eq_b;
+  const auto out_of_place = [&](const std::string& op, std::function<void(Packed&)> cpp,
+                                std::function<at::Tensor(const at::Tensor&)> leaf,
+                                std::function<at::Tensor(Packed&)> storage) {
+    if (views) {
+      op4(op + suffix, std::move(cpp), std::move(leaf), std::move(storage));
+    } else {
+      op3(op + suffix, std::move(cpp), std::move(leaf), [storage](Packed& p) { DoNotOptimize(storage(p)); });
+    }
+  };
+  out_of_place("exp", [a](Packed& p) { DoNotOptimize((p.*a).exp()); }, [](const at::Tensor& t) { return t.exp(); },
+               [](Packed& p) { return p.storage.exp(); });
+  out_of_place("mul_scalar", [a](Packed& p) { DoNotOptimize(p.*a * 0.5); },
+               [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
+  op3("add_scalar_" + suffix, [a](Packed& p) { (p.*a).add_(1e-6); }, [](const at::Tensor& t) { return t.add_(1e-6); },
       [](Packed& p) { p.storage.add_(1e-6); });
-  op3("abs_", [](Packed& p) { p.td.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
+  op3("abs_" + suffix, [a](Packed& p) { (p.*a).abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
       [](Packed& p) { p.storage.abs_(); });
-  add_td_rows("add_td", [](Packed& p) { return p.td + p.td2; }, /*views=*/true);
-  reg("cpp/gt_td", [](Packed& p) { DoNotOptimize(p.td.gt(p.td2)); });
-  reg("floor/gt_td", floor_gt_td);
-  reg("storage/gt_td", [](Packed& p) { DoNotOptimize(p.storage.gt(p.storage2)); });
-  reg("views/gt_td", [](Packed& p) { DoNotOptimize(p.cut(p.storage.gt(p.storage2))); });
-  op4("clone", [](Packed& p) { DoNotOptimize(p.td.clone()); }, [](const at::Tensor& t) { return t.clone(); },
-      [](Packed& p) { return p.storage.clone(); });
-  op4("to_double", [](Packed& p) { DoNotOptimize(p.td.to(at::kDouble)); },
-      [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { return p.storage.to(at::kDouble); });
-  sum_reduce_rows("sum_reduce", [](Packed& p) { return p.td.sum(tensordict::reduce); });
-  // Equal operands: every element is compared on each side (td and td2 differ after add_).
-  reg("cpp/eq_all", [](Packed& p) { DoNotOptimize((p.same == p.same2).all()); });
-  reg("floor/eq_all", floor_eq_all);
-  reg("storage/eq_all", [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
+  add_td_rows("add_td" + suffix, [a, b](Packed& p) { return p.*a + p.*b; }, views);
+  reg("cpp/gt_td" + suffix, [a, b](Packed& p) { DoNotOptimize((p.*a).gt(p.*b)); });
+  reg("floor/gt_td" + suffix, floor_gt_td);
+  reg("storage/gt_td" + suffix, [](Packed& p) { DoNotOptimize(p.storage.gt(p.storage2)); });
+  if (views) reg("views/gt_td" + suffix, [](Packed& p) { DoNotOptimize(p.cut(p.storage.gt(p.storage2))); });
+  out_of_place("clone", [a](Packed& p) { DoNotOptimize((p.*a).clone()); },
+               [](const at::Tensor& t) { return t.clone(); }, [](Packed& p) { return p.storage.clone(); });
+  out_of_place("to_double", [a](Packed& p) { DoNotOptimize((p.*a).to(at::kDouble)); },
+               [](const at::Tensor& t) { return t.to(at::kDouble); },
+               [](Packed& p) { return p.storage.to(at::kDouble); });
+  sum_reduce_rows("sum_reduce" + suffix, [a](Packed& p) { return (p.*a).sum(tensordict::reduce); });
+  reg("cpp/eq_all" + suffix, [eq_a, eq_b](Packed& p) { DoNotOptimize((p.*eq_a == p.*eq_b).all()); });
+  reg("floor/eq_all" + suffix, floor_eq_all);
+  reg("storage/eq_all" + suffix, [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
   // The NaN check of a training loop: a value test, then any() of its bools.
-  reg("cpp/isnan_any", [](Packed& p) { DoNotOptimize(p.td.isnan().any()); });
-  reg("floor/isnan_any", floor_isnan_any);
-  reg("storage/isnan_any", [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
-  op4("chain3", [](Packed& p) { DoNotOptimize((p.td * 2).exp().sub(1)); },
-      [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
+  reg("cpp/isnan_any" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).isnan().any()); });
+  reg("floor/isnan_any" + suffix, floor_isnan_any);
+  reg("storage/isnan_any" + suffix, [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
+  out_of_place("chain3", [a](Packed& p) { DoNotOptimize((p.*a * 2).exp().sub(1)); },
+               [](const at::Tensor& t) { return (t * 2).exp().sub(1); },
+               [](Packed& p) { return (p.storage * 2).exp().sub(1); });
+}
 
-  // The same ops on an unread result (the operand of each op of a chain after the first): its
-  // storage and structure are read without making its leaves. The floors are td's.
-  op4("exp_unread", [](Packed& p) { DoNotOptimize(p.unread.exp()); }, [](const at::Tensor& t) { return t.exp(); },
-      [](Packed& p) { return p.storage.exp(); });
-  op4("mul_scalar_unread", [](Packed& p) { DoNotOptimize(p.unread * 0.5); },
-      [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
-  add_td_rows("add_td_unread", [](Packed& p) { return p.unread + p.unread2; }, /*views=*/true);
-  op4("clone_unread", [](Packed& p) { DoNotOptimize(p.unread.clone()); }, [](const at::Tensor& t) { return t.clone(); },
-      [](Packed& p) { return p.storage.clone(); });
-  sum_reduce_rows("sum_reduce_unread", [](Packed& p) { return p.unread.sum(tensordict::reduce); });
-
-  // Every op again on a consolidated tensordict nobody has read: its root is a consolidated level
-  // whose leaves are not made, so no made leaf is checked. The floors are td's.
-  op4("exp_fresh", [](Packed& p) { DoNotOptimize(p.fresh.exp()); }, [](const at::Tensor& t) { return t.exp(); },
-      [](Packed& p) { return p.storage.exp(); });
-  op4("mul_scalar_fresh", [](Packed& p) { DoNotOptimize(p.fresh * 0.5); },
-      [](const at::Tensor& t) { return t * 0.5; }, [](Packed& p) { return p.storage * 0.5; });
-  op3("add_scalar__fresh", [](Packed& p) { p.fresh.add_(1e-6); }, [](const at::Tensor& t) { return t.add_(1e-6); },
-      [](Packed& p) { p.storage.add_(1e-6); });
-  op3("abs_fresh", [](Packed& p) { p.fresh.abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
-      [](Packed& p) { p.storage.abs_(); });
-  add_td_rows("add_td_fresh", [](Packed& p) { return p.fresh + p.fresh2; }, /*views=*/false);
-  reg("cpp/gt_td_fresh", [](Packed& p) { DoNotOptimize(p.fresh.gt(p.fresh2)); });
-  reg("floor/gt_td_fresh", floor_gt_td);
-  reg("storage/gt_td_fresh", [](Packed& p) { DoNotOptimize(p.storage.gt(p.storage2)); });
-  op4("clone_fresh", [](Packed& p) { DoNotOptimize(p.fresh.clone()); }, [](const at::Tensor& t) { return t.clone(); },
-      [](Packed& p) { return p.storage.clone(); });
-  op4("to_double_fresh", [](Packed& p) { DoNotOptimize(p.fresh.to(at::kDouble)); },
-      [](const at::Tensor& t) { return t.to(at::kDouble); }, [](Packed& p) { return p.storage.to(at::kDouble); });
-  sum_reduce_rows("sum_reduce_fresh", [](Packed& p) { return p.fresh.sum(tensordict::reduce); });
-  reg("cpp/eq_all_fresh", [](Packed& p) { DoNotOptimize((p.same_fresh == p.same_fresh2).all()); });
-  reg("floor/eq_all_fresh", floor_eq_all);
-  reg("storage/eq_all_fresh", [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });
-  reg("cpp/isnan_any_fresh", [](Packed& p) { DoNotOptimize(p.fresh.isnan().any()); });
-  reg("floor/isnan_any_fresh", floor_isnan_any);
-  reg("storage/isnan_any_fresh", [](Packed& p) { DoNotOptimize(at::isnan(p.storage).any().item<bool>()); });
-  op4("chain3_fresh", [](Packed& p) { DoNotOptimize((p.fresh * 2).exp().sub(1)); },
-      [](const at::Tensor& t) { return (t * 2).exp().sub(1); }, [](Packed& p) { return (p.storage * 2).exp().sub(1); });
+void register_all() {
+  // A consolidated tensordict whose leaves were read: each op checks every made leaf.
+  register_ops("", {&Packed::td, &Packed::td2, &Packed::same, &Packed::same2}, /*views=*/true);
+  // An op's result nobody has read (the operand of each op of a chain after the first): its
+  // storage and structure are read without making its leaves.
+  register_ops("_unread", {&Packed::unread, &Packed::unread2, &Packed::same_unread, &Packed::same_unread2},
+               /*views=*/true);
+  // A consolidated tensordict nobody has read: its root is a consolidated level.
+  register_ops("_fresh", {&Packed::fresh, &Packed::fresh2, &Packed::same_fresh, &Packed::same_fresh2},
+               /*views=*/false);
 }
 
 }  // namespace
