@@ -62,7 +62,10 @@ TEST_CASE("a result whose leaves were read stays intact and its ops stay exact",
   require_same_as(s, plain * 2 + plain * 3);
   require_same_as(g, (plain * 2).gt(plain * 3));
   require_same_as(d, (plain * 2).to(at::kDouble));
-  CHECK(a.sum(reduce).item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4));
+  // Sums compare with a margin too: the data is random in every run (LibTorch seeds its default
+  // generator so), a sum of it may nearly cancel, and the two sides round in another order; the
+  // relative tolerance alone failed about one run in 24.
+  CHECK(a.sum(reduce).item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4).margin(1e-3));
   CHECK((a == consolidate(plain) * 2).all());
   // A read result and one nobody read, of one layout: one kernel over both.
   TensorDict fresh = consolidate(plain) * 3;
@@ -113,7 +116,7 @@ TEST_CASE("a made leaf changed in place takes its result off the one-kernel path
   if (named) return;  // reduce refuses named leaves, on every path
   at::Tensor per_leaf_sum = at::zeros({});
   for (const NestedKey& k : r.keys(true, true)) per_leaf_sum = per_leaf_sum + r.get(k).detach().sum();
-  CHECK(r.sum(reduce).detach().item<float>() == Approx(per_leaf_sum.item<float>()).epsilon(1e-4));
+  CHECK(r.sum(reduce).detach().item<float>() == Approx(per_leaf_sum.item<float>()).epsilon(1e-4).margin(1e-3));
 }
 
 TEST_CASE("a write to any level of a read result takes it off the one-kernel path", "[unit][intact_result]") {
@@ -220,7 +223,7 @@ TEST_CASE("a nested level of a result runs over its own leaves only", "[unit][in
   TensorDict n = r.get_tensordict("n");
   CHECK_FALSE(is_intact(n));  // its leaves cover part of the result's storage
   CHECK(n.sum(reduce).item<float>() ==
-        Approx((plain.get_tensordict("n") * 2).sum(reduce).item<float>()).epsilon(1e-4));
+        Approx((plain.get_tensordict("n") * 2).sum(reduce).item<float>()).epsilon(1e-4).margin(1e-3));
   require_same_as(n.exp(), (plain.get_tensordict("n") * 2).exp());
   n.mul_(0.5);  // through n's leaves, which view the result's storage
   CHECK(at::allclose(r.get({"n", "l3"}), plain.get({"n", "l3"})));

@@ -103,7 +103,10 @@ TEST_CASE("a chain of elementwise ops over intact results reads none of their le
   CHECK(intact(twice));
   CHECK(intact(twice_again));
   CHECK(intact(greater));
-  CHECK(sum.item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4));
+  // Sums compare with a margin too: the data is random in every run (LibTorch seeds its default
+  // generator so), a sum of it may nearly cancel, and the two sides round in another order; the
+  // relative tolerance alone failed about one run in 24.
+  CHECK(sum.item<float>() == Approx((plain * 2).sum(reduce).item<float>()).epsilon(1e-4).margin(1e-3));
   CHECK(mean.item<float>() == Approx((plain * 2).mean(reduce).item<float>()).epsilon(1e-4));
   CHECK(all_equal);
   CHECK_FALSE(any_nan);
@@ -192,7 +195,7 @@ TEST_CASE("an intact result whose root only holds nested levels follows changes 
   SECTION("an erased nested level") {
     r.erase("a");
     CHECK_FALSE(intact(r));  // its storage holds elements no leaf views any longer
-    CHECK(r.sum(reduce).item<float>() == Approx((plain.get({"b", "z"}) * 2).sum().item<float>()));
+    CHECK(r.sum(reduce).item<float>() == Approx((plain.get({"b", "z"}) * 2).sum().item<float>()).margin(1e-3));
     TensorDict s = r.exp();
     CHECK_FALSE(s.contains("a"));
     CHECK(at::equal(s.get({"b", "z"}), (plain.get({"b", "z"}) * 2).exp()));
@@ -225,8 +228,8 @@ TEST_CASE("a nested level replaced by another of the same size is caught", "[uni
   r.set("b", r.get_tensordict("a"));
   CHECK_FALSE(intact(r));
   const at::Tensor x2 = plain.get({"a", "x"}) * 2;
-  CHECK(r.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4));
-  CHECK((r + 1).sum(reduce).item<float>() == Approx(((x2 + 1).sum() * 2).item<float>()).epsilon(1e-4));
+  CHECK(r.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4).margin(1e-3));
+  CHECK((r + 1).sum(reduce).item<float>() == Approx(((x2 + 1).sum() * 2).item<float>()).epsilon(1e-4).margin(1e-3));
   CHECK(r.all() == (x2.all().item<bool>()));
   // A level of another result over the same storage (to() of the same dtype aliases it).
   TensorDict q = consolidate(plain) * 2;
@@ -234,7 +237,7 @@ TEST_CASE("a nested level replaced by another of the same size is caught", "[uni
   TensorDict alias = q.to(at::kFloat);
   q.set("b", alias.get_tensordict("a"));
   CHECK_FALSE(intact(q));
-  CHECK(q.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4));
+  CHECK(q.sum(reduce).item<float>() == Approx((x2.sum() * 2).item<float>()).epsilon(1e-4).margin(1e-3));
 }
 
 TEST_CASE("intact results of different layouts are matched by key", "[unit][lazy_leaves]") {
@@ -370,7 +373,7 @@ TEST_CASE("a consolidated tensordict nobody has read is an intact result", "[uni
   CHECK(intact(packed));
   CHECK(intact(twice));
   CHECK((twice.names() == plain.names()));
-  CHECK(packed.sum(reduce).item<float>() == Approx(plain.sum(reduce).item<float>()).epsilon(1e-4));
+  CHECK(packed.sum(reduce).item<float>() == Approx(plain.sum(reduce).item<float>()).epsilon(1e-4).margin(1e-3));
   // In place, through the storage the leaves (made later) view.
   packed.add_(1);
   CHECK(intact(packed));
