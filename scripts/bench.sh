@@ -126,13 +126,13 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
         side, op = b["run_name"].split("/")[:2]
         median[(side, op)] = b["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b.get("time_unit", "ns")]
 # views: the storage call plus its result cut into leaves by hand (out-of-place ops only).
-print(f"{'packed op':<14} {'cpp_us':>8} {'floor_us':>9} {'storage_us':>11} {'views_us':>9} {'floor/cpp':>10} "
+print(f"{'packed op':<19} {'cpp_us':>8} {'floor_us':>9} {'storage_us':>11} {'views_us':>9} {'floor/cpp':>10} "
       f"{'cpp/storage':>12} {'cpp/views':>10}")
 for op in dict.fromkeys(op for _, op in median):
     c, f, s = median[("cpp", op)], median[("floor", op)], median[("storage", op)]
     v = median.get(("views", op))
     vs, vr = (f"{v:9.2f}", f"{c / v:10.2f}") if v else (f"{'n/a':>9}", f"{'n/a':>10}")
-    print(f"{op:<14} {c:8.2f} {f:9.2f} {s:11.2f} {vs} {f / c:10.2f} {c / s:12.2f} {vr}")
+    print(f"{op:<19} {c:8.2f} {f:9.2f} {s:11.2f} {vs} {f / c:10.2f} {c / s:12.2f} {vr}")
 PY
 if [[ "${BENCH_PAIRED:-1}" != 0 ]]; then
   echo "packed, timed in pairs (op side cpp_us side_us cpp/side, quartiles of the rounds):"
