@@ -197,6 +197,7 @@ NonTensorData TensorDict::get_non_tensor(KeyRef key) const {
 // ---- Writes ---------------------------------------------------------------------------------
 
 TensorDict& TensorDict::set(KeyRef key, at::Tensor value) {
+  if (in_memory::try_set_tensor(*impl_, key, value)) return *this;
   check_key(key);
   check_unlocked(*impl_);
   Entry holder;
@@ -250,6 +251,7 @@ TensorDict& TensorDict::set_(KeyRef key, const TensorDict& value) {
 }
 
 TensorDict& TensorDict::erase(KeyRef key) {
+  if (in_memory::try_erase(*impl_, key)) return *this;
   check_key(key);
   check_unlocked(*impl_);
   Entry holder;

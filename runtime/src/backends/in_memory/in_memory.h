@@ -1,6 +1,7 @@
 #pragma once
 // Entry points of the in-memory backend for the rest of the runtime: new levels, the
-// constructors' fast path, and the in-place writes of a leaf by update and index_put_.
+// constructors' fast path, the in-place writes of a leaf by update and index_put_, and the direct
+// set and erase of a leaf.
 
 #include <optional>
 #include <string_view>
@@ -33,6 +34,13 @@ bool assign_leaf_at(TensorDictBase& dest, std::string_view key, size_t position,
 /// written, otherwise. LibTorch's refusal propagates as a c10::Error, as from write_at_.
 bool write_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, const BatchIndex& index,
                    const at::Tensor& value);
+
+/// Note [Direct writes]: `root.set(key, value)` done directly when `root` is an in-memory tree
+/// open for it all the way down to `key`'s level and `value` is storable there as is (value moved
+/// from). False, nothing changed and value untouched, otherwise: the caller takes the general path.
+bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value);
+/// The same for `root.erase(key)`; false also when the key is missing (the general path raises).
+bool try_erase(TensorDictBase& root, KeyRef key);
 
 }  // namespace in_memory
 }  // namespace tensordict

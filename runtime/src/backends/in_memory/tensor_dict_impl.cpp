@@ -80,16 +80,7 @@ int64_t TensorDictImpl::find_slot(std::string_view key, uint32_t hash) const {
     ready();
     build_pending_index();
   }
-  if (index_.empty()) {
-    // No tombstones without an index.
-    const Slot* slots = slots_;
-    for (size_t i = 0, n = size_; i < n; ++i) {
-      if (slots[i].hash == hash && in_memory::key_equals(slots[i].key, key)) return static_cast<int64_t>(i);
-    }
-    return -1;
-  }
-  const size_t bucket = find_bucket(key, hash);
-  return bucket == SIZE_MAX ? -1 : static_cast<int64_t>(entry_slot(index_[bucket]));
+  return find_ready_slot(key, hash);
 }
 
 void TensorDictImpl::unindex(size_t hole) {
@@ -253,11 +244,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
     // At most 16 slots: shift the ones after it.
     const int64_t found = find_slot(key);
     if (found < 0) return false;
-    const auto i = static_cast<uint32_t>(found);
-    bump_layout_version();
-    std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
-    slots_[--size_].~Slot();
-    --live_;
+    erase_unindexed(static_cast<uint32_t>(found));
     return true;
   }
   const size_t bucket = find_bucket(key, in_memory::key_hash(key));

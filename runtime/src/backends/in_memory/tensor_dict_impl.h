@@ -121,6 +121,37 @@ class TensorDictImpl final : public TensorDictBase {
   int64_t find_slot(std::string_view key) const { return find_slot(key, in_memory::key_hash(key)); }
   /// The same, with `hash == key_hash(key)` already computed.
   int64_t find_slot(std::string_view key, uint32_t hash) const;
+  /// find_slot on a level with nothing pending (open_for_direct_writes()), inlined into the
+  /// direct writes' walk.
+  C10_ALWAYS_INLINE int64_t find_ready_slot(std::string_view key, uint32_t hash) const {
+    if (C10_LIKELY(index_.empty())) {
+      // No tombstones without an index.
+      const Slot* slots = slots_;
+      for (size_t i = 0, n = size_; i < n; ++i) {
+        if (slots[i].hash == hash && in_memory::key_equals_inline(slots[i].key, key)) return static_cast<int64_t>(i);
+      }
+      return -1;
+    }
+    const size_t bucket = find_bucket(key, hash);
+    return bucket == SIZE_MAX ? -1 : static_cast<int64_t>(entry_slot(index_[bucket]));
+  }
+  /// Note [Direct writes] (direct_write.cpp): whether a write may go straight to the slots: the
+  /// level built, its leaves made, no packed op's records to drop, no index left to build, and
+  /// unlocked. One load of each.
+  bool open_for_direct_writes() const {
+    return pending_.load(std::memory_order_acquire) == 0 && lazy_.load(std::memory_order_acquire) == nullptr &&
+           !packed_result_ && !TensorDictBase::is_locked();
+  }
+  /// The entry of slot `i` (0 <= i < size) of a level open for direct writes.
+  Entry& ready_entry(int64_t i) { return slots_[i].value; }
+  /// erase_if_present on a level open for direct writes.
+  bool erase_ready(std::string_view key) {
+    if (!index_.empty()) return erase_if_present(key);
+    const int64_t found = find_ready_slot(key, in_memory::key_hash(key));
+    if (found < 0) return false;
+    erase_unindexed(static_cast<uint32_t>(found));
+    return true;
+  }
   /// Appends without checking for an existing key (the caller knows it is new).
   /// `key` is a std::string (moved in) or a std::string_view; `value` anything Entry accepts.
   template <typename K, typename V>
@@ -277,6 +308,13 @@ class TensorDictImpl final : public TensorDictBase {
         capacity_(static_cast<uint32_t>(slots.capacity)) {}
 
   void grow(size_t min_capacity);
+  /// Removes slot `i` of a level without an index (at most 16 slots): the ones after it shift.
+  void erase_unindexed(uint32_t i) {
+    bump_layout_version();
+    std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
+    slots_[--size_].~Slot();
+    --live_;
+  }
   /// Makes the leaves of a lazy level (Note [Lazy leaves]); one atomic load when there are none.
   void make_leaves() const {
     if (C10_UNLIKELY(lazy_.load(std::memory_order_acquire) != nullptr)) make_lazy_leaves();

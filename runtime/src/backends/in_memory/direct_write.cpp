@@ -1,0 +1,64 @@
+// Note [Direct writes]: `td.set(key, tensor)` and `td.erase(key)` on a tree of in-memory levels,
+// done in one inlined walk of the slots instead of the general path's virtual lookups (one per
+// level, then the write's own lookup behind another virtual call). Taken only when nothing on
+// the way asks for more than the write itself: every level built, its leaves made, unlocked, no
+// packed op's records to drop and no index left to build; every part of the key there and a
+// nested level; the tensor storable as is. Otherwise nothing is changed and the caller takes the
+// general path, which creates missing levels and raises the errors.
+
+#include <typeinfo>
+
+#include "backends/in_memory/in_memory.h"
+#include "backends/in_memory/tensor_dict_impl.h"
+#include "core/validate.h"
+
+namespace tensordict {
+namespace in_memory {
+
+namespace {
+
+C10_ALWAYS_INLINE TensorDictImpl* as_open_level(TensorDictBase* level) {
+  if (typeid(*level) != typeid(TensorDictImpl)) return nullptr;
+  auto* impl = static_cast<TensorDictImpl*>(level);
+  return impl->open_for_direct_writes() ? impl : nullptr;
+}
+
+/// The level holding `key.back()` when every level down to it is open for direct writes, else
+/// nullptr.
+TensorDictImpl* open_level_of(TensorDictBase& root, KeyRef key) {
+  if (key.empty()) return nullptr;
+  TensorDictImpl* level = as_open_level(&root);
+  for (size_t i = 0; level != nullptr && i + 1 < key.size(); ++i) {
+    const std::string_view part = key[i];
+    const int64_t slot = level->find_ready_slot(part, key_hash(part));
+    if (slot < 0) return nullptr;
+    const Entry& next = level->ready_entry(slot);
+    if (!next.is_tensordict()) return nullptr;
+    level = as_open_level(next.tensordict_unchecked().impl());
+  }
+  return level;
+}
+
+}  // namespace
+
+bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value) {
+  TensorDictImpl* level = open_level_of(root, key);
+  if (level == nullptr || !detail::storable_as_is(*level, value)) return false;
+  const std::string_view name = key.back();
+  const uint32_t hash = key_hash(name);
+  const int64_t slot = level->find_ready_slot(name, hash);
+  if (slot >= 0) {
+    level->ready_entry(slot) = std::move(value);
+  } else {
+    level->append_unchecked(name, hash, std::move(value));
+  }
+  return true;
+}
+
+bool try_erase(TensorDictBase& root, KeyRef key) {
+  TensorDictImpl* level = open_level_of(root, key);
+  return level != nullptr && level->erase_ready(key.back());
+}
+
+}  // namespace in_memory
+}  // namespace tensordict
