@@ -15,8 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include <malloc.h>
-
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/TensorIndexing.h>
@@ -27,6 +25,7 @@
 #include "instruction_count.h"
 #include "ops_bench.h"
 #include "paired_timing.h"
+#include "steady_malloc.h"
 
 namespace {
 
@@ -430,12 +429,7 @@ void register_all() {
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);
-  // glibc adapts its mmap threshold and trims the heap as large blocks come and go, so the same
-  // op's allocations alternate between the heap and fresh, page-faulting mappings from one run
-  // to the next (cat16's floor moved between 150 and 1100 us). Fixed thresholds give both sides
-  // the same, steady allocator.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  bench_malloc::steady();
   fixture();  // built once, outside timing
   paired = bench_paired::take_flag(argc, argv);
   register_all();
