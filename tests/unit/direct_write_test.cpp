@@ -214,3 +214,47 @@ TEST_CASE("direct writes step aside, changing nothing, where the general path ha
     CHECK((r * 1).get("l1").equal(at::zeros({4, 8})));  // the next op sees the write
   }
 }
+
+TEST_CASE("select_ rebuilds an in-memory level at once, in selection order", "[unit][direct_write]") {
+  SECTION("a level of 40 keys, some erased first (tombstones, an index)") {
+    TensorDict td({}, {2});
+    for (int i = 0; i < 40; ++i) td.set("k" + std::to_string(i), at::full({2}, static_cast<double>(i)));
+    for (int i = 0; i < 40; i += 3) td.erase("k" + std::to_string(i));
+    td.select_({"k35", "k1", "k20", "k7"});
+    CHECK(td.keys() == std::vector<NestedKey>{"k35", "k1", "k20", "k7"});
+    CHECK(td.get("k20")[0].item<float>() == 20.0f);
+    CHECK(td.get("k35")[1].item<float>() == 35.0f);
+    // The rebuilt level takes writes and lookups as any other.
+    for (int i = 100; i < 130; ++i) td.set("k" + std::to_string(i), at::zeros({2}));
+    CHECK(td.num_keys() == 34);
+    td.erase("k1");
+    CHECK_FALSE(td.contains("k1"));
+    CHECK(td.get("k7")[0].item<float>() == 7.0f);
+    CHECK(td.keys().front() == NestedKey("k35"));
+  }
+  SECTION("nested keys select inside their level; a missing key is refused, or ignored when not strict") {
+    TensorDict td = two_levels();
+    td.set({"g", "c"}, at::zeros({4, 1}));
+    CHECK_THROWS_AS(td.select_({NestedKey({"g", "c"}), NestedKey("nope")}), KeyError);  // strict
+    CHECK(td.num_keys() == 2);  // refused before anything changed
+    td.select_({NestedKey({"g", "c"}), NestedKey({"g", "a"}), NestedKey("nope")}, /*strict=*/false);
+    CHECK(leaf_keys(td) == std::vector<NestedKey>{NestedKey({"g", "c"}), NestedKey({"g", "a"})});
+    CHECK(td.get({"g", "a"}).equal(at::ones({4, 2})));
+  }
+  SECTION("a packed result: unmade leaves keep their values; keeping everything keeps it intact") {
+    TensorDict plain({}, {4});
+    for (int i = 0; i < 5; ++i) plain.set("l" + std::to_string(i), at::randn({4, 3}));
+    TensorDict r = consolidate(plain) * 2;
+    r.unlock_();
+    // Not strict: a strict select_ first builds the selection out of place, which makes the leaves.
+    r.select_({"l0", "l1", "l2", "l3", "l4"}, /*strict=*/false);
+    CHECK(in_memory::intact_packed_storage(*r.impl()).defined());  // nothing to change
+    const auto& root = dynamic_cast<const TensorDictImpl&>(*r.impl());
+    REQUIRE((root.is_deferred() || root.has_lazy_leaves()));  // the leaves are not made yet
+    r.select_({"l3", "l0"}, /*strict=*/false);
+    CHECK_FALSE(in_memory::intact_packed_storage(*r.impl()).defined());
+    CHECK(r.keys() == std::vector<NestedKey>{"l3", "l0"});
+    CHECK(r.get("l3").equal(plain.get("l3") * 2));
+    CHECK(r.get("l0").equal(plain.get("l0") * 2));
+  }
+}

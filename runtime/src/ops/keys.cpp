@@ -12,6 +12,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/in_memory/in_memory.h"
 #include "backends/in_memory/level_builder.h"
 #include "backends/in_memory/tensor_dict_impl.h"
 #include "core/format.h"
@@ -143,6 +144,7 @@ void select_in_place(TensorDictBase& td, const std::vector<NestedKey>& keys) {
     }
     kept.push_back(g.head);
   }
+  if (in_memory::keep_in_order(td, kept)) return;  // an in-memory level is rebuilt at once
   // The rest is erased; what stays is put in selection order only when it is not already.
   // Entries stay where they are stored (a file's groups are never taken out and put back).
   const std::unordered_set<std::string_view> keep(kept.begin(), kept.end());

@@ -4,7 +4,9 @@
 // the way asks for more than the write itself: every level built, its leaves made, unlocked, no
 // packed op's records to drop and no index left to build; every part of the key there and a
 // nested level; the tensor storable as is. Otherwise nothing is changed and the caller takes the
-// general path, which creates missing levels and raises the errors.
+// general path, which creates missing levels and raises the errors. select_ on an in-memory
+// level rebuilds it at once with what it keeps (keep_in_order), where other backends erase what
+// it drops key by key so that a file's groups stay in place.
 
 #include <typeinfo>
 
@@ -58,6 +60,12 @@ bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value) {
 bool try_erase(TensorDictBase& root, KeyRef key) {
   TensorDictImpl* level = open_level_of(root, key);
   return level != nullptr && level->erase_ready(key.back());
+}
+
+bool keep_in_order(TensorDictBase& level, const std::vector<std::string>& kept) {
+  if (typeid(level) != typeid(TensorDictImpl)) return false;
+  static_cast<TensorDictImpl&>(level).keep_in_order(kept);
+  return true;
 }
 
 }  // namespace in_memory

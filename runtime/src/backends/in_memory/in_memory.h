@@ -1,10 +1,12 @@
 #pragma once
 // Entry points of the in-memory backend for the rest of the runtime: new levels, the
-// constructors' fast path, the in-place writes of a leaf by update and index_put_, and the direct
-// set and erase of a leaf.
+// constructors' fast path, the in-place writes of a leaf by update and index_put_, the direct
+// set and erase of a leaf, and select_'s rebuild of a level.
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <c10/util/ArrayRef.h>
@@ -41,6 +43,9 @@ bool write_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, 
 bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value);
 /// The same for `root.erase(key)`; false also when the key is missing (the general path raises).
 bool try_erase(TensorDictBase& root, KeyRef key);
+/// select_'s last step on `level` when it is in memory: only `kept` (distinct keys it holds) stay,
+/// in that order, the level rebuilt at once. False, nothing changed, for other backends.
+bool keep_in_order(TensorDictBase& level, const std::vector<std::string>& kept);
 
 }  // namespace in_memory
 }  // namespace tensordict

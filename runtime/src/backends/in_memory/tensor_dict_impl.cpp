@@ -60,6 +60,34 @@ void TensorDictImpl::clear() {
   pending_.store(0, std::memory_order_relaxed);  // built by ready() above
 }
 
+void TensorDictImpl::keep_in_order(const std::vector<std::string>& kept) {
+  ready();
+  if (live_ == kept.size()) {
+    // Already as asked (no tombstones when every slot is live): leave the level, its index and
+    // an intact result's records alone.
+    bool same = size_ == live_;
+    for (size_t i = 0; same && i < kept.size(); ++i) same = slots_[i].key == kept[i];
+    if (same) return;
+  }
+  make_leaves();  // the kept entries are moved out below: lazy leaves must exist first
+  struct Kept {
+    uint32_t hash;
+    Entry value;
+  };
+  std::vector<Kept> values;
+  values.reserve(kept.size());
+  for (const std::string& key : kept) {
+    const uint32_t hash = in_memory::key_hash(key);
+    const int64_t i = find_slot(key, hash);
+    TD_CHECK(i >= 0, KeyError, "keep_in_order: no key ", key);  // select_ keeps present keys only
+    values.push_back(Kept{hash, std::move(slots_[i].value)});
+  }
+  clear();
+  reserve(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) append_unindexed(kept[i], values[i].hash, std::move(values[i].value));
+  index_appended();
+}
+
 void TensorDictImpl::grow(size_t min_capacity) {
   size_t capacity = std::max<size_t>({min_capacity, size_t{capacity_} * 2, 4});
   TD_CHECK(capacity <= UINT32_MAX, ValueError, "a TensorDict level holds at most ", UINT32_MAX, " entries");

@@ -116,6 +116,10 @@ class TensorDictImpl final : public TensorDictBase {
   bool erase_if_present(std::string_view key) override;
   void rename(std::string_view from, std::string_view to) override;
   void clear() override;
+  /// select_'s result on this level: only `kept` (distinct keys of this level), in that order,
+  /// the level rebuilt at once instead of erased key by key. Nothing changes when the level
+  /// already lists exactly `kept`.
+  void keep_in_order(const std::vector<std::string>& kept);
 
   /// Position of `key` among the slots, or -1.
   int64_t find_slot(std::string_view key) const { return find_slot(key, in_memory::key_hash(key)); }
