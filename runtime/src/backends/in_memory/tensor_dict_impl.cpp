@@ -71,17 +71,21 @@ void TensorDictImpl::keep_in_order(const std::vector<std::string>& kept) {
   }
   make_leaves();  // the kept entries are moved out below: lazy leaves must exist first
   struct Kept {
+    uint32_t slot;
     uint32_t hash;
     Entry value;
   };
   std::vector<Kept> values;
   values.reserve(kept.size());
+  // Every key found before any entry moves: a missing one (select_ keeps present keys only)
+  // leaves the level as it was.
   for (const std::string& key : kept) {
     const uint32_t hash = in_memory::key_hash(key);
     const int64_t i = find_slot(key, hash);
-    TD_CHECK(i >= 0, KeyError, "keep_in_order: no key ", key);  // select_ keeps present keys only
-    values.push_back(Kept{hash, std::move(slots_[i].value)});
+    TD_CHECK(i >= 0, KeyError, "keep_in_order: no key ", key);
+    values.push_back(Kept{static_cast<uint32_t>(i), hash, Entry()});
   }
+  for (Kept& k : values) k.value = std::move(slots_[k.slot].value);
   clear();
   reserve(kept.size());
   for (size_t i = 0; i < kept.size(); ++i) append_unindexed(kept[i], values[i].hash, std::move(values[i].value));
