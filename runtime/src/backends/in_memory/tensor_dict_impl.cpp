@@ -272,13 +272,7 @@ bool TensorDictImpl::erase_if_present(std::string_view key) {
     written();
   }
   build_pending_index();  // a large level is erased from through its index (O(1))
-  if (index_.empty()) {
-    // At most 16 slots: shift the ones after it.
-    const int64_t found = find_slot(key);
-    if (found < 0) return false;
-    erase_unindexed(static_cast<uint32_t>(found));
-    return true;
-  }
+  if (index_.empty()) return erase_scanned(key);  // at most 16 slots: shift the ones after it
   const size_t bucket = find_bucket(key, in_memory::key_hash(key));
   if (bucket == SIZE_MAX) return false;
   const uint32_t i = entry_slot(index_[bucket]);

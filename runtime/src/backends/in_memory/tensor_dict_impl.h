@@ -149,13 +149,7 @@ class TensorDictImpl final : public TensorDictBase {
   /// The entry of slot `i` (0 <= i < size) of a level open for direct writes.
   Entry& ready_entry(int64_t i) { return slots_[i].value; }
   /// erase_if_present on a level open for direct writes.
-  bool erase_ready(std::string_view key) {
-    if (!index_.empty()) return erase_if_present(key);
-    const int64_t found = find_ready_slot(key, in_memory::key_hash(key));
-    if (found < 0) return false;
-    erase_unindexed(static_cast<uint32_t>(found));
-    return true;
-  }
+  bool erase_ready(std::string_view key) { return index_.empty() ? erase_scanned(key) : erase_if_present(key); }
   /// Appends without checking for an existing key (the caller knows it is new).
   /// `key` is a std::string (moved in) or a std::string_view; `value` anything Entry accepts.
   template <typename K, typename V>
@@ -312,12 +306,17 @@ class TensorDictImpl final : public TensorDictBase {
         capacity_(static_cast<uint32_t>(slots.capacity)) {}
 
   void grow(size_t min_capacity);
-  /// Removes slot `i` of a level without an index (at most 16 slots): the ones after it shift.
-  void erase_unindexed(uint32_t i) {
+  /// Removes `key` from a built level without an index (at most 16 slots, no tombstones): the
+  /// slots after it shift. False when it is not there.
+  bool erase_scanned(std::string_view key) {
+    const int64_t found = find_ready_slot(key, in_memory::key_hash(key));
+    if (found < 0) return false;
+    const auto i = static_cast<uint32_t>(found);
     bump_layout_version();
     std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
     slots_[--size_].~Slot();
     --live_;
+    return true;
   }
   /// Makes the leaves of a lazy level (Note [Lazy leaves]); one atomic load when there are none.
   void make_leaves() const {
