@@ -366,3 +366,83 @@ TEST_CASE("an in-place op on an inference storage outside inference mode writes 
   CHECK(doubled <= 1);  // the per-leaf path stops at its first leaf
   CHECK(other == 0);
 }
+
+TEST_CASE("a made leaf of any dim whose one size or stride changed takes its tree off the one-kernel path",
+          "[unit][intact_result]") {
+  // Leaves of 1 to 6 dims (6: sizes and strides stored out of line): for each dim of each, one
+  // size, then one stride, changed alone over the same bytes.
+  const std::vector<std::vector<int64_t>> shapes = {{10}, {10, 3}, {10, 3, 2}, {10, 3, 2, 2}, {10, 2, 2, 2, 2},
+                                                    {10, 2, 2, 2, 2, 2}};
+  for (size_t leaf_index = 0; leaf_index < shapes.size(); ++leaf_index) {
+    const std::vector<int64_t>& shape = shapes[leaf_index];
+    for (size_t d = 0; d < shape.size(); ++d) {
+      for (const bool stride : {false, true}) {
+        INFO("leaf of " << shape.size() << " dims, dim " << d << (stride ? ", stride" : ", size"));
+        TensorDict plain({}, {10});
+        for (size_t i = 0; i < shapes.size(); ++i) plain.set("l" + std::to_string(i), at::randn(shapes[i]));
+        TensorDict packed = consolidate(plain);
+        read_all_leaves(packed);
+        REQUIRE(is_intact(packed));
+        at::Tensor leaf = packed.get("l" + std::to_string(leaf_index));
+        std::vector<int64_t> sizes = leaf.sizes().vec(), strides = leaf.strides().vec();
+        if (stride) strides[d] = 0;  // every size is above 1: a real change, within the leaf's bytes
+        else sizes[d] -= 1;
+        leaf.as_strided_(sizes, strides);
+        CHECK_FALSE(is_intact(packed));
+        if (d == 0 && !stride) continue;  // no longer of the batch size: no op takes it
+        require_same_as(packed * 3, scaled_per_leaf(packed, 3.0));
+      }
+    }
+  }
+}
+
+TEST_CASE("ops over a packed storage leave autograd as it was, and track what needs grad",
+          "[unit][intact_result]") {
+  TensorDict plain = intact_fixture();
+  TensorDict packed = consolidate(plain);
+  packed.unlock_();
+  read_all_leaves(packed);
+  REQUIRE(is_intact(packed));
+  const auto autograd_runs = [] {
+    const at::Tensor w = at::ones({3}).requires_grad_();
+    const at::Tensor y = (w * 2).sum();
+    REQUIRE(y.requires_grad());
+    y.backward();
+    CHECK(at::equal(w.grad(), at::full({3}, 2.0)));
+  };
+  SECTION("after each kind of op") {
+    packed.abs_();
+    autograd_runs();
+    const TensorDict twice = packed * 2;
+    autograd_runs();
+    CHECK_FALSE(twice.get("l1").requires_grad());
+    CHECK(packed.sum(reduce).item<float>() == Approx(plain.abs().sum(reduce).item<float>()).epsilon(1e-4));
+    autograd_runs();
+  }
+  SECTION("after a kernel that raised") {
+    TensorDict ints = consolidate(plain.to(at::kLong));
+    ints.unlock_();
+    read_all_leaves(ints);
+    REQUIRE(is_intact(ints));
+    CHECK_THROWS(ints.sqrt_());  // a float result into integer leaves: raised, then named per leaf
+    autograd_runs();
+  }
+  SECTION("a leaf given requires_grad takes its tree off the path in grad mode, not under no_grad") {
+    at::Tensor leaf = packed.get("l1");
+    leaf.requires_grad_();
+    CHECK_FALSE(is_intact(packed));
+    const TensorDict tracked = packed * 2;  // per leaf: the graph is recorded
+    CHECK(tracked.get("l1").requires_grad());
+    CHECK_FALSE(tracked.get("l2").requires_grad());
+    {
+      at::NoGradGuard no_grad;
+      CHECK(is_intact(packed));
+      const TensorDict untracked = packed * 2;
+      CHECK_FALSE(untracked.get("l1").requires_grad());
+      require_same_as(untracked, plain * 2);
+      packed.mul_(2);  // the one kernel; the leaf sees it
+      CHECK(is_intact(packed));
+    }
+    CHECK(at::equal(leaf.detach(), plain.get("l1") * 2));
+  }
+}

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <ATen/ATen.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 
@@ -110,10 +111,17 @@ at::Tensor intact_partner(const at::Tensor& fa, const TensorDict& a, const Tenso
   return fb;
 }
 
+// Note [Below autograd]: the kernels over a packed storage run below the autograd and
+// ADInplaceOrView dispatch layers, as a custom op's body does. Those layers would find nothing to
+// record: packed_storage() and intact_packed_storage() refuse leaves that need grad in grad mode
+// (and everything while a forward-AD level is open), and the callers' ops read only the flat
+// storages and scalars. What is left of them is the version bump of an in-place op, which
+// write_over() does itself. About 450 instructions an op of the ~3,000 that dispatch costs.
 at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Tensor&)> fn) {
   if (!flat.defined()) return at::Tensor();
   at::Tensor out;
   try {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd]
     out = fn(flat);
   } catch (const c10::Error&) {
     return at::Tensor();
@@ -140,7 +148,11 @@ std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::T
 bool write_over(const at::Tensor& flat, FunctionRef<void()> write) {
   if (!flat.defined() || (flat.is_inference() && !c10::InferenceMode::is_enabled())) return false;
   try {
-    write();
+    {
+      const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd]
+      write();
+    }
+    flat.unsafeGetTensorImpl()->bump_version();  // what the skipped ADInplaceOrView kernel does
     return true;
   } catch (const c10::Error&) {
     return false;

@@ -40,7 +40,8 @@ at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_items
 /// when `flat` is undefined; when it is an inference tensor outside inference mode (PyTorch raises
 /// that error only after writing, so the per-leaf path would write again); or when `write` raised
 /// a c10::Error, which the kernels raise before writing (a dtype error): the per-leaf path then
-/// runs and names the key.
+/// runs and names the key. `write` runs below autograd (Note [Below autograd], packed.cpp): it may
+/// read only `flat`, a partner's packed storage and scalars.
 bool write_over(const at::Tensor& flat, FunctionRef<void()> write);
 /// write_over() for an intact packed result `td` (Note [Intact results]): `write(flat)` over its
 /// storage, then the version bumps of its made leaves that have counters of their own. False when
@@ -72,6 +73,8 @@ TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, con
 /// then names the leaf), or when the result views `flat`'s storage (`to` of the same dtype,
 /// `detach`): per leaf such an op returns the leaves themselves, or views sharing their version
 /// counters, where new leaves over the same storage would not see each other's in-place changes.
+/// As write_over(), `fn` runs below autograd and may read only `flat`, a partner's packed storage
+/// and scalars.
 at::Tensor run_over(const at::Tensor& flat, FunctionRef<at::Tensor(const at::Tensor&)> fn);
 /// `fn` once over the packed storage of `leaves` (like's tensor leaves in key order, as
 /// packed_storage_for_result), its result laid out as `like` (packed_result); nullopt when they

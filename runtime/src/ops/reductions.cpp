@@ -2,6 +2,7 @@
 // or with `reduce` one tensor over all leaves; max/min with indices, logsumexp, quantile.
 
 #include <ATen/ATen.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
 #include "backends/in_memory/intact_result.h"
 #include "core/batch_dim.h"
@@ -160,6 +161,7 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
     // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
     if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) {
       try {
+        const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
         return reduce_full(r, flat, x);
       } catch (const c10::Error& e) {
         TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
@@ -175,6 +177,7 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
   if (!feature && !d) {
     if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
       try {
+        const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
         return reduce_full(r, flat, x);
       } catch (const c10::Error& e) {
         TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());

@@ -4,6 +4,8 @@
 #include <typeinfo>
 #include <utility>
 
+#include <ATen/core/grad_mode.h>
+
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
@@ -29,35 +31,57 @@ const TensorDictImpl* packed_level(const TensorDictBase& td) {
 
 namespace {
 
-// Sizes and strides against a record, in one loop: IntArrayRef's operator== goes through memcmp,
-// most of this check's cost on leaves of two or three dims.
-bool same_geometry(const c10::TensorImpl& t, const LazyLeaves::Record& r) {
-  const c10::IntArrayRef sizes = t.sizes(), strides = t.strides();
-  if (sizes.size() != r.sizes.size()) return false;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] != r.sizes[d] || strides[d] != r.strides[d]) return false;
+// Whether a leaf's sizes and strides are a record's (`made`: sizes, then strides), with no branch
+// per element: IntArrayRef's operator== goes through memcmp, and a loop over a dim known only
+// at run time costs more than these compares on the common dims (one to three).
+inline bool same_geometry(const int64_t* size, const int64_t* stride, const int64_t* made, size_t dim) {
+  switch (dim) {
+    case 1:
+      return ((size[0] ^ made[0]) | (stride[0] ^ made[1])) == 0;
+    case 2:
+      return ((size[0] ^ made[0]) | (size[1] ^ made[1]) | (stride[0] ^ made[2]) | (stride[1] ^ made[3])) == 0;
+    case 3:
+      return ((size[0] ^ made[0]) | (size[1] ^ made[1]) | (size[2] ^ made[2]) | (stride[0] ^ made[3]) |
+              (stride[1] ^ made[4]) | (stride[2] ^ made[5])) == 0;
+    default: {
+      int64_t diff = 0;
+      for (size_t d = 0; d < dim; ++d) diff |= (size[d] ^ made[d]) | (stride[d] ^ made[dim + d]);
+      return diff == 0;
+    }
   }
-  return true;
 }
 
 // Whether the made leaves of `level` are still the views `layout` made (Note [Intact results]).
-bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout) {
+// Paid per leaf on every op over a tree whose leaves were read: the records are walked as raw
+// int64s.
+// `grad_mode`: at::GradMode::is_enabled(), read once a walk (a thread-local read, out of line).
+bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
   const c10::StorageImpl* storage = layout.flat.storage().unsafeGetStorageImpl();
   const caffe2::TypeMeta dtype = layout.flat.dtype();
+  const c10::DispatchKeySet keys = layout.made_keys;
   const TensorDictImpl::Slot* slots = level.built_slots();  // all_intact() found it built
-  for (size_t i = 0; i < layout.records.size();) {
-    const LazyLeaves::Record r = layout.next(i);
-    const Entry& e = slots[r.slot].value;
-    if (!e.is_tensor() || !e.tensor_unchecked().defined()) return false;
+  const int64_t* r = layout.records.data();  // slot, offset, dim, sizes, strides (LazyLeaves::add)
+  const int64_t* const end = r + layout.records.size();
+  while (r != end) {
+    const Entry& e = slots[r[0]].value;
+    if (!e.is_tensor()) return false;
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
-    // The key set covers names, lazy negation and conjugation. No leaf may require grad; forward
-    // tangents exist only while a dual level is open, when no storage is taken.
+    // The key set covers names, lazy negation and conjugation. The storage compare also refuses an
+    // undefined tensor (no storage). No leaf may require grad in grad mode: with grad mode off
+    // (no_grad, inference mode) an op records no graph per leaf either. Forward tangents exist
+    // only while a dual level is open, when no storage is taken.
     // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
     // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
-    if (t->key_set() != layout.made_keys || t->dtype() != dtype ||
-        t->unsafe_storage().unsafeGetStorageImpl() != storage || t->storage_offset() != r.offset ||
-        !same_geometry(*t, r) || t->requires_grad())
+    if (t->key_set() != keys || t->dtype() != dtype || t->unsafe_storage().unsafeGetStorageImpl() != storage ||
+        t->storage_offset() != r[1])
       return false;
+    const auto dim = static_cast<size_t>(r[2]);
+    const c10::IntArrayRef sizes = t->sizes();
+    if (sizes.size() != dim) return false;
+    const int64_t* made = r + 3;
+    if (!same_geometry(sizes.data(), t->strides().data(), made, dim)) return false;
+    if (grad_mode && t->requires_grad()) return false;  // out of line (a virtual call for a view): last
+    r = made + 2 * dim;
   }
   return true;
 }
@@ -68,6 +92,7 @@ struct Walk {
   const at::Tensor* flat = nullptr;
   int64_t elements = 0;
   bool own_versions = false;
+  bool grad_mode = at::GradMode::is_enabled();
 
   /// Adds `count` elements over `storage`; false when the tree's levels view two storages.
   bool add(const at::Tensor& storage, int64_t count) {
@@ -85,7 +110,7 @@ bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& 
   if (level.unmade_leaves() != nullptr) return true;
   // Views autograd knows share the storage's version counter.
   walk.own_versions = walk.own_versions || !layout.autograd_views;
-  return leaves_as_made(level, layout);
+  return leaves_as_made(level, layout, walk.grad_mode);
 }
 
 // Whether `level` and its nested levels are intact, all over one storage. No lock: the records
