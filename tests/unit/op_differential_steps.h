@@ -139,7 +139,7 @@ inline at::Tensor batch_mask(const at::Tensor& mask, const at::Tensor& t) {
 inline bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(51)) {
+  switch (p.pick(52)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -464,6 +464,31 @@ inline bool step(Program& p) {
       for (auto it = expected.leaves.begin(); it != expected.leaves.end();) it = (it->first == key) != keep ? expected.leaves.erase(it) : std::next(it);
       const TensorDict result = keep ? p.a.select({key}) : p.a.exclude({key});
       return same(p, result, expected, keep ? "select" : "exclude") && same(p, p.a, p.m, "the operand after the op");
+    }
+    case 50: {
+      // Under no_grad a leaf that requires grad changes nothing (a fast path may take its tree):
+      // no result requires grad, and an in-place op writes the leaf like the others.
+      if (p.m.leaves.empty() || !leaves_are_handles(p.a)) return true;
+      const NestedKey& k = some_key(p);
+      at::Tensor leaf = p.a.get(k);
+      if (!leaf.is_floating_point()) return true;
+      p.log << "\n  get(" << k.repr() << ").requires_grad_(), under no_grad: a * 2.5, mul_(0.5)";
+      leaf.requires_grad_(true);
+      bool ok = true;
+      {
+        const at::NoGradGuard no_grad;
+        const TensorDict result = p.a * 2.5;
+        for (const NestedKey& r : result.keys(true, true)) {
+          if (result.get(r).requires_grad()) {
+            FAIL_CHECK("a * 2.5 under no_grad: leaf " << r.repr() << " requires grad\n" << p.where());
+            ok = false;
+          }
+        }
+        ok = ok && same(p, result, map_model(p.m, [](const at::Tensor& t) { return t * 2.5; }, true), "a * 2.5");
+        if (ok) ok = in_place(p, "mul_(0.5)", [](TensorDict& a) { a.mul_(0.5); }, [](const at::Tensor& t) { return t * 0.5; });
+      }
+      leaf.requires_grad_(false);
+      return ok;
     }
     default:
       p.log << "\n  read some leaves";
