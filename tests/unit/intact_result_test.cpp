@@ -419,6 +419,17 @@ TEST_CASE("ops over a packed storage leave autograd as it was, and track what ne
     CHECK(packed.sum(reduce).item<float>() == Approx(plain.abs().sum(reduce).item<float>()).epsilon(1e-4));
     autograd_runs();
   }
+  SECTION("in inference mode, an in-place op still bumps a normal tensor's version") {
+    const at::Tensor leaf = packed.get("l1");
+    const auto version = leaf._version();
+    {
+      c10::InferenceMode guard;
+      packed.abs_();
+    }
+    CHECK(is_intact(packed));  // the one-kernel path ran
+    CHECK(leaf._version() > version);
+    autograd_runs();
+  }
   SECTION("after a kernel that raised") {
     TensorDict ints = consolidate(plain.to(at::kLong));
     ints.unlock_();
