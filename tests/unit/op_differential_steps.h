@@ -135,6 +135,36 @@ inline at::Tensor batch_mask(const at::Tensor& mask, const at::Tensor& t) {
   return mask.view(shape);
 }
 
+// A leaf that requires grad, then `a * 2.5`, and with grad mode off `mul_(0.5)` too. In grad mode
+// only the result's leaf over it requires grad (autograd takes the per-leaf path); with it off
+// none does (a fast path may take the tree) and the in-place op writes that leaf like the others.
+// The leaf stops requiring grad afterwards, so that in-place ops stay legal.
+inline bool with_leaf_requiring_grad(Program& p, bool grad_mode) {
+  if (p.m.leaves.empty() || !leaves_are_handles(p.a)) return true;
+  const NestedKey& k = some_key(p);
+  at::Tensor leaf = p.a.get(k);
+  if (!leaf.is_floating_point()) return true;
+  p.log << "\n  get(" << k.repr() << ").requires_grad_(), " << (grad_mode ? "a * 2.5" : "no_grad: a * 2.5, mul_(0.5)");
+  leaf.requires_grad_(true);
+  bool ok = true;
+  {
+    const at::AutoGradMode mode(grad_mode);
+    const TensorDict result = p.a * 2.5;
+    for (const NestedKey& r : result.keys(true, true)) {
+      const bool tracked = grad_mode && r == k;
+      if (result.get(r).requires_grad() != tracked) {
+        FAIL_CHECK("a * 2.5: leaf " << r.repr() << (tracked ? " does not require" : " requires") << " grad\n" << p.where());
+        ok = false;
+      }
+    }
+    ok = ok && same(p, result.detach(), map_model(p.m, [](const at::Tensor& t) { return t * 2.5; }, true), "a * 2.5");
+    if (ok && !grad_mode)
+      ok = in_place(p, "mul_(0.5)", [](TensorDict& a) { a.mul_(0.5); }, [](const at::Tensor& t) { return t * 0.5; });
+  }
+  leaf.requires_grad_(false);
+  return ok;
+}
+
 // One random op on p.a; false on a mismatch (already reported).
 inline bool step(Program& p) {
   const size_t dims = p.m.batch.size();
@@ -368,27 +398,7 @@ inline bool step(Program& p) {
     case 39:
       return reduction(p, "mean(reduce)", [](const TensorDict& a) { return a.mean(reduce); },
                        [](const at::Tensor& t) { return t.mean(); });
-    case 40: {
-      // A leaf that requires grad: the result of an op over it must too (autograd takes the
-      // per-leaf path), the others' not. The leaf stops requiring grad afterwards, so that
-      // in-place ops stay legal.
-      if (p.m.leaves.empty() || !leaves_are_handles(p.a)) return true;
-      const NestedKey& k = some_key(p);
-      at::Tensor leaf = p.a.get(k);
-      if (!leaf.is_floating_point()) return true;
-      p.log << "\n  get(" << k.repr() << ").requires_grad_(), a * 2.5";
-      leaf.requires_grad_(true);
-      const TensorDict result = p.a * 2.5;
-      leaf.requires_grad_(false);
-      for (const NestedKey& r : result.keys(true, true)) {
-        if (result.get(r).requires_grad() != (r == k)) {
-          FAIL_CHECK("a * 2.5: leaf " << r.repr() << (r == k ? " does not require" : " requires") << " grad\n"
-                                      << p.where());
-          return false;
-        }
-      }
-      return same(p, result.detach(), map_model(p.m, [](const at::Tensor& t) { return t * 2.5; }, true), "a * 2.5");
-    }
+    case 40: return with_leaf_requiring_grad(p, /*grad_mode=*/true);
     case 41: {
       if (!rows) return true;
       const at::Tensor mask = at::rand({p.m.batch[0]}) < 0.5;
@@ -465,31 +475,7 @@ inline bool step(Program& p) {
       const TensorDict result = keep ? p.a.select({key}) : p.a.exclude({key});
       return same(p, result, expected, keep ? "select" : "exclude") && same(p, p.a, p.m, "the operand after the op");
     }
-    case 50: {
-      // Under no_grad a leaf that requires grad changes nothing (a fast path may take its tree):
-      // no result requires grad, and an in-place op writes the leaf like the others.
-      if (p.m.leaves.empty() || !leaves_are_handles(p.a)) return true;
-      const NestedKey& k = some_key(p);
-      at::Tensor leaf = p.a.get(k);
-      if (!leaf.is_floating_point()) return true;
-      p.log << "\n  get(" << k.repr() << ").requires_grad_(), under no_grad: a * 2.5, mul_(0.5)";
-      leaf.requires_grad_(true);
-      bool ok = true;
-      {
-        const at::NoGradGuard no_grad;
-        const TensorDict result = p.a * 2.5;
-        for (const NestedKey& r : result.keys(true, true)) {
-          if (result.get(r).requires_grad()) {
-            FAIL_CHECK("a * 2.5 under no_grad: leaf " << r.repr() << " requires grad\n" << p.where());
-            ok = false;
-          }
-        }
-        ok = ok && same(p, result, map_model(p.m, [](const at::Tensor& t) { return t * 2.5; }, true), "a * 2.5");
-        if (ok) ok = in_place(p, "mul_(0.5)", [](TensorDict& a) { a.mul_(0.5); }, [](const at::Tensor& t) { return t * 0.5; });
-      }
-      leaf.requires_grad_(false);
-      return ok;
-    }
+    case 50: return with_leaf_requiring_grad(p, /*grad_mode=*/false);
     default:
       p.log << "\n  read some leaves";
       read_some(p, p.a);
