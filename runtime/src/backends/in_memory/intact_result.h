@@ -4,8 +4,9 @@
 // (Note [Lazy leaves]). The result stays *intact* while none of its levels is written to: every
 // write (set, erase, rename, update, clear, a nested level replaced) drops the level's records.
 // Reading leaves does not: a made leaf is checked against its record (same storage, offset,
-// sizes, strides, dtype and key set, no autograd), which catches in-place changes of a leaf's
-// metadata (`set_`, `resize_`, `transpose_`, `requires_grad_`, names).
+// sizes, strides, dtype and key set, and in grad mode no autograd), which catches in-place
+// changes of a leaf's metadata (`set_`, `resize_`, `transpose_`, names, and in grad mode
+// `requires_grad_`).
 //
 // The next elementwise op runs over the storage of an intact result whole, without gathering
 // its leaves, and lays its own result out the same way, so a chain of such ops over a
