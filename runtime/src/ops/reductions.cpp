@@ -157,16 +157,20 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
 // last dim, then reduced over it (a tensor of the batch size).
 at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, const Extra& x) {
   const char* form = feature ? "(reduce, feature)" : "(reduce)";
+  // A packed storage holds every leaf's elements: reduced whole, below autograd (Note [Below
+  // autograd], packed.cpp).
+  const auto over_storage = [&](const at::Tensor& flat) {
+    try {
+      const at::AutoDispatchBelowADInplaceOrView below_autograd;
+      return reduce_full(r, flat, x);
+    } catch (const c10::Error& e) {
+      TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
+    }
+  };
   if (!feature && !dim) {
     // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
-    if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) {
-      try {
-        const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
-        return reduce_full(r, flat, x);
-      } catch (const c10::Error& e) {
-        TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
-      }
-    }
+    if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined())
+      return over_storage(flat);
   }
   LeafList leaves = leaves_of(readable(td));
   TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
@@ -175,14 +179,7 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
   // A packed storage (a consolidated tensordict) is already every leaf's elements in one tensor:
   // reduced as it is, no concatenation (the order differs, the result only by rounding).
   if (!feature && !d) {
-    if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
-      try {
-        const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
-        return reduce_full(r, flat, x);
-      } catch (const c10::Error& e) {
-        TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
-      }
-    }
+    if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return over_storage(flat);
   }
   LeafList parts;
   parts.reserve(leaves.size());

@@ -31,39 +31,39 @@ const TensorDictImpl* packed_level(const TensorDictBase& td) {
 
 namespace {
 
-// Whether a leaf's sizes and strides are a record's (`made`: sizes, then strides), with no branch
-// per element: IntArrayRef's operator== goes through memcmp, and a loop over a dim known only
-// at run time costs more than these compares on the common dims (one to three).
-inline bool same_geometry(const int64_t* size, const int64_t* stride, const int64_t* made, size_t dim) {
+// Whether a leaf's `dim` sizes and strides are a record's, with no branch per element:
+// IntArrayRef's operator== goes through memcmp, and a loop over a dim known only at run time
+// costs more than these compares on the common dims (one to three).
+inline bool same_geometry(const int64_t* size, const int64_t* stride, const LazyLeaves::Record& r, size_t dim) {
+  const int64_t *ms = r.sizes.data(), *mt = r.strides.data();
   switch (dim) {
     case 1:
-      return ((size[0] ^ made[0]) | (stride[0] ^ made[1])) == 0;
+      return ((size[0] ^ ms[0]) | (stride[0] ^ mt[0])) == 0;
     case 2:
-      return ((size[0] ^ made[0]) | (size[1] ^ made[1]) | (stride[0] ^ made[2]) | (stride[1] ^ made[3])) == 0;
+      return ((size[0] ^ ms[0]) | (size[1] ^ ms[1]) | (stride[0] ^ mt[0]) | (stride[1] ^ mt[1])) == 0;
     case 3:
-      return ((size[0] ^ made[0]) | (size[1] ^ made[1]) | (size[2] ^ made[2]) | (stride[0] ^ made[3]) |
-              (stride[1] ^ made[4]) | (stride[2] ^ made[5])) == 0;
+      return ((size[0] ^ ms[0]) | (size[1] ^ ms[1]) | (size[2] ^ ms[2]) | (stride[0] ^ mt[0]) | (stride[1] ^ mt[1]) |
+              (stride[2] ^ mt[2])) == 0;
     default: {
       int64_t diff = 0;
-      for (size_t d = 0; d < dim; ++d) diff |= (size[d] ^ made[d]) | (stride[d] ^ made[dim + d]);
+      for (size_t d = 0; d < dim; ++d) diff |= (size[d] ^ ms[d]) | (stride[d] ^ mt[d]);
       return diff == 0;
     }
   }
 }
 
 // Whether the made leaves of `level` are still the views `layout` made (Note [Intact results]).
-// Paid per leaf on every op over a tree whose leaves were read: the records are walked as raw
-// int64s.
+// Paid per leaf on every op over a tree whose leaves were read.
 // `grad_mode`: at::GradMode::is_enabled(), read once a walk (a thread-local read, out of line).
 bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
   const c10::StorageImpl* storage = layout.flat.storage().unsafeGetStorageImpl();
   const caffe2::TypeMeta dtype = layout.flat.dtype();
   const c10::DispatchKeySet keys = layout.made_keys;
   const TensorDictImpl::Slot* slots = level.built_slots();  // all_intact() found it built
-  const int64_t* r = layout.records.data();  // slot, offset, dim, sizes, strides (LazyLeaves::add)
-  const int64_t* const end = r + layout.records.size();
-  while (r != end) {
-    const Entry& e = slots[r[0]].value;
+  const int64_t* at = layout.records.data();
+  for (const int64_t* const end = at + layout.records.size(); at != end;) {
+    const LazyLeaves::Record r = LazyLeaves::read(at);
+    const Entry& e = slots[r.slot].value;
     if (!e.is_tensor()) return false;
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
     // The key set covers names, lazy negation and conjugation. The storage compare also refuses an
@@ -73,15 +73,12 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool 
     // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
     // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
     if (t->key_set() != keys || t->dtype() != dtype || t->unsafe_storage().unsafeGetStorageImpl() != storage ||
-        t->storage_offset() != r[1])
+        t->storage_offset() != r.offset)
       return false;
-    const auto dim = static_cast<size_t>(r[2]);
     const c10::IntArrayRef sizes = t->sizes();
-    if (sizes.size() != dim) return false;
-    const int64_t* made = r + 3;
-    if (!same_geometry(sizes.data(), t->strides().data(), made, dim)) return false;
+    if (sizes.size() != r.sizes.size() || !same_geometry(sizes.data(), t->strides().data(), r, sizes.size()))
+      return false;
     if (grad_mode && t->requires_grad()) return false;  // out of line (a virtual call for a view): last
-    r = made + 2 * dim;
   }
   return true;
 }

@@ -67,9 +67,17 @@ struct LazyLeaves {
   /// The record starting at `records[i]`; `i` moves to the next one.
   Record next(size_t& i) const {
     const int64_t* r = records.data() + i;
+    const Record record = read(r);
+    i = static_cast<size_t>(r - records.data());
+    return record;
+  }
+  /// The record starting at `r`, a position in `records`; `r` moves to the next one. For walks
+  /// paid per leaf on every op (intact_result.cpp), over [records.data(), + records.size()).
+  static Record read(const int64_t*& r) {
     const auto dim = static_cast<size_t>(r[2]);
-    i += 3 + 2 * dim;
-    return Record{static_cast<uint32_t>(r[0]), r[1], c10::IntArrayRef(r + 3, dim), c10::IntArrayRef(r + 3 + dim, dim)};
+    const Record record{static_cast<uint32_t>(r[0]), r[1], c10::IntArrayRef(r + 3, dim), c10::IntArrayRef(r + 3 + dim, dim)};
+    r += 3 + 2 * dim;
+    return record;
   }
 };
 
