@@ -200,6 +200,19 @@ def test_h5_round_trip(tmp_path):
     assert torch.equal(back[1]["obs"], torch.tensor([2.0, 3.0]))
 
 
+def _redis_answers(sock_path):
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1)
+            s.connect(sock_path)
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
 @pytest.fixture
 def redis_socket(tmp_path):
     import shutil
@@ -212,9 +225,14 @@ def redis_socket(tmp_path):
     proc = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no"],
                             stdout=subprocess.DEVNULL)
     try:
-        for _ in range(200):
-            if os.path.exists(sock):
-                break
+        # Ready when it answers PING: the socket file appears at bind(), before listen(), and a
+        # connect in between is refused.
+        deadline = time.monotonic() + 10
+        while not _redis_answers(sock):
+            if proc.poll() is not None:
+                pytest.fail(f"redis-server exited with {proc.returncode} before it listened on {sock}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not answer PING on {sock} within 10 s")
             time.sleep(0.01)
         yield sock
     finally:
