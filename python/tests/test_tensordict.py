@@ -1,7 +1,6 @@
 """tensordict_cpp from Python (issue 32, first part): construction from dicts, keys, indexing,
 zero-copy both ways, and errors as Python tensordict's exception kinds. Run by CTest
 (python_tests) with Debian's python3-pytest."""
-import os
 
 import pytest
 import torch
