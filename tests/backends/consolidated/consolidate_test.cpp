@@ -235,9 +235,13 @@ TEST_CASE("a lazy stack's consolidated metadata is Python's LazyStackedTensorDic
   REQUIRE(m0 != nullptr);
   REQUIRE(m1 != nullptr);
   CHECK(m0->find("cls")->as_string() == "TensorDict");
+  // Each dtype's leaves together, in the order the dtypes first appear (Note [Dtype groups]):
+  // both members' float32 leaves, their int32 ones, member 0's int64 one, member 1's float16 one.
   CHECK(m0->find("leaves")->find("x")->dump() == R"(["torch.float32",[2,2],0,16,0])");
-  CHECK(m0->find("leaves")->find("r")->dump() == R"(["torch.int32",[2,3],16,40,0])");
-  CHECK(m1->find("leaves")->find("r")->dump() == R"(["torch.int32",[2,5],72,112,0])");
+  CHECK(m1->find("leaves")->find("x")->dump() == R"(["torch.float32",[2,2],16,32,0])");
+  CHECK(m0->find("leaves")->find("r")->dump() == R"(["torch.int32",[2,3],32,56,0])");
+  CHECK(m1->find("leaves")->find("r")->dump() == R"(["torch.int32",[2,5],56,96,0])");
+  CHECK(m0->find("leaves")->find("only0")->dump() == R"(["torch.int64",[2],96,112,0])");
   CHECK(m1->find("n")->find("leaves")->find("y")->dump() == R"(["torch.float16",[2],112,120,4])");
   CHECK(m1->find("non_tensors")->find("tag")->dump() == R"(["one",[2],null])");
   CHECK(m.find("2") == nullptr);

@@ -18,6 +18,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/consolidated/dtype_groups.h"
 #include "backends/consolidated/metadata_layout.h"
 #include "backends/consolidated/rebuild.h"
 #include "backends/in_memory/level_builder.h"
@@ -31,7 +32,9 @@
 namespace tensordict {
 
 using namespace detail;
+using consolidated::DtypeGroups;
 using consolidated::is_metadata_field;
+using consolidated::padded_bytes;
 using consolidated::kLazyClass;
 using consolidated::tiling_flat;
 
@@ -91,11 +94,11 @@ struct Packed {
   int64_t nbytes;
 };
 
-json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves);
+json::Value describe(const TensorDictBase& td, const NestedKey& where, DtypeGroups& layout, std::vector<Packed>& leaves);
 
 // A lazy stack is Python's level {"cls": "LazyStackedTensorDict", cls_metadata {stack_dim,
 // stack_dim_name, is_locked}} with no leaves of its own and its members as children "0", "1", ...
-json::Value describe_lazy(const lazy::LazyStackImpl& ls, const NestedKey& where, int64_t& offset,
+json::Value describe_lazy(const lazy::LazyStackImpl& ls, const NestedKey& where, DtypeGroups& layout,
                           std::vector<Packed>& leaves) {
   json::Object meta{{"cls", "LazyStackedTensorDict"},
                     {"non_tensors", json::Value(json::Object{})},
@@ -105,14 +108,14 @@ json::Value describe_lazy(const lazy::LazyStackImpl& ls, const NestedKey& where,
                                                               {"is_locked", ls.is_locked()}})}};
   for (int64_t i = 0; i < ls.count(); ++i) {
     const std::string name = std::to_string(i);
-    meta.emplace_back(name, describe(*ls.members()[i].impl(), where.child(name), offset, leaves));
+    meta.emplace_back(name, describe(*ls.members()[i].impl(), where.child(name), layout, leaves));
   }
   return json::Value(std::move(meta));
 }
 
-// Builds the metadata of one level and lists its leaves with their offsets.
-json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& offset, std::vector<Packed>& leaves) {
-  if (const auto* ls = dynamic_cast<const lazy::LazyStackImpl*>(&td)) return describe_lazy(*ls, where, offset, leaves);
+// Builds the metadata of one level and lists its leaves with their offsets (Note [Dtype groups]).
+json::Value describe(const TensorDictBase& td, const NestedKey& where, DtypeGroups& layout, std::vector<Packed>& leaves) {
+  if (const auto* ls = dynamic_cast<const lazy::LazyStackImpl*>(&td)) return describe_lazy(*ls, where, layout, leaves);
   json::Object non_tensors;
   json::Object leaf_meta;
   json::Object children;
@@ -124,11 +127,11 @@ json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& 
         TD_CHECK(is_storable_dtype(t.scalar_type()), NotImplementedError, "consolidate: the dtype ",
                  torch_dtype_name(t.scalar_type()), " of ", full.repr(), " cannot be stored in the consolidated format");
         const int64_t n = t.numel() * static_cast<int64_t>(t.element_size());
-        const int64_t pad = (8 - n % 8) % 8;
+        const int64_t padded = padded_bytes(n);
+        const int64_t start = layout.place(t.scalar_type(), padded);
         leaf_meta.emplace_back(key, json::Value(json::Array{json::Value(torch_dtype_name(t.scalar_type())),
-                                                             int_list(t.sizes()), offset, offset + n + pad, pad}));
-        leaves.push_back(Packed{t, offset, n});
-        offset += n + pad;
+                                                             int_list(t.sizes()), start, start + padded, padded - n}));
+        leaves.push_back(Packed{t, start, n});
         break;
       }
       case Entry::Kind::NonTensor: {
@@ -143,7 +146,7 @@ json::Value describe(const TensorDictBase& td, const NestedKey& where, int64_t& 
         TD_CHECK(!is_metadata_field(key), ValueError, "consolidate: the sub-tensordict key ", full.repr(),
                  " collides with a metadata field of the consolidated format "
                  "(cls, leaves, non_tensors, cls_metadata, size)");
-        children.emplace_back(key, describe(*entry.tensordict_unchecked().impl(), full, offset, leaves));
+        children.emplace_back(key, describe(*entry.tensordict_unchecked().impl(), full, layout, leaves));
         break;
       case Entry::Kind::Undefined:
         break;
@@ -499,16 +502,17 @@ TensorDict ConsolidatedRoot::rebased(const at::Tensor& moved, std::optional<at::
 namespace {
 // Copies every leaf of `td` into one byte storage on `device` and describes where each went.
 std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device device, bool pin = false) {
-  int64_t total = 0;
+  DtypeGroups layout(*td.impl());
   std::vector<Packed> leaves;
-  json::Value meta = describe(*td.impl(), NestedKey(), total, leaves);
+  json::Value meta = describe(*td.impl(), NestedKey(), layout, leaves);
+  const int64_t total = layout.total();
   // Every byte is a leaf's or its padding's: no zero-fill pass over the whole storage, only the
   // padding is zeroed (so to_bytes is deterministic).
   at::Tensor storage = at::empty(
       {total}, at::TensorOptions().dtype(at::kByte).device(device).pinned_memory(pin && device.is_cpu() && at::hasCUDA()));
   auto copy_one = [&](const Packed& p) {
     if (p.nbytes > 0) storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
-    const int64_t pad = (8 - p.nbytes % 8) % 8;
+    const int64_t pad = padded_bytes(p.nbytes) - p.nbytes;
     if (pad > 0) storage.narrow(0, p.start + p.nbytes, pad).zero_();
   };
   if (device.is_cpu() && leaves.size() > 1) {
