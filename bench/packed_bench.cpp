@@ -12,6 +12,7 @@
 // leaves were read. One intra-op thread; every result is created and destroyed inside the
 // timed region.
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -202,6 +203,105 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
                [](Packed& p) { return (p.storage * 2).exp().sub(1); });
 }
 
+// Fixture F with mixed dtypes or Python's padding (Note [Packed runs]): one kernel a run.
+//   _mixed   3 groups x 10 leaves of [64, 16], float and double alternating in key order:
+//            consolidate lays them out as two runs (one a dtype);
+//   _padded  3 groups x 10 float leaves of [5, 201] (an odd count: 4 bytes of padding after
+//            each, as Python lays them out).
+// storage/<op> is one at:: call per run by hand (a typed view of each dtype's bytes, padding
+// included where the op may read it).
+struct Grouped {
+  TensorDict td, td2, same, same2;
+  std::vector<at::Tensor> leaves, leaves2;
+  std::vector<at::Tensor> runs, runs2, same_runs, same_runs2;  // one typed view per run
+
+  explicit Grouped(bool mixed) {
+    at::manual_seed(0);
+    TensorDict plain({}, {mixed ? 64 : 5});
+    for (int g = 0; g < 3; ++g)
+      for (int x = 0; x < 10; ++x) {
+        const at::ScalarType dtype = mixed && x % 2 == 1 ? at::kDouble : at::kFloat;
+        plain.set({"g" + std::to_string(g), "x" + std::to_string(x)},
+                  mixed ? at::randn({64, 16}, dtype) : at::randn({5, 201}, dtype));
+      }
+    td = tensordict::consolidate(plain);
+    td2 = tensordict::consolidate(plain.clone());
+    same = tensordict::consolidate(plain.clone());
+    same2 = tensordict::consolidate(plain.clone());
+    for (const auto& e : td.values(true, true)) leaves.push_back(e.tensor());
+    for (const auto& e : td2.values(true, true)) leaves2.push_back(e.tensor());
+    runs = typed_runs(td);
+    runs2 = typed_runs(td2);
+    same_runs = typed_runs(same);
+    same_runs2 = typed_runs(same2);
+  }
+
+  // Each dtype's bytes of a consolidated tensordict, from its first leaf to its last, as that dtype.
+  static std::vector<at::Tensor> typed_runs(const TensorDict& c) {
+    const at::Tensor bytes = tensordict::consolidated_storage(c);
+    std::vector<at::Tensor> out;
+    for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+      int64_t begin = -1, end = 0;
+      for (const auto& e : c.values(true, true)) {
+        const at::Tensor& t = e.tensor();
+        if (t.scalar_type() != dtype) continue;
+        const int64_t item = static_cast<int64_t>(t.element_size()), start = t.storage_offset() * item;
+        begin = begin < 0 ? start : std::min(begin, start);
+        end = std::max(end, start + t.numel() * item);
+      }
+      if (begin >= 0) out.push_back(bytes.narrow(0, begin, end - begin).view(dtype));
+    }
+    return out;
+  }
+};
+
+Grouped& mixed_fixture() {
+  static Grouped g(true);
+  return g;
+}
+Grouped& padded_fixture() {
+  static Grouped g(false);
+  return g;
+}
+
+void reg_grouped(const std::string& name, Grouped& (*get)(), std::function<void(Grouped&)> fn) {
+  bench_paired::registry().emplace_back(name, [fn, get] { fn(get()); });
+  bench_count::configure(benchmark::RegisterBenchmark(name.c_str(), [fn, get, name](benchmark::State& state) {
+    Grouped& g = get();
+    bench_count::counted_loop(state, name, [&] { fn(g); });
+  })->Unit(benchmark::kMicrosecond));
+}
+
+// cpp/<op><suffix>, floor/<op><suffix> (one call a leaf) and storage/<op><suffix> (one a run).
+void grouped_rows(const std::string& op, Grouped& (*get)(), std::function<void(Grouped&)> cpp,
+                  std::function<void(const at::Tensor&, const at::Tensor&)> leaf) {
+  using benchmark::DoNotOptimize;
+  reg_grouped("cpp/" + op, get, cpp);
+  reg_grouped("floor/" + op, get, [leaf](Grouped& g) {
+    for (size_t i = 0; i < g.leaves.size(); ++i) leaf(g.leaves[i], g.leaves2[i]);
+  });
+  reg_grouped("storage/" + op, get, [leaf](Grouped& g) {
+    for (size_t r = 0; r < g.runs.size(); ++r) leaf(g.runs[r], g.runs2[r]);
+  });
+}
+
+void register_grouped(const std::string& suffix, Grouped& (*get)()) {
+  using benchmark::DoNotOptimize;
+  using T = const at::Tensor&;
+  grouped_rows("exp" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.exp()); }, [](T t, T) { DoNotOptimize(t.exp()); });
+  grouped_rows("mul_scalar" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td * 0.5); },
+               [](T t, T) { DoNotOptimize(t * 0.5); });
+  grouped_rows("add_scalar_" + suffix, get, [](Grouped& g) { g.td.add_(1e-6); }, [](T t, T) { t.add_(1e-6); });
+  grouped_rows("add_td" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td + g.td2); },
+               [](T t, T u) { DoNotOptimize(t + u); });
+  grouped_rows("clone" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.clone()); },
+               [](T t, T) { DoNotOptimize(t.clone()); });
+  grouped_rows("gt_td" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.gt(g.td2)); },
+               [](T t, T u) { DoNotOptimize(t.gt(u)); });
+  grouped_rows("chain3" + suffix, get, [](Grouped& g) { DoNotOptimize((g.td * 2).exp().sub(1)); },
+               [](T t, T) { DoNotOptimize((t * 2).exp().sub(1)); });
+}
+
 void register_all() {
   // A consolidated tensordict whose leaves were read: each op checks every made leaf.
   register_ops("", {&Packed::td, &Packed::td2, &Packed::same, &Packed::same2}, /*views=*/true);
@@ -212,6 +312,8 @@ void register_all() {
   // A consolidated tensordict nobody has read: its root is a consolidated level.
   register_ops("_fresh", {&Packed::fresh, &Packed::fresh2, &Packed::same_fresh, &Packed::same_fresh2},
                /*views=*/false);
+  register_grouped("_mixed", mixed_fixture);
+  register_grouped("_padded", padded_fixture);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 
@@ -113,9 +114,8 @@ void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(co
   if (ops::write_over_intact(td, fn)) return;
   ops::InPlaceTarget target(td);
   ops::LeafList leaves = ops::leaves_of(target.tree());
-  // A packed storage; else the per-leaf path names the failing key.
-  if (const at::Tensor flat = ops::packed_storage(leaves); ops::write_over(flat, [&] { fn(flat); })) {
-    ops::bump_versions(leaves);
+  // A packed storage or its runs; else the per-leaf path names the failing key.
+  if (ops::write_packed(leaves, fn, ops::LeafKeys{*target.tree().impl()}, op)) {
     target.commit();
     return;
   }

@@ -14,6 +14,7 @@
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 
@@ -59,6 +60,11 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
         return packed_result(*a.impl(), out, m.lhs, /*filter_empty=*/true, a_in.is_locked());
       if (out.defined()) results = unpack_like(out, m.lhs);
     }
+    // Mixed dtypes, padding, subsets: one kernel per run of both (Note [Packed runs]).
+    if (results.empty() && def.kind() == BinaryDefault::Kind::None) {
+      if (auto runs = map_run_pairs_result(*a.impl(), m.lhs, m.rhs, loop, 0, /*filter_empty=*/true, a_in.is_locked()))
+        return std::move(*runs);
+    }
   }
   if (results.empty())
     results = compute(
@@ -95,10 +101,9 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
   m.ignore_extra_rhs = true;
   const BinaryDefault def;
   match_leaves(target.tree(), b, def, m);
-  const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
-  // One kernel over both packed storages; else the matched path below names the failing key.
-  if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs) && write_over(fa, [&] { loop(fa, fb); })) {
-    bump_versions(m.lhs);
+  // One kernel over both packed storages or their runs; else the matched path below names the
+  // failing key.
+  if (write_packed(m.lhs, m.rhs, loop, PairKeys{target.tree(), b, def, true}, op)) {
     target.commit();
     return;
   }
@@ -268,13 +273,13 @@ TensorDict arith_scalar(const TensorDict& td, const c10::Scalar& other, Arith op
 void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, true);
   ScalarOperand scalar(other);
+  const auto over_storage = [&](const at::Tensor& flat) {
+    const at::Tensor& operand = scalar.for_leaf(flat);  // one dtype, as every leaf's
+    if (operand.defined()) arith_(op, flat, operand, alpha);
+    else arith_(op, flat, other, alpha);
+  };
   // An intact packed result: its leaves view what this changes.
-  if (write_over_intact(td, [&](const at::Tensor& flat) {
-        const at::Tensor& operand = scalar.for_leaf(flat);
-        if (operand.defined()) arith_(op, flat, operand, alpha);
-        else arith_(op, flat, other, alpha);
-      }))
-    return;
+  if (write_over_intact(td, over_storage)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   LeafList operands(leaves.size());
@@ -283,13 +288,9 @@ void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, con
     operands[i] = scalar.for_leaf(leaves[i]);
     all_tensor_operands = all_tensor_operands && operands[i].defined();
   }
-  // A packed storage (a consolidated tensordict): one kernel over all of it; else the per-leaf
-  // path below names the failing key.
-  if (const at::Tensor flat = packed_storage(leaves); write_over(flat, [&] {
-        if (operands[0].defined()) arith_(op, flat, operands[0], alpha);
-        else arith_(op, flat, other, alpha);
-      })) {
-    bump_versions(leaves);
+  // A packed storage (a consolidated tensordict) or its runs: one kernel over each; else the
+  // per-leaf path below names the failing key.
+  if (write_packed(leaves, over_storage, LeafKeys{*target.tree().impl()}, name)) {
     target.commit();
     return;
   }

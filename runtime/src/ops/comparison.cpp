@@ -11,6 +11,7 @@
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 
@@ -69,6 +70,7 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   MatchedLeaves m;
   match_leaves(a, b, BinaryDefault(), m);
   const BinaryDefault def;
+  LeafList results;
   if (a.batch_size() == b.batch_size()) {
     // Two packed storages of one layout (consolidated tensordicts): one comparison of both, its
     // bools packed like the operands. An error falls to the per-leaf path, which names the key.
@@ -79,10 +81,13 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
       // Strictly matched at one batch size: the result has a's structure (as rebuild_pair).
       if (out.defined()) return packed_result(*a.impl(), out, m.lhs);
     }
+    // Mixed dtypes, padding, subsets: one comparison per run of both (Note [Packed runs]).
+    if (auto runs = map_run_pairs_result(*a.impl(), m.lhs, m.rhs, fn, sizeof(bool), false, false)) return std::move(*runs);
   }
-  LeafList results = compute(
-      m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
-      PairKeys{a, b, def}, cmp_name(op));
+  if (results.empty())
+    results = compute(
+        m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
+        PairKeys{a, b, def}, cmp_name(op));
   return rebuild_pair(a, b, def, std::move(results), batch);
 }
 
@@ -122,6 +127,13 @@ bool over_leaves(const TensorDict& td, bool stop_at, LeafTest leaf_test) {
   if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) return leaf_test(flat);
   LeafList leaves = leaves_of(readable(td));
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return leaf_test(flat);
+  // Runs of leaves (Note [Packed runs]), never over padding: one test per run.
+  if (const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) {
+    for (const auto& flat : runs->flats) {
+      if (leaf_test(flat) == stop_at) return stop_at;
+    }
+    return !stop_at;
+  }
   for (const auto& t : leaves) {
     if (leaf_test(t) == stop_at) return stop_at;
   }
@@ -189,6 +201,19 @@ bool TensorDictComparison::all() const {
           return leaves_equal(fa, fb);
         } catch (const c10::Error&) {
           return to_tensordict().all();  // names the failing key
+        }
+      }
+      // Runs of both laid out alike (Note [Packed runs]), never over padding: one test per run.
+      if (const std::optional<PackedRuns> runs = packed_runs(m.lhs, Padding::Skip)) {
+        if (const auto partner = partner_flats(*runs, m.lhs, m.rhs)) {
+          try {
+            for (size_t r = 0; r < runs->flats.size(); ++r) {
+              if (!leaves_equal(runs->flats[r], (*partner)[r])) return false;
+            }
+            return true;
+          } catch (const c10::Error&) {
+            return to_tensordict().all();  // names the failing key
+          }
         }
       }
     }

@@ -1,6 +1,7 @@
 #include "ops/kernel.h"
 
 #include "ops/packed.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 namespace ops {
@@ -67,6 +68,8 @@ TensorDict map_elementwise(const TensorDict& td, const char* op, FunctionRef<at:
   } else if (const at::Tensor out = run_over(packed_storage_for_result(leaves, result_itemsize), fn); out.defined()) {
     // A new batch size: the leaves are made here, and rebuild() reshapes the structure.
     return rebuild(*src.impl(), unpack_like(out, leaves), options);
+  } else if (std::optional<LeafList> results = map_runs(leaves, fn, result_itemsize)) {
+    return rebuild(*src.impl(), std::move(*results), options);  // Note [Packed runs]
   }
   return map_leaf_list(src, leaves, op, fn, options);
 }

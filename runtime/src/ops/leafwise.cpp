@@ -337,10 +337,29 @@ struct LeafZipper {
 
 }  // namespace
 
+namespace {
+// The first tensor leaf of `td` (depth first), or nullptr.
+const at::Tensor* first_leaf(const TensorDictBase& td) {
+  const at::Tensor* found = nullptr;
+  td.for_each([&](const std::string&, const Entry& e) {
+    if (found != nullptr) return;
+    if (e.is_tensor()) found = &e.tensor_unchecked();
+    else if (e.is_tensordict()) found = first_leaf(*e.tensordict_unchecked().impl());
+  });
+  return found;
+}
+}  // namespace
+
 std::optional<TensorDict> zip_leaves(const TensorDict& a, const TensorDict& b,
                                      FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
                                      bool filter_empty) {
   if (a.batch_size() != b.batch_size() || !a.impl()->entries_in_memory() || !b.impl()->entries_in_memory())
+    return std::nullopt;
+  // A first leaf in a larger storage may be part of a packed storage or of a run (one kernel, or
+  // one a run, which the general path tries): left to it before the walk, where giving up throws.
+  if (const at::Tensor* x = first_leaf(*a.impl());
+      x != nullptr && x->has_storage() &&
+      x->storage().nbytes() != static_cast<size_t>(x->numel()) * x->element_size())
     return std::nullopt;
   LeafZipper zipper{fn, filter_empty};
   try {

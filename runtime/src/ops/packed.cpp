@@ -23,6 +23,7 @@
 #include "backends/in_memory/intact_result.h"
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 namespace ops {
@@ -134,8 +135,9 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
                                      FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,
                                      bool filter_empty, bool lock) {
   const at::Tensor out = run_over(packed_storage_for_result(leaves, result_itemsize), fn);
-  if (!out.defined()) return std::nullopt;
-  return packed_result(like, out, leaves, filter_empty, lock);
+  if (out.defined()) return packed_result(like, out, leaves, filter_empty, lock);
+  // Mixed dtypes, padding, a subset of a storage: one kernel per run (Note [Packed runs]).
+  return map_runs_result(like, leaves, fn, result_itemsize, filter_empty, lock);
 }
 
 std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,

@@ -8,6 +8,7 @@
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
+#include "ops/packed_runs.h"
 #include "ops/pointwise.h"
 
 namespace tensordict {
@@ -48,9 +49,9 @@ void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at:
   if (write_over_intact(td, loop)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
-  // One kernel over the packed storage; else the per-leaf path below names the failing key.
-  if (const at::Tensor flat = packed_storage(leaves); write_over(flat, [&] { loop(flat); })) {
-    bump_versions(leaves);
+  // One kernel over the packed storage or its runs; else the per-leaf path below names the
+  // failing key.
+  if (write_packed(leaves, loop, LeafKeys{*target.tree().impl()}, op)) {
     target.commit();
     return;
   }

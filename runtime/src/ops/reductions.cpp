@@ -10,6 +10,7 @@
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 
@@ -182,9 +183,18 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
     if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return over_storage(flat);
   }
   LeafList parts;
-  parts.reserve(leaves.size());
-  for (const auto& t : leaves) {
-    parts.push_back(feature ? features_last(t, td.batch_dims()) : d ? t : t.reshape({-1}));
+  // Runs of leaves (Note [Packed runs]), never over padding: one part per run.
+  if (!feature && !d) {
+    if (std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) {
+      if (runs->flats.size() == 1) return over_storage(runs->flats.front());
+      parts.assign(runs->flats.begin(), runs->flats.end());
+    }
+  }
+  if (parts.empty()) {
+    parts.reserve(leaves.size());
+    for (const auto& t : leaves) {
+      parts.push_back(feature ? features_last(t, td.batch_dims()) : d ? t : t.reshape({-1}));
+    }
   }
   try {
     const int64_t cat_dim = feature ? -1 : d ? *d : 0;

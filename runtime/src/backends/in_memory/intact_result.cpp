@@ -120,6 +120,7 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
     return shape.tree_leaves == 0 || walk.add(level.deferred_flat(), shape.tree_elements);
   }
   const LazyLeaves* layout = level.packed_layout();
+  if (layout != nullptr && !layout->more_flats.empty()) return false;  // leaves over several storages
   if (const LevelShape* shape = level.shape()) {
     // The level is as its shape describes (a write drops the shape): its nested levels are the
     // shape's, its tensor slots the records'.

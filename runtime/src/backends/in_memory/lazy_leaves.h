@@ -28,6 +28,10 @@ namespace tensordict {
 /// A level's leaves not made yet: views of `flat` (the whole storage, 1-D, offset 0).
 struct LazyLeaves {
   at::Tensor flat;
+  /// Further storages, for a result over packed runs (Note [Packed runs], ops/packed_runs.h):
+  /// a leaf views `flat` or one of these, as its record says. Such a level is never an intact
+  /// result (it is not marked as one).
+  std::vector<at::Tensor> more_flats;
   /// Made with as_strided (views autograd knows, sharing `flat`'s version counter), as a
   /// consolidated tensordict's leaves always were; else built directly (core/strided_view.h).
   bool autograd_views = false;
@@ -40,11 +44,12 @@ struct LazyLeaves {
   /// negated or conjugated in place since, has another.
   c10::DispatchKeySet made_keys;
 
-  /// Where a leaf lies in `flat`.
+  /// Where a leaf lies in its storage: `flat` when `storage` is 0, else more_flats[storage - 1].
   struct Record {
     uint32_t slot;
     int64_t offset;
     c10::IntArrayRef sizes, strides;
+    uint32_t storage;
   };
 
   /// Records a leaf at `slot` laid out (sizes, strides, storage offset) as `like`.
@@ -52,11 +57,12 @@ struct LazyLeaves {
     const c10::TensorImpl* t = like.unsafeGetTensorImpl();
     add(slot, t->storage_offset(), t->sizes(), t->strides());
   }
-  void add(uint32_t slot, int64_t offset, c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  /// `storage`: which flat the leaf views (flat_index).
+  void add(uint32_t slot, int64_t offset, c10::IntArrayRef sizes, c10::IntArrayRef strides, uint32_t storage = 0) {
     const size_t dim = sizes.size(), at = records.size();
     records.resize(at + 3 + 2 * dim);
     int64_t* r = records.data() + at;
-    r[0] = slot;
+    r[0] = static_cast<int64_t>(slot | (static_cast<uint64_t>(storage) << 32));
     r[1] = offset;
     r[2] = static_cast<int64_t>(dim);
     std::copy(sizes.begin(), sizes.end(), r + 3);
@@ -75,9 +81,20 @@ struct LazyLeaves {
   /// paid per leaf on every op (intact_result.cpp), over [records.data(), + records.size()).
   static Record read(const int64_t*& r) {
     const auto dim = static_cast<size_t>(r[2]);
-    const Record record{static_cast<uint32_t>(r[0]), r[1], c10::IntArrayRef(r + 3, dim), c10::IntArrayRef(r + 3 + dim, dim)};
+    const Record record{static_cast<uint32_t>(r[0]), r[1], c10::IntArrayRef(r + 3, dim), c10::IntArrayRef(r + 3 + dim, dim),
+                        static_cast<uint32_t>(static_cast<uint64_t>(r[0]) >> 32)};
     r += 3 + 2 * dim;
     return record;
+  }
+  /// The flat a record's leaf views.
+  const at::Tensor& flat_of(const Record& r) const { return r.storage == 0 ? flat : more_flats[r.storage - 1]; }
+  /// The index (for add) of `f`, one of this level's flats, added if new.
+  uint32_t flat_index(const at::Tensor& f) {
+    if (f.is_same(flat)) return 0;
+    for (size_t i = 0; i < more_flats.size(); ++i)
+      if (f.is_same(more_flats[i])) return static_cast<uint32_t>(i + 1);
+    more_flats.push_back(f);
+    return static_cast<uint32_t>(more_flats.size());
   }
 };
 

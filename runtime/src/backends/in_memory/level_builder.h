@@ -59,6 +59,14 @@ class LevelBuilder {
     lazy.add(next_slot(), offset, sizes, strides);
     impl_->append_unindexed(key, at::Tensor());
   }
+  /// The same, laid out at `offset` elements into `flat` with `sizes` and `strides`; the leaves of
+  /// one level may view several flats (a result over packed runs, Note [Packed runs]).
+  void append_lazy_at(std::string_view key, const at::Tensor& flat, int64_t offset, c10::IntArrayRef sizes,
+                      c10::IntArrayRef strides) {
+    LazyLeaves& lazy = lazy_leaves(flat, static_cast<int64_t>(sizes.size()));
+    lazy.add(next_slot(), offset, sizes, strides, lazy.flat_index(flat));
+    impl_->append_unindexed(key, at::Tensor());
+  }
   /// Lazy leaves laid out as another level's (`like`, its records in slot order), viewing `flat`:
   /// append_copied_lazy() adds their slots, in the same order. Called before any append_lazy.
   void copy_lazy(const at::Tensor& flat, const LazyLeaves& like) {

@@ -209,8 +209,9 @@ void TensorDictImpl::make_lazy_leaves() const {
     // Only the tensor handle changes: the entry's kind stays Tensor for readers of kinds and
     // keys, who do not wait for this.
     at::Tensor& leaf = slots_[r.slot].value.mutable_tensor();
-    leaf = lazy->autograd_views ? lazy->flat.as_strided(r.sizes, r.strides, r.offset)
-                                : detail::strided_view(lazy->flat, r.sizes, r.strides, r.offset);
+    const at::Tensor& flat = lazy->flat_of(r);
+    leaf = lazy->autograd_views ? flat.as_strided(r.sizes, r.strides, r.offset)
+                                : detail::strided_view(flat, r.sizes, r.strides, r.offset);
     lazy->made_keys = leaf.key_set();  // the same for every leaf of the level
   }
   lazy_.store(nullptr, std::memory_order_release);  // the records stay, in layout_

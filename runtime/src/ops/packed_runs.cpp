@@ -1,0 +1,352 @@
+// Packed runs (Note [Packed runs], packed_runs.h): one kernel per run of same-dtype leaves that
+// lie back to back in one storage.
+
+#include "ops/packed_runs.h"
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include <ATen/ATen.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/core/InferenceMode.h>
+
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/tensor_dict_base.h>
+
+#include "core/forward_ad.h"
+#include "backends/in_memory/level_builder.h"
+#include "core/strided_view.h"
+#include "ops/packed.h"
+
+namespace tensordict {
+namespace ops {
+
+namespace {
+
+// A leaf a run may hold: its bytes are its values, in order, and nothing tracks it.
+bool runnable(const at::Tensor& t) {
+  return t.defined() && t.has_storage() && !t.requires_grad() && t.is_contiguous() && !t.is_nested() &&
+         !t.has_names() && !t.is_neg() && !t.is_conj() && !t.is_quantized();
+}
+
+// Leaves in more storages than this, or than half their number, are apart (a tensordict that was
+// never consolidated): the per-leaf path, found after that many leaves, not after sorting all.
+constexpr size_t kMostStorages = 8;
+
+// A leaf's bytes in its storage.
+struct Span {
+  const c10::StorageImpl* storage;
+  int64_t begin, end;
+  uint32_t leaf;
+};
+
+bool may_read_padding(at::ScalarType dtype) { return at::isFloatingType(dtype) || at::isComplexType(dtype); }
+
+at::Tensor flat_view(const at::Tensor& like, int64_t offset, int64_t numel) {
+  const int64_t size[] = {numel}, stride[] = {1};
+  return detail::strided_view(like, size, stride, offset);
+}
+
+bool too_large(const at::Tensor& flat, size_t result_itemsize) {
+  const size_t itemsize = result_itemsize != 0 ? result_itemsize : flat.element_size();
+  return flat.is_cpu() && static_cast<size_t>(flat.numel()) * itemsize > kLargestPackedCpuResult;
+}
+
+// A result over a run's flat that can be cut into its leaves.
+bool fits(const at::Tensor& out, const at::Tensor& flat) {
+  return out.defined() && out.dim() == 1 && out.numel() == flat.numel() && out.is_contiguous();
+}
+
+// `over_run(r, flat)` once per run: its results (undefined for a run whose result views its own
+// bytes, `to` its own dtype or `detach`: per leaf such an op returns the leaf or a view sharing
+// its version counter, which new views of the run would not, so those leaves take the op one by
+// one). Nullopt when a call raises a c10::Error (the per-leaf path then names the key) or a
+// result is too large (kLargestPackedCpuResult).
+std::optional<c10::SmallVector<at::Tensor, 4>> run_each(const PackedRuns& runs, size_t result_itemsize,
+                                                        FunctionRef<at::Tensor(size_t, const at::Tensor&)> over_run) {
+  c10::SmallVector<at::Tensor, 4> results;
+  for (size_t r = 0; r < runs.flats.size(); ++r) {
+    const at::Tensor& flat = runs.flats[r];
+    if (too_large(flat, result_itemsize)) return std::nullopt;
+    at::Tensor out;
+    try {
+      const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
+      out = over_run(r, flat);
+    } catch (const c10::Error&) {
+      return std::nullopt;
+    }
+    if (out.has_storage() && out.storage().is_alias_of(flat.storage())) {
+      out = at::Tensor();
+    } else if (!fits(out, flat)) {
+      return std::nullopt;
+    }
+    results.push_back(std::move(out));
+  }
+  return results;
+}
+
+// The results cut into leaves laid out as `leaves`; `over_leaf(i)` for a leaf of a run without one.
+LeafList cut_runs(const PackedRuns& runs, c10::ArrayRef<at::Tensor> results, const LeafList& leaves,
+                  FunctionRef<at::Tensor(size_t)> over_leaf) {
+  LeafList out;
+  out.reserve(leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const at::Tensor& result = results[runs.run[i]];
+    out.push_back(result.defined() ? detail::strided_view(result, leaves[i].sizes(), leaves[i].strides(),
+                                                          result.storage_offset() + runs.offset[i])
+                                   : over_leaf(i));
+  }
+  return out;
+}
+
+// A result shaped like `like` whose leaves are made on first access (Note [Lazy leaves]): leaf i
+// a view of its run's result, laid out as `leaves[i]` (like's tensor leaves in key order).
+struct RunsResult {
+  const PackedRuns& runs;
+  c10::ArrayRef<at::Tensor> results;
+  const LeafList& leaves;
+  FunctionRef<at::Tensor(size_t)> over_leaf;
+  bool filter_empty, lock;
+  size_t next = 0;
+
+  TensorDict level(const TensorDictBase& like) {
+    LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
+    like.for_each([&](const std::string& key, const Entry& entry) {
+      switch (entry.kind()) {
+        case EntryKind::Tensor: {
+          const size_t i = next++;
+          const at::Tensor& result = results[runs.run[i]];
+          if (result.defined()) {
+            out.append_lazy_at(key, result, result.storage_offset() + runs.offset[i], leaves[i].sizes(),
+                               leaves[i].strides());
+          } else {
+            out.append(key, over_leaf(i));
+          }
+          break;
+        }
+        case EntryKind::TensorDict: {
+          TensorDict child = level(*entry.tensordict_unchecked().impl());
+          if (!filter_empty || child.num_keys() != 0) {
+            if (lock) out.add_locked_child(child);
+            out.append(key, std::move(child));
+          }
+          break;
+        }
+        case EntryKind::NonTensor:
+          out.append(key, entry.non_tensor());
+          break;
+        case EntryKind::Undefined:
+          break;
+      }
+    });
+    return out.finish_like(like, lock);
+  }
+};
+
+}  // namespace
+
+std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
+  const size_t n = leaves.size();
+  if (n < 2 || n > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+  c10::SmallVector<const c10::StorageImpl*, kMostStorages> storages;
+  c10::SmallVector<Span, 32> spans;
+  spans.reserve(n);
+  const size_t most_storages = std::min(kMostStorages, n / 2);
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& t = leaves[i];
+    if (!t.defined() || !t.has_storage()) return std::nullopt;
+    const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+    if (std::find(storages.begin(), storages.end(), storage) == storages.end()) {
+      if (storages.size() == most_storages) return std::nullopt;
+      storages.push_back(storage);
+    }
+    if (!runnable(t)) return std::nullopt;
+    const auto item = static_cast<int64_t>(t.element_size());
+    const int64_t begin = t.storage_offset() * item;
+    spans.push_back(Span{storage, begin, begin + t.numel() * item, static_cast<uint32_t>(i)});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) {
+    return std::tie(x.storage, x.begin, x.end) < std::tie(y.storage, y.begin, y.end);
+  });
+  PackedRuns out;
+  out.run.resize(n);
+  out.offset.resize(n);
+  // The open run: its first leaf, storage, dtype and bytes [begin, end); `covered`: the end of
+  // the last byte of its storage any leaf so far holds.
+  const at::Tensor* first = nullptr;
+  const c10::StorageImpl* storage = nullptr;
+  int64_t begin = 0, end = 0, item = 1, covered = 0;
+  auto close = [&] { out.flats.push_back(flat_view(*first, begin / item, (end - begin) / item)); };
+  for (const Span& s : spans) {
+    const at::Tensor& t = leaves[s.leaf];
+    const bool empty = s.begin == s.end;
+    bool joins = false;
+    if (first != nullptr && s.storage == storage) {
+      if (s.begin < covered && !empty) return std::nullopt;  // overlaps a leaf: the per-leaf path keeps its semantics
+      if (t.scalar_type() == first->scalar_type()) {
+        if (s.begin <= end) {
+          joins = true;  // next to the run, or an empty leaf inside it
+        } else {
+          joins = padding == Padding::ReadOver && may_read_padding(t.scalar_type()) && s.begin - end < 8;
+        }
+      }
+    } else {
+      covered = 0;  // a new storage
+    }
+    if (!joins) {
+      if (first != nullptr) close();
+      if (2 * (out.flats.size() + 1) > n) return std::nullopt;  // as many runs as pairs of leaves: no gain
+      first = &t;
+      storage = s.storage;
+      item = static_cast<int64_t>(t.element_size());
+      begin = end = s.begin;
+    }
+    out.run[s.leaf] = static_cast<uint32_t>(out.flats.size());
+    out.offset[s.leaf] = (s.begin - begin) / item;
+    end = std::max(end, s.end);
+    covered = std::max(covered, s.end);
+  }
+  close();
+  // Checked last, as packed_storage does: one lock, paid only where the leaves are in runs.
+  if (detail::forward_ad_open()) return std::nullopt;
+  return out;
+}
+
+std::optional<c10::SmallVector<at::Tensor, 4>> partner_flats(const PackedRuns& runs, const LeafList& a,
+                                                             const LeafList& b) {
+  if (a.size() != b.size()) return std::nullopt;
+  const size_t k = runs.flats.size();
+  c10::SmallVector<const at::Tensor*, 4> first(k, nullptr);
+  c10::SmallVector<std::optional<int64_t>, 4> base(k);  // b's storage offset of each run's start
+  for (size_t i = 0; i < b.size(); ++i) {
+    const at::Tensor& x = b[i];
+    if (!runnable(x) || x.sizes() != a[i].sizes()) return std::nullopt;
+    const uint32_t r = runs.run[i];
+    if (first[r] == nullptr) {
+      first[r] = &x;
+    } else if (!x.storage().is_alias_of(first[r]->storage()) || x.scalar_type() != first[r]->scalar_type()) {
+      return std::nullopt;
+    }
+    if (x.numel() == 0) continue;  // pairs no element: its offset does not matter
+    const int64_t at = x.storage_offset() - runs.offset[i];
+    if (base[r] && *base[r] != at) return std::nullopt;
+    base[r] = at;
+  }
+  c10::SmallVector<at::Tensor, 4> flats;
+  for (size_t r = 0; r < k; ++r) {
+    const int64_t start = base[r].value_or(0), numel = runs.flats[r].numel();
+    const auto capacity = static_cast<int64_t>(first[r]->storage().nbytes() / first[r]->element_size());
+    if (start < 0 || start + numel > capacity) return std::nullopt;
+    flats.push_back(flat_view(*first[r], start, numel));
+  }
+  return flats;
+}
+
+std::optional<LeafList> map_runs(const LeafList& leaves, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                 size_t result_itemsize) {
+  const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::ReadOver);
+  if (!runs) return std::nullopt;
+  const auto results = run_each(*runs, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
+  if (!results) return std::nullopt;
+  try {
+    return cut_runs(*runs, *results, leaves, [&](size_t i) { return fn(leaves[i]); });
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const LeafList& leaves,
+                                          FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,
+                                          bool filter_empty, bool lock) {
+  const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::ReadOver);
+  if (!runs) return std::nullopt;
+  const auto results = run_each(*runs, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
+  if (!results) return std::nullopt;
+  try {
+    return RunsResult{*runs, *results, leaves, [&](size_t i) { return fn(leaves[i]); }, filter_empty, lock}.level(like);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,
+                                               FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
+                                               size_t result_itemsize, bool filter_empty, bool lock) {
+  const std::optional<PackedRuns> runs = packed_runs(a, Padding::ReadOver);
+  if (!runs) return std::nullopt;
+  const auto partner = partner_flats(*runs, a, b);
+  if (!partner) return std::nullopt;
+  const auto results = run_each(*runs, result_itemsize,
+                                [&](size_t r, const at::Tensor& flat) { return fn(flat, (*partner)[r]); });
+  if (!results) return std::nullopt;
+  try {
+    return RunsResult{*runs, *results, a, [&](size_t i) { return fn(a[i], b[i]); }, filter_empty, lock}.level(like);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// In place over the runs of `a` (and b's laid out alike); see write_packed.
+bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
+                FunctionRef<NestedKey(size_t)> key_of, const char* op) {
+  const std::optional<PackedRuns> runs = packed_runs(a, Padding::Skip);
+  if (!runs) return false;
+  std::optional<c10::SmallVector<at::Tensor, 4>> partner;
+  if (b != nullptr && !(partner = partner_flats(*runs, a, *b))) return false;
+  for (const at::Tensor& flat : runs->flats) {
+    if (flat.is_inference() && !c10::InferenceMode::is_enabled()) return false;  // as write_over, before any write
+  }
+  for (size_t r = 0; r < runs->flats.size(); ++r) {
+    const at::Tensor& flat = runs->flats[r];
+    if (write_over(flat, [&] { write(flat, partner ? (*partner)[r] : at::Tensor()); })) continue;
+    if (r == 0) return false;  // nothing written: the per-leaf path names the key
+    bump_versions(a);
+    // Runs before this one are written: find the failing leaf on copies, in key order, so that
+    // no leaf is written twice, and name it as the per-leaf path would.
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (runs->run[i] != r) continue;
+      try {
+        const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
+        write(a[i].clone(), b != nullptr ? (*b)[i] : at::Tensor());
+      } catch (...) {
+        rethrow_leaf_error(op, [&] { return key_of(i); });
+      }
+    }
+    TD_THROW(RuntimeError, op, " failed over the leaves of dtype ", c10::toString(flat.scalar_type()),
+             " but over none of them alone");
+  }
+  bump_versions(a);
+  return true;
+}
+
+}  // namespace
+
+bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& flat)> write,
+                  FunctionRef<NestedKey(size_t)> key_of, const char* op) {
+  if (const at::Tensor flat = packed_storage(leaves); write_over(flat, [&] { write(flat); })) {
+    bump_versions(leaves);
+    return true;
+  }
+  return write_runs(
+      leaves, nullptr, [&](const at::Tensor& flat, const at::Tensor&) { write(flat); }, key_of, op);
+}
+
+bool write_packed(const LeafList& a, const LeafList& b,
+                  FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write,
+                  FunctionRef<NestedKey(size_t)> key_of, const char* op) {
+  if (const at::Tensor fa = packed_storage(a); fa.defined()) {
+    const at::Tensor fb = packed_storage(b);
+    if (fb.defined() && same_layout(a, b) && write_over(fa, [&] { write(fa, fb); })) {
+      bump_versions(a);
+      return true;
+    }
+  }
+  return write_runs(a, &b, write, key_of, op);
+}
+
+}  // namespace ops
+}  // namespace tensordict

@@ -1,0 +1,85 @@
+#pragma once
+// Note [Packed runs]: one kernel per run of leaves, where one kernel over the whole storage
+// (ops/packed.h) does not apply. A run is a list of leaves of one dtype that lie back to back in
+// one storage. A consolidated tensordict of mixed dtypes is one run per dtype (consolidate lays
+// each dtype's leaves out together); one whose 4-byte leaves Python's layout pads, a subset of
+// one (select, exclude) and an op's result over one (a storage per run) are a few runs too.
+//
+// Padding between two leaves of a run:
+// - out of place, over floating or complex leaves, a run covers padding shorter than 8 bytes
+//   (Python's alignment): the op reads those bytes, which cannot trap for these dtypes, and its
+//   result holds their image where no leaf looks;
+// - in place, and for reductions, all(), any() and (a == b).all(), a run never covers a byte
+//   outside a leaf: a run stops at padding, which stays as it was and is never read.
+// Integer and bool leaves never run over padding (an integer division by a padding zero traps).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
+
+#include <tensordict/function_ref.h>
+#include <tensordict/key.h>
+
+#include <tensordict/tensor_dict.h>
+
+#include "ops/leafwise.h"
+
+namespace tensordict {
+namespace ops {
+
+/// Where the leaves of a list lie in their runs.
+struct PackedRuns {
+  /// One 1-D view per run, from its first leaf's first element to its last leaf's last.
+  c10::SmallVector<at::Tensor, 4> flats;
+  /// Per leaf, in the list's order: its run, and its storage offset in that run's flat.
+  c10::SmallVector<uint32_t, 32> run;
+  c10::SmallVector<int64_t, 32> offset;
+};
+
+/// Whether a run may cover padding between leaves (Note [Packed runs]).
+enum class Padding { Skip, ReadOver };
+
+/// The runs of `leaves`: each contiguous, untracked by autograd, unnamed, not lazily negated or
+/// conjugated, none overlapping another. Nullopt otherwise, and where runs would not save
+/// kernels (more than one run for two leaves): the per-leaf path is as fast.
+std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding);
+
+/// `fn` once per run of `leaves` (Padding::ReadOver: `fn` is elementwise), its results cut into
+/// leaves laid out as `leaves` (a storage per run). Nullopt when there are no runs, when `fn`
+/// raises a c10::Error (the per-leaf path then names the key), or when a result is too large to
+/// make at once (kLargestPackedCpuResult) or views its input.
+std::optional<LeafList> map_runs(const LeafList& leaves, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                 size_t result_itemsize = 0);
+/// map_runs, its results laid out as `like` (its tensor leaves `leaves`, in key order): leaves
+/// made on first access (Note [Lazy leaves]); `filter_empty` and `lock` as packed_result's.
+std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const LeafList& leaves,
+                                          FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,
+                                          bool filter_empty, bool lock);
+/// map_runs_result for a binary elementwise `fn` between leaves `a[i]` and `b[i]`, where b's
+/// leaves lie in runs laid out as a's (same offsets in each run, each run one storage and dtype).
+std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,
+                                               FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
+                                               size_t result_itemsize, bool filter_empty, bool lock);
+
+/// An in-place elementwise `write` over the leaves: once over their packed storage
+/// (packed_storage, write_over), else once per run (Padding::Skip); then every leaf's version is
+/// bumped. False when nothing was written: the per-leaf path then runs and names the key. When
+/// a run after the first fails, the runs before it stay written and the error names the leaf
+/// that fails (`key_of(i)`, `op`), as the per-leaf path would have, never writing a leaf twice.
+bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& flat)> write,
+                  FunctionRef<NestedKey(size_t)> key_of, const char* op);
+/// The same for `write(a_flat, b_flat)`, in place over a's leaves, reading b's laid out alike.
+bool write_packed(const LeafList& a, const LeafList& b,
+                  FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write,
+                  FunctionRef<NestedKey(size_t)> key_of, const char* op);
+
+/// b's runs laid out as `runs` (a's): one flat per run of `runs`; nullopt when b's leaves do not
+/// lie so.
+std::optional<c10::SmallVector<at::Tensor, 4>> partner_flats(const PackedRuns& runs, const LeafList& a,
+                                                             const LeafList& b);
+
+}  // namespace ops
+}  // namespace tensordict

@@ -1,0 +1,275 @@
+// One kernel per run of leaves (issue 34 item 1, Note [Packed runs]): a consolidated tensordict of
+// mixed dtypes runs each op once per dtype, one that Python's layout pads reads over the padding
+// out of place and never writes it, and every result equals the per-leaf one. Kernels are counted
+// with a RecordFunction callback: the per-leaf path makes one call per leaf.
+#include "support/catch_torch.h"
+
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include <ATen/record_function.h>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/ops.h>
+
+using namespace tensordict;
+
+namespace {
+
+// How many times `run` calls the ATen op `op` through the dispatcher (on this thread).
+class KernelCount {
+ public:
+  template <typename Run>
+  static int of(const char* op, Run&& run) {
+    name() = op;
+    calls() = 0;
+    const at::CallbackHandle handle =
+        at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start).scopes({at::RecordScope::FUNCTION}));
+    try {
+      run();
+    } catch (...) {
+      at::removeCallback(handle);
+      throw;
+    }
+    at::removeCallback(handle);
+    return calls();
+  }
+
+ private:
+  static std::string& name() {
+    static thread_local std::string n;
+    return n;
+  }
+  static int& calls() {
+    static thread_local int c = 0;
+    return c;
+  }
+  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+    if (name() == fn.name()) ++calls();
+    return nullptr;
+  }
+};
+
+// 9 leaves of 3 dtypes whose keys interleave the dtypes, some nested: consolidate lays them out
+// as 3 runs (float, double, int64), with no padding.
+TensorDict mixed() {
+  TensorDict td({}, {4});
+  td.set("f0", at::randn({4, 3}));
+  td.set("d0", at::randn({4}, at::kDouble));
+  td.set("i0", at::randint(1, 9, {4, 2}, at::kLong));
+  td.set({"n", "f1"}, at::randn({4, 5}));
+  td.set({"n", "d1"}, at::randn({4, 2}, at::kDouble));
+  td.set("f2", at::randn({4, 0}));  // 0-size
+  td.set("i1", at::randint(1, 9, {4}, at::kLong));
+  td.set({"n", "i2"}, at::randint(1, 9, {4, 3}, at::kLong));
+  td.set("f3", at::randn({4, 2}));
+  return td;
+}
+
+// Every leaf of `a` has `b`'s dtype, shape and values under the same key.
+void require_same(const TensorDict& a, const TensorDict& b) {
+  const std::vector<NestedKey> keys = b.keys(true, true);
+  REQUIRE(a.keys(true, true).size() == keys.size());
+  for (const NestedKey& k : keys) {
+    INFO(k.repr());
+    const at::Tensor x = a.get(k), y = b.get(k);
+    REQUIRE(x.scalar_type() == y.scalar_type());
+    REQUIRE(x.sizes() == y.sizes());
+    CHECK(at::allclose(x, y, 1e-6, 1e-6, /*equal_nan=*/true));
+  }
+}
+
+// How many storages the leaves of `td` sit in.
+size_t storages(const TensorDict& td) {
+  std::set<const void*> seen;
+  for (const Entry& e : td.values(true, true)) seen.insert(e.tensor().storage().unsafeGetStorageImpl());
+  return seen.size();
+}
+
+// A leaf's byte offset in its consolidated storage.
+int64_t byte_offset(const TensorDict& c, const NestedKey& key) {
+  const at::Tensor t = c.get(key);
+  return t.storage_offset() * static_cast<int64_t>(t.element_size());
+}
+
+}  // namespace
+
+TEST_CASE("consolidate lays each dtype's leaves out together, and reads back", "[unit][packed][runs]") {
+  const TensorDict plain = mixed();
+  const TensorDict c = consolidate(plain);
+  // Groups in the order the dtypes first appear (float, double, int64), key order within each.
+  CHECK(byte_offset(c, "f0") == 0);
+  CHECK(byte_offset(c, {"n", "f1"}) == 48);
+  CHECK(byte_offset(c, "f3") == 48 + 80);
+  CHECK(byte_offset(c, "d0") == 48 + 80 + 32);
+  CHECK(byte_offset(c, {"n", "d1"}) == 160 + 32);
+  CHECK(byte_offset(c, "i0") == 160 + 32 + 64);
+  CHECK(consolidated_storage(c).numel() == 256 + 64 + 32 + 96);
+  // The metadata gives each leaf its own [start, stop): the file and byte forms read back.
+  const json::Value& leaf = *consolidated_metadata(c).find("leaves")->find("d0");
+  CHECK(leaf.dump() == R"(["torch.float64",[4],160,192,0])");
+  require_same(from_bytes(to_bytes(plain)), plain);
+  require_same(c, plain);
+  // One dtype: Python's key-order layout, byte for byte.
+  const TensorDict floats = consolidate(TensorDict({{"b", at::ones({3})}, {"a", at::ones({2})}}, {}));
+  CHECK(byte_offset(floats, "b") == 0);
+  CHECK(byte_offset(floats, "a") == 16);  // 12 bytes and 4 of padding
+}
+
+TEST_CASE("out-of-place ops over mixed dtypes run once per dtype, exactly", "[unit][packed][runs]") {
+  const TensorDict plain = mixed();
+  const TensorDict c = consolidate(plain);
+  TensorDict out;
+  CHECK(KernelCount::of("aten::exp", [&] { out = c.exp(); }) == 3);
+  require_same(out, plain.exp());
+  CHECK(storages(out) == 3);
+  CHECK(out.is_locked() == c.is_locked());
+  // An int64 leaf times a c10::Scalar is two calls (the Scalar overload wraps it and calls the
+  // Tensor one): at most two a run, where the per-leaf path makes at least one a leaf (9).
+  CHECK(KernelCount::of("aten::mul", [&] { out = c * 2; }) <= 4);
+  require_same(out, plain * 2);
+  // The result's runs (a storage per dtype) are runs again: a chain stays at one kernel a dtype.
+  const TensorDict once = c + 1;
+  CHECK(KernelCount::of("aten::sub", [&] { out = once.sub(3); }) <= 4);
+  require_same(out, (plain + 1).sub(3));
+  CHECK(storages(out) == 3);
+  // `to` the double run's own dtype returns its leaves themselves, as per leaf; the others convert
+  // once a run.
+  CHECK(KernelCount::of("aten::_to_copy", [&] { out = c.to(at::kDouble); }) == 2);
+  require_same(out, plain.to(at::kDouble));
+  CHECK(out.get("d0").is_same(c.get("d0")));
+  require_same(c.clone(), plain.clone());
+  require_same(c.clamp(-0.5, 0.5), plain.clamp(-0.5, 0.5));
+}
+
+TEST_CASE("ops between two mixed consolidated tensordicts of one layout run once per dtype", "[unit][packed][runs]") {
+  const TensorDict x = mixed(), y = mixed();
+  const TensorDict a = consolidate(x), b = consolidate(y);
+  TensorDict out;
+  CHECK(KernelCount::of("aten::add", [&] { out = a + b; }) == 3);
+  require_same(out, x + y);
+  require_same(a.eq(b), x.eq(y));
+  CHECK(storages(a.eq(b)) == 3);  // one bool result a run
+  CHECK((a == a.clone()).all());
+  CHECK_FALSE((a == b).all());
+  require_same(a.maximum(b), x.maximum(y));
+  // In place, a's storage written once per dtype.
+  TensorDict xa = x.clone(), ya = y.clone();
+  TensorDict target = consolidate(xa);
+  const TensorDict partner = consolidate(ya);
+  CHECK(KernelCount::of("aten::add_", [&] { target.add_(partner); }) == 3);
+  xa.add_(ya);
+  require_same(target, xa);
+}
+
+TEST_CASE("in-place ops over mixed dtypes write each dtype's run once, versions bumped", "[unit][packed][runs]") {
+  TensorDict plain = mixed();
+  TensorDict c = consolidate(plain);
+  const at::Tensor f0 = c.get("f0");
+  const auto version = f0._version();
+  // (the int64 run's Scalar overload calls the Tensor one)
+  CHECK(KernelCount::of("aten::mul_", [&] { c.mul_(3); }) <= 4);
+  plain.mul_(3);
+  require_same(c, plain);
+  CHECK(f0._version() > version);
+  CHECK(KernelCount::of("aten::zero_", [&] { c.zero_(); }) == 3);
+  plain.zero_();
+  require_same(c, plain);
+}
+
+TEST_CASE("reductions, all() and any() over mixed dtypes read each run once", "[unit][packed][runs]") {
+  const TensorDict plain = mixed();
+  const TensorDict c = consolidate(plain);
+  CHECK(at::allclose(c.sum(reduce), plain.sum(reduce), 1e-5, 1e-5));
+  CHECK(c.sum(reduce).scalar_type() == plain.sum(reduce).scalar_type());
+  CHECK(at::allclose(c.mean(reduce), plain.mean(reduce), 1e-5, 1e-5));
+  CHECK(at::equal(c.amax(reduce), plain.amax(reduce)));
+  const TensorDict positive = c.gt(-100);
+  CHECK(positive.all());
+  CHECK(c.gt(100).any() == false);
+  CHECK(c.lt(0).any() == plain.lt(0).any());
+}
+
+TEST_CASE("Python's padding is read over out of place, never written in place", "[unit][packed][runs]") {
+  // 3-float leaves: each padded with 4 bytes, as Python lays them out.
+  TensorDict plain({}, {3});
+  for (int i = 0; i < 6; ++i) plain.set("l" + std::to_string(i), at::randn({3}));
+  TensorDict c = consolidate(plain);
+  const at::Tensor storage = consolidated_storage(c);
+  REQUIRE(storage.numel() == 6 * 16);
+  TensorDict doubled;
+  CHECK(KernelCount::of("aten::mul", [&] { doubled = c * 2; }) == 1);  // one run over the padding
+  require_same(doubled, plain * 2);
+  CHECK(storages(doubled) == 1);
+  c.add_(1).mul_(-2);
+  plain.add_(1).mul_(-2);
+  require_same(c, plain);
+  for (int i = 0; i < 6; ++i) {
+    INFO(i);
+    CHECK(storage.narrow(0, i * 16 + 12, 4).eq(0).all().item<bool>());  // the padding: still zeros
+  }
+  // Integer leaves never run over padding: per leaf (one run a leaf gains nothing), the same values.
+  TensorDict ints({}, {3});
+  for (int i = 0; i < 4; ++i) ints.set("i" + std::to_string(i), at::randint(-5, 5, {3}, at::kInt));
+  const TensorDict ci = consolidate(ints);
+  require_same(ci * 3, ints * 3);
+  CHECK(storages(ci * 3) == 4);
+}
+
+TEST_CASE("a subset of a consolidated tensordict runs over its own leaves only", "[unit][packed][runs]") {
+  TensorDict plain({}, {4});
+  for (int i = 0; i < 8; ++i) plain.set("l" + std::to_string(i), at::randn({4, 2}));
+  TensorDict c = consolidate(plain);
+  TensorDict out;
+  CHECK(KernelCount::of("aten::exp", [&] { out = c.select({"l0", "l1", "l5", "l6"}).exp(); }) == 2);
+  require_same(out, plain.select({"l0", "l1", "l5", "l6"}).exp());
+  const at::Tensor kept = c.get("l3").clone();
+  TensorDict subset = c.exclude({"l3"});
+  CHECK(KernelCount::of("aten::mul_", [&] { subset.mul_(10); }) == 2);  // l0-l2 and l4-l7
+  CHECK(at::equal(c.get("l3"), kept));  // between two runs, never written
+  CHECK(at::allclose(c.get("l4"), plain.get("l4") * 10));
+}
+
+TEST_CASE("leaves that overlap, are not contiguous or need grad take the per-leaf path", "[unit][packed][runs]") {
+  // Overlapping views: in place, the shared elements change twice, as leaf by leaf.
+  at::Tensor x = at::zeros({6});
+  TensorDict overlap({{"a", x.narrow(0, 0, 4)}, {"b", x.narrow(0, 2, 4)}, {"c", at::zeros({4}, at::kDouble)}}, {4});
+  overlap.add_(1);
+  CHECK(at::equal(x, at::tensor({1.f, 1.f, 2.f, 2.f, 1.f, 1.f})));
+  // A transposed leaf among packed ones: per leaf, the same values.
+  TensorDict plain = mixed();
+  TensorDict c = consolidate(plain);
+  TensorDict partial = c.clone();
+  partial.set("t", at::randn({3, 4}).t());
+  TensorDict expected = plain.clone();
+  expected.set("t", partial.get("t"));
+  require_same(partial.exp(), expected.exp());
+  // A leaf that needs grad: autograd sees every op.
+  TensorDict grads = consolidate(TensorDict({{"a", at::randn({4})}, {"b", at::randn({4})}, {"c", at::randn({4}, at::kDouble)}}, {4})).clone();
+  grads.get("a").requires_grad_(true);
+  grads.get("c").requires_grad_(true);
+  const TensorDict doubled = grads * 2;
+  (doubled.get("a").sum() + doubled.get("c").sum()).backward();
+  CHECK(at::equal(grads.get("a").grad(), at::full({4}, 2.f)));
+}
+
+TEST_CASE("an in-place error after a run was written names the failing leaf and writes no leaf twice",
+          "[unit][packed][runs]") {
+  TensorDict plain({}, {4});
+  plain.set("f0", at::ones({4, 2}));
+  plain.set("b0", at::ones({4, 2}, at::kBool));
+  plain.set("f1", at::ones({4, 2}));
+  plain.set("b1", at::ones({4, 2}, at::kBool));
+  TensorDict c = consolidate(plain);
+  // The float run is written, then bool * 2.5 cannot be cast back: the error names b0.
+  CHECK_THROWS_WITH(c.mul_(2.5), Catch::Contains("'b0'"));
+  CHECK(at::equal(c.get("f0"), at::full({4, 2}, 2.5f)));
+  CHECK(at::equal(c.get("f1"), at::full({4, 2}, 2.5f)));
+  CHECK(c.get("b1").all().item<bool>());
+  // The first run failing writes nothing: the per-leaf path names the key, as before.
+  TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}, {"f", at::ones({4})}}, {4}));
+  CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));
+}
