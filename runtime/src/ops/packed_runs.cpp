@@ -154,15 +154,18 @@ std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
   c10::SmallVector<Span, 32> spans;
   spans.reserve(n);
   const size_t most_storages = std::min(kMostStorages, n / 2);
-  for (size_t i = 0; i < n; ++i) {
-    const at::Tensor& t = leaves[i];
+  for (const at::Tensor& t : leaves) {  // first the storages alone: what refuses most trees, cheaply
     if (!t.defined() || !t.has_storage()) return std::nullopt;
     const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
     if (std::find(storages.begin(), storages.end(), storage) == storages.end()) {
       if (storages.size() == most_storages) return std::nullopt;
       storages.push_back(storage);
     }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& t = leaves[i];
     if (!runnable(t)) return std::nullopt;
+    const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
     const auto item = static_cast<int64_t>(t.element_size());
     const int64_t begin = t.storage_offset() * item;
     spans.push_back(Span{storage, begin, begin + t.numel() * item, static_cast<uint32_t>(i)});
