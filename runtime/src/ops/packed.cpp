@@ -202,17 +202,17 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
 }
 
 namespace {
-TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves, size_t& next,
-                        bool filter_empty, bool lock) {
+TensorDict level_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
+                      bool filter_empty, bool lock, bool packed) {
   LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
-  out.mark_packed_result();
+  if (packed) out.mark_packed_result();
   like.for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {
       case EntryKind::Tensor:
-        out.append_lazy(key, flat, leaves[next++]);
+        add_leaf(out, key);
         break;
       case EntryKind::TensorDict: {
-        TensorDict child = packed_level(*entry.tensordict_unchecked().impl(), flat, leaves, next, filter_empty, lock);
+        TensorDict child = level_like(*entry.tensordict_unchecked().impl(), add_leaf, filter_empty, lock, packed);
         if (!filter_empty || child.num_keys() != 0) {
           if (lock) out.add_locked_child(child);
           out.append(key, std::move(child));
@@ -230,10 +230,17 @@ TensorDict packed_level(const TensorDictBase& like, const at::Tensor& flat, cons
 }
 }  // namespace
 
+TensorDict build_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
+                      bool filter_empty, bool lock, bool packed) {
+  return level_like(like, add_leaf, filter_empty, lock, packed);
+}
+
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
                          bool filter_empty, bool lock) {
   size_t next = 0;
-  return packed_level(like, flat, leaves, next, filter_empty, lock);
+  return build_like(
+      like, [&](LevelBuilder& out, const std::string& key) { out.append_lazy(key, flat, leaves[next++]); }, filter_empty,
+      lock, /*packed=*/true);
 }
 
 }  // namespace ops

@@ -14,6 +14,7 @@
 
 namespace tensordict {
 
+class LevelBuilder;
 struct LevelShape;
 
 namespace ops {
@@ -67,6 +68,13 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves);
 /// would leave it (keep_lock then has nothing to do).
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
                          bool filter_empty = false, bool lock = false);
+
+/// A tree shaped like `like` (its batch sizes, dim names, nested levels and non-tensor entries),
+/// whose tensor leaves `add_leaf(level, key)` adds, in key order (depth first): the frame of every
+/// packed result. `filter_empty` drops nested levels left without entries, `lock` builds it
+/// locked; `packed` marks its levels as a packed op's result (Note [Intact results]).
+TensorDict build_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder& level, const std::string& key)> add_leaf,
+                      bool filter_empty, bool lock, bool packed);
 
 /// fn(flat), an out-of-place op over a whole packed storage, for a result laid out like the
 /// operand; undefined when `flat` is undefined, when `fn` raises a c10::Error (the per-leaf path

@@ -11,12 +11,11 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/core/InferenceMode.h>
 
-#include <tensordict/entry.h>
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict_base.h>
 
-#include "core/forward_ad.h"
 #include "backends/in_memory/level_builder.h"
+#include "core/forward_ad.h"
 #include "core/strided_view.h"
 #include "ops/packed.h"
 
@@ -103,47 +102,23 @@ LeafList cut_runs(const PackedRuns& runs, c10::ArrayRef<at::Tensor> results, con
 
 // A result shaped like `like` whose leaves are made on first access (Note [Lazy leaves]): leaf i
 // a view of its run's result, laid out as `leaves[i]` (like's tensor leaves in key order).
-struct RunsResult {
-  const PackedRuns& runs;
-  c10::ArrayRef<at::Tensor> results;
-  const LeafList& leaves;
-  FunctionRef<at::Tensor(size_t)> over_leaf;
-  bool filter_empty, lock;
+TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::ArrayRef<at::Tensor> results,
+                       const LeafList& leaves, FunctionRef<at::Tensor(size_t)> over_leaf, bool filter_empty, bool lock) {
   size_t next = 0;
-
-  TensorDict level(const TensorDictBase& like) {
-    LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
-    like.for_each([&](const std::string& key, const Entry& entry) {
-      switch (entry.kind()) {
-        case EntryKind::Tensor: {
-          const size_t i = next++;
-          const at::Tensor& result = results[runs.run[i]];
-          if (result.defined()) {
-            out.append_lazy_at(key, result, result.storage_offset() + runs.offset[i], leaves[i].sizes(),
-                               leaves[i].strides());
-          } else {
-            out.append(key, over_leaf(i));
-          }
-          break;
+  return build_like(
+      like,
+      [&](LevelBuilder& out, const std::string& key) {
+        const size_t i = next++;
+        const at::Tensor& result = results[runs.run[i]];
+        if (result.defined()) {
+          out.append_lazy_at(key, result, result.storage_offset() + runs.offset[i], leaves[i].sizes(),
+                             leaves[i].strides());
+        } else {
+          out.append(key, over_leaf(i));
         }
-        case EntryKind::TensorDict: {
-          TensorDict child = level(*entry.tensordict_unchecked().impl());
-          if (!filter_empty || child.num_keys() != 0) {
-            if (lock) out.add_locked_child(child);
-            out.append(key, std::move(child));
-          }
-          break;
-        }
-        case EntryKind::NonTensor:
-          out.append(key, entry.non_tensor());
-          break;
-        case EntryKind::Undefined:
-          break;
-      }
-    });
-    return out.finish_like(like, lock);
-  }
-};
+      },
+      filter_empty, lock, /*packed=*/false);
+}
 
 }  // namespace
 
@@ -268,7 +243,7 @@ std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const Leaf
   const auto results = run_each(*runs, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
   if (!results) return std::nullopt;
   try {
-    return RunsResult{*runs, *results, leaves, [&](size_t i) { return fn(leaves[i]); }, filter_empty, lock}.level(like);
+    return runs_result(like, *runs, *results, leaves, [&](size_t i) { return fn(leaves[i]); }, filter_empty, lock);
   } catch (const c10::Error&) {
     return std::nullopt;
   }
@@ -285,7 +260,7 @@ std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const
                                 [&](size_t r, const at::Tensor& flat) { return fn(flat, (*partner)[r]); });
   if (!results) return std::nullopt;
   try {
-    return RunsResult{*runs, *results, a, [&](size_t i) { return fn(a[i], b[i]); }, filter_empty, lock}.level(like);
+    return runs_result(like, *runs, *results, a, [&](size_t i) { return fn(a[i], b[i]); }, filter_empty, lock);
   } catch (const c10::Error&) {
     return std::nullopt;
   }
