@@ -201,9 +201,8 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
   return out;
 }
 
-namespace {
-TensorDict level_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
-                      bool filter_empty, bool lock, bool packed) {
+TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
+                       bool filter_empty, bool lock, bool packed) {
   LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
   if (packed) out.mark_packed_result();
   like.for_each([&](const std::string& key, const Entry& entry) {
@@ -212,7 +211,7 @@ TensorDict level_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&
         add_leaf(out, key);
         break;
       case EntryKind::TensorDict: {
-        TensorDict child = level_like(*entry.tensordict_unchecked().impl(), add_leaf, filter_empty, lock, packed);
+        TensorDict child = result_like(*entry.tensordict_unchecked().impl(), add_leaf, filter_empty, lock, packed);
         if (!filter_empty || child.num_keys() != 0) {
           if (lock) out.add_locked_child(child);
           out.append(key, std::move(child));
@@ -228,17 +227,11 @@ TensorDict level_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&
   });
   return out.finish_like(like, lock);
 }
-}  // namespace
-
-TensorDict build_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
-                      bool filter_empty, bool lock, bool packed) {
-  return level_like(like, add_leaf, filter_empty, lock, packed);
-}
 
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,
                          bool filter_empty, bool lock) {
   size_t next = 0;
-  return build_like(
+  return result_like(
       like, [&](LevelBuilder& out, const std::string& key) { out.append_lazy(key, flat, leaves[next++]); }, filter_empty,
       lock, /*packed=*/true);
 }

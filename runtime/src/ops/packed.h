@@ -73,8 +73,8 @@ TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, con
 /// whose tensor leaves `add_leaf(level, key)` adds, in key order (depth first): the frame of every
 /// packed result. `filter_empty` drops nested levels left without entries, `lock` builds it
 /// locked; `packed` marks its levels as a packed op's result (Note [Intact results]).
-TensorDict build_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder& level, const std::string& key)> add_leaf,
-                      bool filter_empty, bool lock, bool packed);
+TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder& level, const std::string& key)> add_leaf,
+                       bool filter_empty, bool lock, bool packed);
 
 /// fn(flat), an out-of-place op over a whole packed storage, for a result laid out like the
 /// operand; undefined when `flat` is undefined, when `fn` raises a c10::Error (the per-leaf path

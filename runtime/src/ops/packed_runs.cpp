@@ -105,7 +105,7 @@ LeafList cut_runs(const PackedRuns& runs, c10::ArrayRef<at::Tensor> results, con
 TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::ArrayRef<at::Tensor> results,
                        const LeafList& leaves, FunctionRef<at::Tensor(size_t)> over_leaf, bool filter_empty, bool lock) {
   size_t next = 0;
-  return build_like(
+  return result_like(
       like,
       [&](LevelBuilder& out, const std::string& key) {
         const size_t i = next++;
