@@ -17,6 +17,9 @@
 
 using namespace tensordict;
 
+// A namespace of its own, not an anonymous one: the sanitizer build compiles test files together
+// (unity build), where the helpers of another file share the anonymous namespace.
+namespace packed_runs_test {
 namespace {
 
 // How many times `run` calls the ATen op `op` through the dispatcher (on this thread).
@@ -273,3 +276,5 @@ TEST_CASE("an in-place error after a run was written names the failing leaf and 
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}, {"f", at::ones({4})}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));
 }
+
+}  // namespace packed_runs_test
