@@ -15,6 +15,8 @@
 #include <tensordict/entry.h>
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/intact_runs.h"
+
 using namespace tensordict;
 
 // A namespace of its own, not an anonymous one: the sanitizer build compiles test files together
@@ -146,6 +148,38 @@ TEST_CASE("out-of-place ops over mixed dtypes run once per dtype, exactly", "[un
   CHECK(out.get("d0").is_same(c.get("d0")));
   require_same(c.clone(), plain.clone());
   require_same(c.clamp(-0.5, 0.5), plain.clamp(-0.5, 0.5));
+}
+
+TEST_CASE("an unread result over runs takes the next op over its storages, its leaves unmade",
+          "[unit][packed][runs]") {
+  const TensorDict plain = mixed();
+  const TensorDict c = consolidate(plain);
+  const TensorDict once = c * 2;
+  const auto storages = in_memory::intact_runs(*once.impl());
+  REQUIRE(storages);
+  CHECK(storages->size() == 3);
+  TensorDict twice;
+  CHECK(KernelCount::of("aten::exp", [&] { twice = once.exp(); }) == 3);
+  CHECK(in_memory::intact_runs(*once.impl()));  // still unread: exp made none of its leaves
+  CHECK(in_memory::intact_runs(*twice.impl()));
+  require_same(twice, (plain * 2).exp());
+  require_same(twice.sub(1), (plain * 2).exp().sub(1));
+  // Read, its leaves are made: a leaf pointed elsewhere through its handle is seen by the next op.
+  const TensorDict read = c * 2;
+  at::Tensor f0 = read.get("f0");
+  CHECK_FALSE(in_memory::intact_runs(*read.impl()));
+  f0.set_(at::zeros({4, 3}));
+  CHECK(at::equal(read.exp().get("f0"), at::ones({4, 3})));
+  // Written: its records are dropped.
+  TensorDict written = c * 2;
+  written.unlock_();  // (results keep their operand's lock)
+  written.set("f3", at::full({4, 2}, 3.f));
+  CHECK_FALSE(in_memory::intact_runs(*written.impl()));
+  CHECK(at::allclose(written.exp().get("f3"), at::full({4, 2}, 3.f).exp()));
+  // In place, an unread result takes the runs path over its made leaves.
+  TensorDict inplace = c * 2;
+  inplace.add_(1);
+  require_same(inplace, plain * 2 + 1);
 }
 
 TEST_CASE("ops between two mixed consolidated tensordicts of one layout run once per dtype", "[unit][packed][runs]") {

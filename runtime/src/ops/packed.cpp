@@ -143,8 +143,8 @@ std::optional<TensorDict> map_packed(const TensorDictBase& like, const LeafList&
 std::optional<TensorDict> map_intact(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                      size_t result_itemsize, bool filter_empty, bool lock) {
   const at::Tensor out = run_over(intact_storage_for_result(td, result_itemsize), fn);
-  if (!out.defined()) return std::nullopt;
-  return in_memory::intact_packed_like(td, out, filter_empty, lock);
+  if (out.defined()) return in_memory::intact_packed_like(td, out, filter_empty, lock);
+  return map_intact_runs(td, fn, result_itemsize, filter_empty, lock);  // Note [Intact runs]
 }
 
 bool write_over(const at::Tensor& flat, FunctionRef<void()> write) {

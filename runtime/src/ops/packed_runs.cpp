@@ -14,6 +14,7 @@
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict_base.h>
 
+#include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/level_builder.h"
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
@@ -117,7 +118,7 @@ TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::
           out.append(key, over_leaf(i));
         }
       },
-      filter_empty, lock, /*packed=*/false);
+      filter_empty, lock, /*packed=*/true);  // a write drops its records (Note [Intact runs])
 }
 
 }  // namespace
@@ -247,6 +248,20 @@ std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const Leaf
   } catch (const c10::Error&) {
     return std::nullopt;
   }
+}
+
+std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                          size_t result_itemsize, bool filter_empty, bool lock) {
+  const auto storages = in_memory::intact_runs(td);
+  if (!storages) return std::nullopt;
+  c10::SmallVector<at::Tensor, 4> results;
+  for (const at::Tensor& flat : *storages) {
+    if (too_large(flat, result_itemsize)) return std::nullopt;
+    at::Tensor out = run_over(flat, fn);  // undefined too where it views `flat`: made per leaf then
+    if (!fits(out, flat)) return std::nullopt;
+    results.push_back(std::move(out));
+  }
+  return in_memory::intact_runs_like(td, *storages, results, filter_empty, lock);
 }
 
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,

@@ -58,6 +58,11 @@ std::optional<LeafList> map_runs(const LeafList& leaves, FunctionRef<at::Tensor(
 std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const LeafList& leaves,
                                           FunctionRef<at::Tensor(const at::Tensor&)> fn, size_t result_itemsize,
                                           bool filter_empty, bool lock);
+/// `fn` once over each storage of an unread result over runs (Note [Intact runs]), its result laid
+/// out as `td`; nullopt when `td` is no such result, `fn` raises a c10::Error or a result is too
+/// large or views its input.
+std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                                          size_t result_itemsize, bool filter_empty, bool lock);
 /// map_runs_result for a binary elementwise `fn` between leaves `a[i]` and `b[i]`, where b's
 /// leaves lie in runs laid out as a's (same offsets in each run, each run one storage and dtype).
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,

@@ -86,6 +86,10 @@ struct LazyLeaves {
     r += 3 + 2 * dim;
     return record;
   }
+  /// A record's first field (slot and flat index) with another slot.
+  static int64_t with_slot(int64_t field, uint32_t slot) {
+    return static_cast<int64_t>((static_cast<uint64_t>(field) & ~uint64_t{0xffffffff}) | slot);
+  }
   /// The flat a record's leaf views.
   const at::Tensor& flat_of(const Record& r) const { return r.storage == 0 ? flat : more_flats[r.storage - 1]; }
   /// The index (for add) of `f`, one of this level's flats, added if new.

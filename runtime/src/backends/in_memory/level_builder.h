@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <c10/util/SmallVector.h>
 
@@ -67,11 +68,13 @@ class LevelBuilder {
     lazy.add(next_slot(), offset, sizes, strides, lazy.flat_index(flat));
     impl_->append_unindexed(key, at::Tensor());
   }
-  /// Lazy leaves laid out as another level's (`like`, its records in slot order), viewing `flat`:
-  /// append_copied_lazy() adds their slots, in the same order. Called before any append_lazy.
-  void copy_lazy(const at::Tensor& flat, const LazyLeaves& like) {
+  /// Lazy leaves laid out as another level's (`like`, its records in slot order), viewing `flat`
+  /// (and `more_flats` where like's view its more_flats): append_copied_lazy() adds their slots,
+  /// in the same order. Called before any append_lazy.
+  void copy_lazy(const at::Tensor& flat, const LazyLeaves& like, std::vector<at::Tensor> more_flats = {}) {
     lazy_ = std::make_unique<LazyLeaves>();
     lazy_->flat = flat;
+    lazy_->more_flats = std::move(more_flats);
     lazy_->records = like.records;
     lazy_->leaves = like.leaves;
     lazy_->elements = like.elements;
@@ -80,7 +83,8 @@ class LevelBuilder {
   void append_copied_lazy(std::string_view key, uint32_t hash, size_t& record) {
     const size_t at = record;
     lazy_->next(record);
-    lazy_->records[at] = next_slot();  // the same slot as in `like` unless an entry before it was dropped
+    // The same slot as in `like` unless an entry before it was dropped; the flat it views kept.
+    lazy_->records[at] = LazyLeaves::with_slot(lazy_->records[at], next_slot());
     impl_->append_unindexed(key, hash, at::Tensor());
   }
   /// The level is part of a packed op's result (TensorDictImpl::mark_packed_result).
