@@ -11,7 +11,8 @@
 //   result holds their image where no leaf looks;
 // - in place, and for reductions, all(), any() and (a == b).all(), a run never covers a byte
 //   outside a leaf: a run stops at padding, which stays as it was and is never read.
-// Integer and bool leaves never run over padding (an integer division by a padding zero traps).
+// Integer and bool leaves never run over padding: its bytes read as an integer can make a
+// division raise (by zero) or trap (INT_MIN by -1), and read as a bool need not be 0 or 1.
 
 #include <cstddef>
 #include <cstdint>
