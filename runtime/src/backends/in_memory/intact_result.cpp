@@ -3,6 +3,7 @@
 #include <string>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 #include <ATen/core/grad_mode.h>
 
@@ -178,22 +179,42 @@ void bump_level(const TensorDictImpl& level) {
   });
 }
 
+// What a result's leaves view: `flat` (one storage, whose shape may be shared), or, over several
+// (Note [Intact runs]), results[i] where the operand's leaves view storages[i].
+struct ResultStorages {
+  const at::Tensor* flat = nullptr;
+  c10::ArrayRef<at::Tensor> storages, results;
+
+  const at::Tensor& of(const at::Tensor& operand) const {
+    if (flat != nullptr) return *flat;
+    for (size_t i = 0; i < storages.size(); ++i)
+      if (storages[i].is_same(operand)) return results[i];
+    TD_THROW(RuntimeError, "a packed result's storage is not the one its operand was found over");
+  }
+};
+
 // `outer`: the tensordict `level` is the table of, whose batch size, device and names the result
 // takes (a consolidated root keeps its names, not its table).
 // `shape`: the level's, when the caller has it already.
-TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const at::Tensor& flat,
+TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const ResultStorages& to,
                       bool filter_empty, bool lock, c10::intrusive_ptr<LevelShape> shape = {}) {
   // One deferred level sharing the operand's shape (Note [Shared shapes]), unless nested levels
-  // without entries are to be dropped.
-  if (!shape) shape = shape_of(level, outer);
-  if (shape && !(filter_empty && shape->has_empty_level)) {
-    return TensorDict(TensorDictImpl::make_deferred(std::move(shape), flat, outer.batch_size(), outer.device(),
-                                                    outer.dim_names(), lock));
+  // without entries are to be dropped. Shapes describe results over one storage only.
+  if (to.flat != nullptr) {
+    if (!shape) shape = shape_of(level, outer);
+    if (shape && !(filter_empty && shape->has_empty_level)) {
+      return TensorDict(TensorDictImpl::make_deferred(std::move(shape), *to.flat, outer.batch_size(), outer.device(),
+                                                      outer.dim_names(), lock));
+    }
   }
   LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
   out.mark_packed_result();
   const LazyLeaves* layout = level.packed_layout();
-  if (layout != nullptr) out.copy_lazy(flat, *layout);
+  if (layout != nullptr) {
+    std::vector<at::Tensor> more;
+    for (const at::Tensor& f : layout->more_flats) more.push_back(to.of(f));
+    out.copy_lazy(to.of(layout->flat), *layout, std::move(more));
+  }
   size_t record = 0;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     const Entry& e = slot.value;
@@ -204,7 +225,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
         break;
       case EntryKind::TensorDict: {
         const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
-        TensorDict result = build_like(operand_child(child_outer, slot.key), child_outer, flat, filter_empty, lock);
+        TensorDict result = build_like(operand_child(child_outer, slot.key), child_outer, to, filter_empty, lock);
         if (!filter_empty || result.num_keys() != 0) {
           if (lock) out.add_locked_child(result);
           out.append(slot.key, slot.hash, std::move(result));
@@ -245,7 +266,14 @@ TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat
                               c10::intrusive_ptr<LevelShape> shape) {
   const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_packed_like: ", like.type_name(), " is not an in-memory level");
-  return build_like(*level, like, flat, filter_empty, lock, std::move(shape));
+  return build_like(*level, like, ResultStorages{&flat, {}, {}}, filter_empty, lock, std::move(shape));
+}
+
+TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
+                            c10::ArrayRef<at::Tensor> results, bool filter_empty, bool lock) {
+  const TensorDictImpl* level = packed_level(like);
+  TD_CHECK(level != nullptr, RuntimeError, "intact_runs_like: ", like.type_name(), " is not an in-memory level");
+  return build_like(*level, like, ResultStorages{nullptr, storages, results}, filter_empty, lock);
 }
 
 }  // namespace in_memory

@@ -10,7 +10,6 @@
 #include <tensordict/entry.h>
 
 #include "backends/in_memory/intact_result.h"
-#include "backends/in_memory/level_builder.h"
 #include "backends/in_memory/tensor_dict_impl.h"
 #include "core/forward_ad.h"
 
@@ -58,47 +57,6 @@ bool collect(const TensorDictImpl& level, Storages& storages, std::vector<int64_
   return true;
 }
 
-// A level shaped like `level`, its lazy leaves over `results` where level's are over `storages`.
-TensorDict level_like(const TensorDictImpl& level, c10::ArrayRef<at::Tensor> storages, c10::ArrayRef<at::Tensor> results,
-                      bool filter_empty, bool lock) {
-  LevelBuilder out(level.batch_size(), level.device(), level.num_entries());
-  out.mark_packed_result();
-  const LazyLeaves* layout = level.packed_layout();  // its records, made since or not
-  auto result_of = [&](const at::Tensor& flat) -> const at::Tensor& {
-    for (size_t i = 0; i < storages.size(); ++i)
-      if (storages[i].is_same(flat)) return results[i];
-    TORCH_INTERNAL_ASSERT(false, "intact_runs_like: a storage intact_runs did not find");
-  };
-  if (layout != nullptr) {
-    std::vector<at::Tensor> more;
-    for (const at::Tensor& flat : layout->more_flats) more.push_back(result_of(flat));
-    out.copy_lazy(result_of(layout->flat), *layout, std::move(more));
-  }
-  size_t record = 0;
-  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
-    const Entry& e = slot.value;
-    switch (e.kind()) {
-      case EntryKind::Tensor:
-        out.append_copied_lazy(slot.key, slot.hash, record);
-        break;
-      case EntryKind::TensorDict: {
-        TensorDict child = level_like(*packed_level(*e.tensordict_unchecked().impl()), storages, results, filter_empty, lock);
-        if (!filter_empty || child.num_keys() != 0) {
-          if (lock) out.add_locked_child(child);
-          out.append(slot.key, slot.hash, std::move(child));
-        }
-        break;
-      }
-      case EntryKind::NonTensor:
-        out.append(slot.key, slot.hash, e.non_tensor());
-        break;
-      case EntryKind::Undefined:
-        break;
-    }
-  });
-  return out.finish_like(level, lock);
-}
-
 }  // namespace
 
 std::optional<Storages> intact_runs(const TensorDictBase& td) {
@@ -119,13 +77,6 @@ std::optional<Storages> intact_runs(const TensorDictBase& td) {
       return std::nullopt;
   }
   return storages;
-}
-
-TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
-                            c10::ArrayRef<at::Tensor> results, bool filter_empty, bool lock) {
-  const TensorDictImpl* level = packed_level(like);
-  TD_CHECK(level != nullptr, RuntimeError, "intact_runs_like: ", like.type_name(), " is not an in-memory level");
-  return level_like(*level, storages, results, filter_empty, lock);
 }
 
 }  // namespace in_memory

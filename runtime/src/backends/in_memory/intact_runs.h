@@ -23,6 +23,7 @@ std::optional<c10::SmallVector<at::Tensor, 4>> intact_runs(const TensorDictBase&
 
 /// A result shaped like `like` (intact_runs found its `storages`), its leaves laid out as like's
 /// over `results` (one elementwise result per storage, in the same order), made on first access.
+/// (Defined in intact_result.cpp, with the frame of every intact result.)
 TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
                             c10::ArrayRef<at::Tensor> results, bool filter_empty, bool lock);
 
