@@ -16,6 +16,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/intact_runs.h"
+#include "ops/packed_runs.h"
 
 using namespace tensordict;
 
@@ -309,6 +310,48 @@ TEST_CASE("an in-place error after a run was written names the failing leaf and 
   // The first run failing writes nothing: the per-leaf path names the key, as before.
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}, {"f", at::ones({4})}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));
+}
+
+TEST_CASE("runs never pair overlapping bytes, never stretch over an empty leaf, never take a nested level",
+          "[unit][packed][runs]") {
+  // b's runs laid out as a's, but b's first run is a's second (x and y read q's bytes before p and
+  // q write them), and b's second overlaps a's second in part: leaf by leaf, in key order.
+  const at::Tensor p = at::arange(8, at::kFloat), q = at::arange(12, at::kFloat) + 100;
+  TensorDict a({{"x", p.narrow(0, 0, 4)}, {"y", p.narrow(0, 4, 4)}, {"p", q.narrow(0, 0, 4)}, {"q", q.narrow(0, 4, 4)}}, {4});
+  TensorDict b({{"x", q.narrow(0, 0, 4)}, {"y", q.narrow(0, 4, 4)}, {"p", q.narrow(0, 4, 4)}, {"q", q.narrow(0, 8, 4)}}, {4});
+  const at::Tensor p0 = p.clone(), q0 = q.clone();
+  a.add_(b);
+  CHECK(at::equal(p, p0 + q0.narrow(0, 0, 8)));  // q as it was before p and q were written
+  CHECK(at::equal(q.narrow(0, 0, 4), q0.narrow(0, 0, 4) + q0.narrow(0, 4, 4)));
+  CHECK(at::equal(q.narrow(0, 4, 4), q0.narrow(0, 4, 4) + q0.narrow(0, 8, 4)));
+  // An empty leaf a few bytes past the last one (here past the storage's end) is no reason to read
+  // further: the runs stop at the last leaf with elements.
+  const at::Tensor x = at::arange(10, at::kFloat);
+  TensorDict tail({{"a", x.narrow(0, 0, 5)}, {"b", x.narrow(0, 5, 5)}, {"c", x.as_strided({0}, {1}, 11)}}, {});
+  const TensorDict doubled = tail * 2;
+  CHECK(at::equal(doubled.get("b"), x.narrow(0, 5, 5) * 2));
+  CHECK(doubled.get("c").numel() == 0);
+  // The nested level of a result over runs holds part of each storage: not an unread result of its own.
+  const TensorDict plain = mixed();
+  const TensorDict result = consolidate(plain) * 2;
+  const TensorDict nested = result.get_tensordict("n");
+  CHECK_FALSE(in_memory::intact_runs(*nested.impl()));
+  require_same(nested + 1, plain.get_tensordict("n") * 2 + 1);
+}
+
+TEST_CASE("an integer kernel that fails midway is not run again leaf by leaf", "[unit][packed][runs]") {
+  // floor_divide_ checks each divisor inside its loop: x's elements are divided, then y's zero
+  // raises. The per-leaf path after that would divide x a second time.
+  TensorDict plain({{"x", at::full({2}, 10, at::kLong)}, {"y", at::full({2}, 10, at::kLong)}}, {2});
+  TensorDict c = consolidate(plain);
+  const ops::LeafList a = {c.get("x"), c.get("y")};
+  const at::Tensor divisors = at::tensor({2, 2, 0, 1}, at::kLong);
+  const ops::LeafList b = {divisors.narrow(0, 0, 2), divisors.narrow(0, 2, 2)};
+  CHECK_THROWS_WITH(ops::write_packed(
+                        a, b, [](const at::Tensor& t, const at::Tensor& u) { t.floor_divide_(u); },
+                        [](size_t i) { return NestedKey(i == 0 ? "x" : "y"); }, "floor_divide_"),
+                    Catch::Contains("'y'"));
+  CHECK(at::equal(c.get("x"), at::full({2}, 5, at::kLong)));  // divided once
 }
 
 }  // namespace packed_runs_test

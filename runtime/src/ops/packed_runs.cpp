@@ -168,7 +168,9 @@ std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
         if (s.begin <= end) {
           joins = true;  // next to the run, or an empty leaf inside it
         } else {
-          joins = padding == Padding::ReadOver && may_read_padding(t.scalar_type()) && s.begin - end < 8;
+          // Padding is covered only up to a leaf with elements: an empty one past the run's end
+          // starts a run of its own rather than stretch this one over bytes no leaf follows.
+          joins = !empty && padding == Padding::ReadOver && may_read_padding(t.scalar_type()) && s.begin - end < 8;
         }
       }
     } else {
@@ -257,7 +259,7 @@ std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<
   c10::SmallVector<at::Tensor, 4> results;
   for (const at::Tensor& flat : *storages) {
     if (too_large(flat, result_itemsize)) return std::nullopt;
-    at::Tensor out = run_over(flat, fn);  // undefined too where it views `flat`: made per leaf then
+    at::Tensor out = run_over(flat, fn);  // undefined too where it views `flat`: then per leaf, after all
     if (!fits(out, flat)) return std::nullopt;
     results.push_back(std::move(out));
   }
@@ -283,6 +285,41 @@ std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const
 
 namespace {
 
+// Whether a partner's run `x` shares bytes with a's run `y`, other than being its own run's very
+// bytes (`a op= a`): written in storage order, one run would read what another already wrote,
+// where leaf by leaf the reads come in key order.
+bool overlaps(const at::Tensor& x, const at::Tensor& y, bool own_run) {
+  if (!x.storage().is_alias_of(y.storage())) return false;
+  const auto xi = static_cast<int64_t>(x.element_size()), yi = static_cast<int64_t>(y.element_size());
+  const int64_t xb = x.storage_offset() * xi, xe = xb + x.numel() * xi;
+  const int64_t yb = y.storage_offset() * yi, ye = yb + y.numel() * yi;
+  if (own_run && xb == yb && xe == ye && xi == yi) return false;
+  return xb < ye && yb < xe;
+}
+
+// Integer and bool kernels check values inside their loop (a division by zero): they may raise
+// after writing part of the storage, so their failure is never followed by the per-leaf path.
+bool may_fail_midway(const at::Tensor& flat) { return at::isIntegralType(flat.scalar_type(), /*includeBool=*/true); }
+
+// After `write` failed over `flat`, which holds `leaves` whose run[i] is `r` (all of them when
+// `runs` is null): raises the error of the first of them, in key order, that fails alone, tried on
+// copies so that no leaf is written twice.
+[[noreturn]] void name_failing_leaf(const at::Tensor& flat, const LeafList& a, const LeafList* b, const PackedRuns* runs,
+                                    size_t r, FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
+                                    FunctionRef<NestedKey(size_t)> key_of, const char* op) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (runs != nullptr && runs->run[i] != r) continue;
+    try {
+      const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
+      write(a[i].clone(), b != nullptr ? (*b)[i] : at::Tensor());
+    } catch (...) {
+      rethrow_leaf_error(op, [&] { return key_of(i); });
+    }
+  }
+  TD_THROW(RuntimeError, op, " failed over the leaves of dtype ", c10::toString(flat.scalar_type()),
+           " but over none of them alone");
+}
+
 // In place over the runs of `a` (and b's laid out alike); see write_packed.
 bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
                 FunctionRef<NestedKey(size_t)> key_of, const char* op) {
@@ -290,27 +327,23 @@ bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at:
   if (!runs) return false;
   std::optional<c10::SmallVector<at::Tensor, 4>> partner;
   if (b != nullptr && !(partner = partner_flats(*runs, a, *b))) return false;
-  for (const at::Tensor& flat : runs->flats) {
+  for (size_t r = 0; r < runs->flats.size(); ++r) {
+    const at::Tensor& flat = runs->flats[r];
     if (flat.is_inference() && !c10::InferenceMode::is_enabled()) return false;  // as write_over, before any write
+    if (partner) {
+      for (size_t s = 0; s < runs->flats.size(); ++s)
+        if (overlaps((*partner)[r], runs->flats[s], s == r)) return false;
+    }
   }
   for (size_t r = 0; r < runs->flats.size(); ++r) {
     const at::Tensor& flat = runs->flats[r];
     if (write_over(flat, [&] { write(flat, partner ? (*partner)[r] : at::Tensor()); })) continue;
-    if (r == 0) return false;  // nothing written: the per-leaf path names the key
+    // Nothing written (a dtype error comes before any write): the per-leaf path names the key.
+    if (r == 0 && !may_fail_midway(flat)) return false;
+    // Runs before this one, or part of it, are written: name the failing leaf without writing
+    // any leaf twice.
     bump_versions(a);
-    // Runs before this one are written: find the failing leaf on copies, in key order, so that
-    // no leaf is written twice, and name it as the per-leaf path would.
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (runs->run[i] != r) continue;
-      try {
-        const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
-        write(a[i].clone(), b != nullptr ? (*b)[i] : at::Tensor());
-      } catch (...) {
-        rethrow_leaf_error(op, [&] { return key_of(i); });
-      }
-    }
-    TD_THROW(RuntimeError, op, " failed over the leaves of dtype ", c10::toString(flat.scalar_type()),
-             " but over none of them alone");
+    name_failing_leaf(flat, a, b, &*runs, r, write, key_of, op);
   }
   bump_versions(a);
   return true;
@@ -320,12 +353,19 @@ bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at:
 
 bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& flat)> write,
                   FunctionRef<NestedKey(size_t)> key_of, const char* op) {
-  if (const at::Tensor flat = packed_storage(leaves); write_over(flat, [&] { write(flat); })) {
-    bump_versions(leaves);
-    return true;
+  const auto write2 = [&](const at::Tensor& flat, const at::Tensor&) { write(flat); };
+  if (const at::Tensor flat = packed_storage(leaves); flat.defined()) {
+    if (write_over(flat, [&] { write(flat); })) {
+      bump_versions(leaves);
+      return true;
+    }
+    if (may_fail_midway(flat) && !(flat.is_inference() && !c10::InferenceMode::is_enabled())) {
+      bump_versions(leaves);
+      name_failing_leaf(flat, leaves, nullptr, nullptr, 0, write2, key_of, op);
+    }
+    return false;  // nothing written: the per-leaf path names the key
   }
-  return write_runs(
-      leaves, nullptr, [&](const at::Tensor& flat, const at::Tensor&) { write(flat); }, key_of, op);
+  return write_runs(leaves, nullptr, write2, key_of, op);
 }
 
 bool write_packed(const LeafList& a, const LeafList& b,
@@ -333,9 +373,16 @@ bool write_packed(const LeafList& a, const LeafList& b,
                   FunctionRef<NestedKey(size_t)> key_of, const char* op) {
   if (const at::Tensor fa = packed_storage(a); fa.defined()) {
     const at::Tensor fb = packed_storage(b);
-    if (fb.defined() && same_layout(a, b) && write_over(fa, [&] { write(fa, fb); })) {
-      bump_versions(a);
-      return true;
+    if (fb.defined() && same_layout(a, b)) {
+      if (write_over(fa, [&] { write(fa, fb); })) {
+        bump_versions(a);
+        return true;
+      }
+      if (may_fail_midway(fa) && !(fa.is_inference() && !c10::InferenceMode::is_enabled())) {
+        bump_versions(a);
+        name_failing_leaf(fa, a, &b, nullptr, 0, write, key_of, op);
+      }
+      return false;  // nothing written: the per-leaf path names the key
     }
   }
   return write_runs(a, &b, write, key_of, op);

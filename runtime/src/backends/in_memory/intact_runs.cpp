@@ -28,9 +28,15 @@ size_t index_of(Storages& storages, const at::Tensor& flat) {
   return storages.size() - 1;
 }
 
+// What the leaves of a tree hold in one of its storages.
+struct Held {
+  int64_t elements = 0;
+  int64_t leaves = 0;
+};
+
 // Whether `level` and its nested levels are as built with their leaves unmade; adds their
-// storages to `storages` and the elements their leaves hold in each to `elements`.
-bool collect(const TensorDictImpl& level, Storages& storages, std::vector<int64_t>& elements) {
+// storages to `storages` and what their leaves hold in each to `held`.
+bool collect(const TensorDictImpl& level, Storages& storages, std::vector<Held>& held) {
   if (level.is_deferred()) return false;  // a one-storage result's shape: intact_packed_storage's
   size_t tensors = 0;
   bool ok = true;
@@ -40,7 +46,7 @@ bool collect(const TensorDictImpl& level, Storages& storages, std::vector<int64_
       ++tensors;
     } else if (slot.value.is_tensordict()) {
       const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
-      ok = child != nullptr && collect(*child, storages, elements);
+      ok = child != nullptr && collect(*child, storages, held);
     }
   });
   if (!ok) return false;
@@ -51,8 +57,9 @@ bool collect(const TensorDictImpl& level, Storages& storages, std::vector<int64_
   for (size_t i = 0; i < layout->records.size();) {
     const LazyLeaves::Record r = layout->next(i);
     const size_t at = index_of(storages, layout->flat_of(r));
-    if (elements.size() <= at) elements.resize(at + 1, 0);
-    elements[at] += c10::multiply_integers(r.sizes);
+    if (held.size() <= at) held.resize(at + 1);
+    held[at].elements += c10::multiply_integers(r.sizes);
+    ++held[at].leaves;
   }
   return true;
 }
@@ -65,15 +72,18 @@ std::optional<Storages> intact_runs(const TensorDictBase& td) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return std::nullopt;
   Storages storages;
-  std::vector<int64_t> elements;
-  if (!collect(*level, storages, elements) || storages.empty()) return std::nullopt;
+  std::vector<Held> held;
+  if (!collect(*level, storages, held) || storages.empty()) return std::nullopt;
   for (size_t i = 0; i < storages.size(); ++i) {
     const at::Tensor& flat = storages[i];
     const bool padded_ok = at::isFloatingType(flat.scalar_type()) || at::isComplexType(flat.scalar_type());
-    // Integer and bool storages hold leaf elements only (Note [Packed runs]: no run of theirs
-    // covers padding); anything else is not a result this path made.
-    if (flat.dim() != 1 || flat.storage_offset() != 0 || elements[i] > flat.numel() ||
-        (!padded_ok && elements[i] != flat.numel()))
+    // The leaves cover their storages but for padding: less than 8 bytes a leaf, and only in
+    // floating or complex storages (Note [Packed runs]). More is another tree's bytes (the
+    // nested level of a result, whose parent's leaves hold the rest): an op over it would
+    // compute, and keep, all of them.
+    const int64_t gap = flat.numel() - held[i].elements;
+    if (flat.dim() != 1 || flat.storage_offset() != 0 || gap < 0 || (!padded_ok && gap != 0) ||
+        gap * static_cast<int64_t>(flat.element_size()) >= 8 * held[i].leaves)
       return std::nullopt;
   }
   return storages;

@@ -25,12 +25,13 @@
 
 namespace tensordict {
 
-/// A level's leaves not made yet: views of `flat` (the whole storage, 1-D, offset 0).
+/// A level's leaves not made yet: views of `flat` (a whole storage, 1-D, offset 0), or of one of
+/// `more_flats`.
 struct LazyLeaves {
   at::Tensor flat;
   /// Further storages, for a result over packed runs (Note [Packed runs], ops/packed_runs.h):
   /// a leaf views `flat` or one of these, as its record says. Such a level is never an intact
-  /// result (it is not marked as one).
+  /// result of one storage (all_intact refuses it), only of several (Note [Intact runs]).
   std::vector<at::Tensor> more_flats;
   /// Made with as_strided (views autograd knows, sharing `flat`'s version counter), as a
   /// consolidated tensordict's leaves always were; else built directly (core/strided_view.h).
