@@ -70,7 +70,6 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
   MatchedLeaves m;
   match_leaves(a, b, BinaryDefault(), m);
   const BinaryDefault def;
-  LeafList results;
   if (a.batch_size() == b.batch_size()) {
     // Two packed storages of one layout (consolidated tensordicts): one comparison of both, its
     // bools packed like the operands. An error falls to the per-leaf path, which names the key.
@@ -84,10 +83,9 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
     // Mixed dtypes, padding, subsets: one comparison per run of both (Note [Packed runs]).
     if (auto runs = map_run_pairs_result(*a.impl(), m.lhs, m.rhs, fn, sizeof(bool), false, false)) return std::move(*runs);
   }
-  if (results.empty())
-    results = compute(
-        m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
-        PairKeys{a, b, def}, cmp_name(op));
+  LeafList results = compute(
+      m.lhs.size(), false, [] { return LeafList(); }, [&](size_t i) { return compare(op, m.lhs[i], m.rhs[i]); },
+      PairKeys{a, b, def}, cmp_name(op));
   return rebuild_pair(a, b, def, std::move(results), batch);
 }
 
@@ -194,16 +192,8 @@ bool TensorDictComparison::all() const {
     m.rhs.reserve(32);
     match_leaves(readable(lhs_), readable(*rhs_td_), BinaryDefault(), m);
     if (lhs_.batch_size() == rhs_td_->batch_size()) {
-      // Two packed storages of one layout (consolidated tensordicts): one comparison of both.
-      const at::Tensor fa = packed_storage(m.lhs), fb = fa.defined() ? packed_storage(m.rhs) : at::Tensor();
-      if (fa.defined() && fb.defined() && same_layout(m.lhs, m.rhs)) {
-        try {
-          return leaves_equal(fa, fb);
-        } catch (const c10::Error&) {
-          return to_tensordict().all();  // names the failing key
-        }
-      }
-      // Runs of both laid out alike (Note [Packed runs]), never over padding: one test per run.
+      // Two packed storages of one layout (consolidated tensordicts: one run each), or runs of
+      // both laid out alike (Note [Packed runs]), never over padding: one test per run.
       if (const std::optional<PackedRuns> runs = packed_runs(m.lhs, Padding::Skip)) {
         if (const auto partner = partner_flats(*runs, m.lhs, m.rhs)) {
           try {
