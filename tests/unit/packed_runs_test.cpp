@@ -1,15 +1,11 @@
 // One kernel per run of leaves (issue 34 item 1, Note [Packed runs]): a consolidated tensordict of
 // mixed dtypes runs each op once per dtype, one that Python's layout pads reads over the padding
-// out of place and never writes it, and every result equals the per-leaf one. Kernels are counted
-// with a RecordFunction callback: the per-leaf path makes one call per leaf.
+// out of place (and writes it in place only where it is nobody's), and every result equals the
+// per-leaf one. Kernels are counted with a RecordFunction callback: the per-leaf path makes one
+// call per leaf.
 #include "support/catch_torch.h"
 
-#include <atomic>
-#include <cstring>
-#include <set>
 #include <string>
-
-#include <ATen/record_function.h>
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/entry.h>
@@ -17,6 +13,7 @@
 
 #include "backends/in_memory/intact_runs.h"
 #include "ops/packed_runs.h"
+#include "support/runs_fixtures.h"
 
 using namespace tensordict;
 
@@ -25,75 +22,10 @@ using namespace tensordict;
 namespace packed_runs_test {
 namespace {
 
-// How many times `run` calls the ATen op `op` through the dispatcher (on this thread).
-class KernelCount {
- public:
-  template <typename Run>
-  static int of(const char* op, Run&& run) {
-    name() = op;
-    calls() = 0;
-    const at::CallbackHandle handle =
-        at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start).scopes({at::RecordScope::FUNCTION}));
-    try {
-      run();
-    } catch (...) {
-      at::removeCallback(handle);
-      throw;
-    }
-    at::removeCallback(handle);
-    return calls();
-  }
-
- private:
-  static std::string& name() {
-    static thread_local std::string n;
-    return n;
-  }
-  static int& calls() {
-    static thread_local int c = 0;
-    return c;
-  }
-  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-    if (name() == fn.name()) ++calls();
-    return nullptr;
-  }
-};
-
-// 9 leaves of 3 dtypes whose keys interleave the dtypes, some nested: consolidate lays them out
-// as 3 runs (float, double, int64), with no padding.
-TensorDict mixed() {
-  TensorDict td({}, {4});
-  td.set("f0", at::randn({4, 3}));
-  td.set("d0", at::randn({4}, at::kDouble));
-  td.set("i0", at::randint(1, 9, {4, 2}, at::kLong));
-  td.set({"n", "f1"}, at::randn({4, 5}));
-  td.set({"n", "d1"}, at::randn({4, 2}, at::kDouble));
-  td.set("f2", at::randn({4, 0}));  // 0-size
-  td.set("i1", at::randint(1, 9, {4}, at::kLong));
-  td.set({"n", "i2"}, at::randint(1, 9, {4, 3}, at::kLong));
-  td.set("f3", at::randn({4, 2}));
-  return td;
-}
-
-// Every leaf of `a` has `b`'s dtype, shape and values under the same key.
-void require_same(const TensorDict& a, const TensorDict& b) {
-  const std::vector<NestedKey> keys = b.keys(true, true);
-  REQUIRE(a.keys(true, true).size() == keys.size());
-  for (const NestedKey& k : keys) {
-    INFO(k.repr());
-    const at::Tensor x = a.get(k), y = b.get(k);
-    REQUIRE(x.scalar_type() == y.scalar_type());
-    REQUIRE(x.sizes() == y.sizes());
-    CHECK(at::allclose(x, y, 1e-6, 1e-6, /*equal_nan=*/true));
-  }
-}
-
-// How many storages the leaves of `td` sit in.
-size_t storages(const TensorDict& td) {
-  std::set<const void*> seen;
-  for (const Entry& e : td.values(true, true)) seen.insert(e.tensor().storage().unsafeGetStorageImpl());
-  return seen.size();
-}
+using runs_fixtures::KernelCount;
+using runs_fixtures::mixed;
+using runs_fixtures::require_same;
+using runs_fixtures::storages;
 
 // A leaf's byte offset in its consolidated storage.
 int64_t byte_offset(const TensorDict& c, const NestedKey& key) {
@@ -158,7 +90,7 @@ TEST_CASE("an unread result over runs takes the next op over its storages, its l
   const TensorDict once = c * 2;
   const auto storages = in_memory::intact_runs(*once.impl());
   REQUIRE(storages);
-  CHECK(storages->size() == 3);
+  CHECK(storages->storages.size() == 3);
   TensorDict twice;
   CHECK(KernelCount::of("aten::exp", [&] { twice = once.exp(); }) == 3);
   CHECK(in_memory::intact_runs(*once.impl()));  // still unread: exp made none of its leaves
@@ -168,8 +100,9 @@ TEST_CASE("an unread result over runs takes the next op over its storages, its l
   // Read, its leaves are made: a leaf pointed elsewhere through its handle is seen by the next op.
   const TensorDict read = c * 2;
   at::Tensor f0 = read.get("f0");
-  CHECK_FALSE(in_memory::intact_runs(*read.impl()));
+  CHECK(in_memory::intact_runs(*read.impl()));  // its made leaves are as made
   f0.set_(at::zeros({4, 3}));
+  CHECK_FALSE(in_memory::intact_runs(*read.impl()));
   CHECK(at::equal(read.exp().get("f0"), at::ones({4, 3})));
   // Written: its records are dropped.
   TensorDict written = c * 2;
@@ -231,7 +164,8 @@ TEST_CASE("reductions, all() and any() over mixed dtypes read each run once", "[
   CHECK(c.lt(0).any() == plain.lt(0).any());
 }
 
-TEST_CASE("Python's padding is read over out of place, never written in place", "[unit][packed][runs]") {
+TEST_CASE("Python's padding is read over out of place, written in place only where it is nobody's",
+          "[unit][packed][runs]") {
   // 3-float leaves: each padded with 4 bytes, as Python lays them out.
   TensorDict plain({}, {3});
   for (int i = 0; i < 6; ++i) plain.set("l" + std::to_string(i), at::randn({3}));
@@ -242,13 +176,28 @@ TEST_CASE("Python's padding is read over out of place, never written in place", 
   CHECK(KernelCount::of("aten::mul", [&] { doubled = c * 2; }) == 1);  // one run over the padding
   require_same(doubled, plain * 2);
   CHECK(storages(doubled) == 1);
-  c.add_(1).mul_(-2);
+  // A consolidated root holds every leaf of its storage: in place, one kernel over its padding too.
+  CHECK(KernelCount::of("aten::add_", [&] { c.add_(1); }) == 1);
+  CHECK(KernelCount::of("aten::mul_", [&] { c.mul_(-2); }) == 1);
   plain.add_(1).mul_(-2);
   require_same(c, plain);
-  for (int i = 0; i < 6; ++i) {
-    INFO(i);
-    CHECK(storage.narrow(0, i * 16 + 12, 4).eq(0).all().item<bool>());  // the padding: still zeros
-  }
+  // A result's runs hold the image of padding, never written in place: per leaf, the image kept.
+  const at::Tensor result_storage = doubled.get("l0");
+  const at::Tensor whole = at::empty({0}, result_storage.options()).set_(result_storage.storage());
+  REQUIRE(whole.numel() >= 6 * 4 - 1);
+  const at::Tensor images_before = whole.narrow(0, 3, 1).clone();
+  doubled.add_(1);
+  require_same(doubled, (plain.clone().div_(-2).sub_(1)) * 2 + 1);
+  CHECK(at::equal(whole.narrow(0, 3, 1), images_before));
+  // A nested level of a consolidated root is no root: its runs hold its siblings' leaves.
+  TensorDict nested_plain({}, {3});
+  for (int i = 0; i < 4; ++i) nested_plain.set({"n", "l" + std::to_string(i)}, at::randn({3}));
+  for (int i = 0; i < 4; ++i) nested_plain.set("m" + std::to_string(i), at::randn({3}));
+  const TensorDict nested_c = consolidate(nested_plain);
+  TensorDict n = nested_c.get_tensordict("n");
+  n.add_(1);
+  nested_plain.get_tensordict("n").add_(1);
+  require_same(nested_c, nested_plain);
   // Integer leaves never run over padding: per leaf (one run a leaf gains nothing), the same values.
   TensorDict ints({}, {3});
   for (int i = 0; i < 4; ++i) ints.set("i" + std::to_string(i), at::randint(-5, 5, {3}, at::kInt));

@@ -111,7 +111,7 @@ TensorDict empty_structure(const TensorDictBase& td, bool recurse) {
 // where leaves are copies; once over a packed storage (a consolidated tensordict).
 void update_every_leaf(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> fn) {
   // An intact packed result (Note [Intact results]): its leaves view what this changes.
-  if (ops::write_over_intact(td, fn)) return;
+  if (ops::write_over_intact(td, fn, op)) return;
   ops::InPlaceTarget target(td);
   ops::LeafList leaves = ops::leaves_of(target.tree());
   // A packed storage or its runs; else the per-leaf path names the failing key.

@@ -36,6 +36,11 @@ TensorDict map_binary(const TensorDict& a_in, const TensorDict& b_in, const Bina
       if (out.defined())
         return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/true, a_in.is_locked(), std::move(shape));
     }
+    // Two trees over runs laid out alike (Note [Intact runs]): one kernel a run of both.
+    if (!fa.defined()) {
+      if (auto runs = map_intact_run_pairs(*a_in.impl(), *b_in.impl(), loop, 0, /*filter_empty=*/true, a_in.is_locked()))
+        return std::move(*runs);
+    }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
   if (def.kind() == BinaryDefault::Kind::None) {
@@ -92,7 +97,7 @@ void map_binary_(const TensorDict& a_in, const TensorDict& b_in, const char* op,
                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> loop,
                  FunctionRef<bool(const LeafList&, const LeafList&)> foreach) {
   // Two intact packed results of one layout (Note [Intact results]): one kernel over both.
-  if (write_over_intact(a_in, b_in, loop)) return;
+  if (write_over_intact(a_in, b_in, loop, op)) return;
   InPlaceTarget target(a_in);
   const TensorDict b = readable(b_in);
   MatchedLeaves m;
@@ -279,7 +284,7 @@ void arith_scalar_(const TensorDict& td, const c10::Scalar& other, Arith op, con
     else arith_(op, flat, other, alpha);
   };
   // An intact packed result: its leaves view what this changes.
-  if (write_over_intact(td, over_storage)) return;
+  if (write_over_intact(td, over_storage, name)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   LeafList operands(leaves.size());

@@ -62,6 +62,12 @@ TensorDict compare_td(const TensorDict& a_in, const TensorDict& b_in, CmpOp op) 
       if (out.defined())
         return in_memory::intact_packed_like(*a_in.impl(), out, /*filter_empty=*/false, false, std::move(shape));
     }
+    // Two trees over runs laid out alike (Note [Intact runs]): one comparison a run of both.
+    if (!fa.defined()) {
+      const auto fn = [&](const at::Tensor& x, const at::Tensor& y) { return compare(op, x, y); };
+      if (auto runs = map_intact_run_pairs(*a_in.impl(), *b_in.impl(), fn, sizeof(bool), false, false))
+        return std::move(*runs);
+    }
   }
   const TensorDict a = readable(a_in), b = readable(b_in);
   // Plain operands (CPU leaves in separate storages, the same keys): one walk, no pair lists.

@@ -163,9 +163,10 @@ bool write_over(const at::Tensor& flat, FunctionRef<void()> write) {
 
 namespace {
 bool write_intact(const TensorDict& td, const TensorDict* partner,
-                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> write) {
+                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> write, const char* op) {
   bool own_versions = false;
   const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
+  if (!flat.defined()) return write_intact_runs(td, partner, write, op);  // Note [Intact runs]
   const at::Tensor other = partner != nullptr ? intact_partner(flat, td, *partner) : at::Tensor();
   if ((partner != nullptr && !other.defined()) || !write_over(flat, [&] { write(flat, other); })) return false;
   if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
@@ -173,13 +174,13 @@ bool write_intact(const TensorDict& td, const TensorDict* partner,
 }
 }  // namespace
 
-bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write) {
-  return write_intact(td, nullptr, [&](const at::Tensor& flat, const at::Tensor&) { write(flat); });
+bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write, const char* op) {
+  return write_intact(td, nullptr, [&](const at::Tensor& flat, const at::Tensor&) { write(flat); }, op);
 }
 
 bool write_over_intact(const TensorDict& td, const TensorDict& partner,
-                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write) {
-  return write_intact(td, &partner, write);
+                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
+  return write_intact(td, &partner, write, op);
 }
 
 void bump_versions(const LeafList& leaves) {

@@ -45,13 +45,14 @@ at::Tensor packed_storage_for_result(const LeafList& leaves, size_t result_items
 /// read only `flat`, a partner's packed storage and scalars.
 bool write_over(const at::Tensor& flat, FunctionRef<void()> write);
 /// write_over() for an intact packed result `td` (Note [Intact results]): `write(flat)` over its
-/// storage, then the version bumps of its made leaves that have counters of their own. False when
-/// `td` is no intact result or write_over() declined.
-bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write);
+/// storage, then the version bumps of its made leaves that have counters of their own; or over
+/// each of its runs (write_intact_runs, Note [Intact runs]), a failure after a write named under
+/// `op`. False when `td` is no intact result or nothing was written.
+bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write, const char* op);
 /// The same for a binary op: also false unless `partner` is an intact result laid out as `td`
 /// (intact_partner), whose storage `write` gets second.
 bool write_over_intact(const TensorDict& td, const TensorDict& partner,
-                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write);
+                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op);
 /// After an in-place op over packed_storage(leaves): bumps each leaf's version, as the op on each
 /// leaf would have (the storage's flat view has a version counter of its own), so autograd
 /// refuses a backward through a leaf saved before the change.

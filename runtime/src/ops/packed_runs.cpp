@@ -14,10 +14,12 @@
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict_base.h>
 
+#include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/level_builder.h"
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
+#include "ops/kernel.h"
 #include "ops/packed.h"
 
 namespace tensordict {
@@ -64,11 +66,11 @@ bool fits(const at::Tensor& out, const at::Tensor& flat) {
 // its version counter, which new views of the run would not, so those leaves take the op one by
 // one). Nullopt when a call raises a c10::Error (the per-leaf path then names the key) or a
 // result is too large (kLargestPackedCpuResult).
-std::optional<c10::SmallVector<at::Tensor, 4>> run_each(const PackedRuns& runs, size_t result_itemsize,
+std::optional<c10::SmallVector<at::Tensor, 4>> run_each(c10::ArrayRef<at::Tensor> flats, size_t result_itemsize,
                                                         FunctionRef<at::Tensor(size_t, const at::Tensor&)> over_run) {
   c10::SmallVector<at::Tensor, 4> results;
-  for (size_t r = 0; r < runs.flats.size(); ++r) {
-    const at::Tensor& flat = runs.flats[r];
+  for (size_t r = 0; r < flats.size(); ++r) {
+    const at::Tensor& flat = flats[r];
     if (too_large(flat, result_itemsize)) return std::nullopt;
     at::Tensor out;
     try {
@@ -229,7 +231,7 @@ std::optional<LeafList> map_runs(const LeafList& leaves, FunctionRef<at::Tensor(
                                  size_t result_itemsize) {
   const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::ReadOver);
   if (!runs) return std::nullopt;
-  const auto results = run_each(*runs, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
+  const auto results = run_each(runs->flats, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
   if (!results) return std::nullopt;
   try {
     return cut_runs(*runs, *results, leaves, [&](size_t i) { return fn(leaves[i]); });
@@ -243,7 +245,7 @@ std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const Leaf
                                           bool filter_empty, bool lock) {
   const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::ReadOver);
   if (!runs) return std::nullopt;
-  const auto results = run_each(*runs, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
+  const auto results = run_each(runs->flats, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
   if (!results) return std::nullopt;
   try {
     return runs_result(like, *runs, *results, leaves, [&](size_t i) { return fn(leaves[i]); }, filter_empty, lock);
@@ -254,16 +256,34 @@ std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const Leaf
 
 std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                           size_t result_itemsize, bool filter_empty, bool lock) {
-  const auto storages = in_memory::intact_runs(td);
-  if (!storages) return std::nullopt;
-  c10::SmallVector<at::Tensor, 4> results;
-  for (const at::Tensor& flat : *storages) {
-    if (too_large(flat, result_itemsize)) return std::nullopt;
-    at::Tensor out = run_over(flat, fn);  // undefined too where it views `flat`: then per leaf, after all
-    if (!fits(out, flat)) return std::nullopt;
-    results.push_back(std::move(out));
+  const auto runs = in_memory::intact_runs(td);
+  if (!runs) return std::nullopt;
+  // Undefined where a result views its run: those leaves take the op one by one (run_each).
+  const auto results =
+      run_each(runs->storages, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
+  if (!results) return std::nullopt;
+  try {
+    return in_memory::intact_runs_like(td, runs->storages, *results, fn, filter_empty, lock);
+  } catch (const c10::Error&) {
+    return std::nullopt;  // the per-leaf path names the key
   }
-  return in_memory::intact_runs_like(td, *storages, results, filter_empty, lock);
+}
+
+std::optional<TensorDict> map_intact_run_pairs(const TensorDictBase& a, const TensorDictBase& b,
+                                               FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
+                                               size_t result_itemsize, bool filter_empty, bool lock) {
+  const auto ra = in_memory::intact_runs(a);
+  if (!ra) return std::nullopt;
+  const auto rb = in_memory::intact_runs(b);
+  if (!rb || !in_memory::runs_laid_out_alike(a, *ra, b, *rb)) return std::nullopt;
+  const auto results = run_each(ra->storages, result_itemsize,
+                                [&](size_t r, const at::Tensor& flat) { return fn(flat, rb->storages[r]); });
+  if (!results) return std::nullopt;
+  for (const at::Tensor& result : *results) {
+    if (!result.defined()) return std::nullopt;  // a result viewing a's run: per leaf (whose partner it needs)
+  }
+  return in_memory::intact_runs_like(a, ra->storages, *results, [](const at::Tensor& t) { return t; }, filter_empty,
+                                     lock);
 }
 
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,
@@ -273,7 +293,7 @@ std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const
   if (!runs) return std::nullopt;
   const auto partner = partner_flats(*runs, a, b);
   if (!partner) return std::nullopt;
-  const auto results = run_each(*runs, result_itemsize,
+  const auto results = run_each(runs->flats, result_itemsize,
                                 [&](size_t r, const at::Tensor& flat) { return fn(flat, (*partner)[r]); });
   if (!results) return std::nullopt;
   try {
@@ -301,14 +321,15 @@ bool overlaps(const at::Tensor& x, const at::Tensor& y, bool own_run) {
 // after writing part of the storage, so their failure is never followed by the per-leaf path.
 bool may_fail_midway(const at::Tensor& flat) { return at::isIntegralType(flat.scalar_type(), /*includeBool=*/true); }
 
-// After `write` failed over `flat`, which holds `leaves` whose run[i] is `r` (all of them when
-// `runs` is null): raises the error of the first of them, in key order, that fails alone, tried on
-// copies so that no leaf is written twice.
-[[noreturn]] void name_failing_leaf(const at::Tensor& flat, const LeafList& a, const LeafList* b, const PackedRuns* runs,
-                                    size_t r, FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
+// After `write` failed over `flat`, which holds the leaves of `a` for which `in_flat(i)`: raises
+// the error of the first of them, in key order, that fails alone, tried on copies so that no leaf
+// is written twice.
+[[noreturn]] void name_failing_leaf(const at::Tensor& flat, const LeafList& a, const LeafList* b,
+                                    FunctionRef<bool(size_t)> in_flat,
+                                    FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
                                     FunctionRef<NestedKey(size_t)> key_of, const char* op) {
   for (size_t i = 0; i < a.size(); ++i) {
-    if (runs != nullptr && runs->run[i] != r) continue;
+    if (!in_flat(i)) continue;
     try {
       const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
       write(a[i].clone(), b != nullptr ? (*b)[i] : at::Tensor());
@@ -343,13 +364,53 @@ bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at:
     // Runs before this one, or part of it, are written: name the failing leaf without writing
     // any leaf twice.
     bump_versions(a);
-    name_failing_leaf(flat, a, b, &*runs, r, write, key_of, op);
+    name_failing_leaf(flat, a, b, [&](size_t i) { return runs->run[i] == r; }, write, key_of, op);
   }
   bump_versions(a);
   return true;
 }
 
 }  // namespace
+
+bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
+                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
+  const auto runs = in_memory::intact_runs(*td.impl());
+  if (!runs || !runs->writable) return false;
+  std::optional<in_memory::IntactRuns> other;
+  if (partner != nullptr) {
+    other = in_memory::intact_runs(*partner->impl());
+    if (!other || !in_memory::runs_laid_out_alike(*td.impl(), *runs, *partner->impl(), *other)) return false;
+  }
+  const auto& flats = runs->storages;
+  for (size_t r = 0; r < flats.size(); ++r) {
+    if (flats[r].is_inference() && !c10::InferenceMode::is_enabled()) return false;  // as write_over, before any write
+    if (other) {
+      for (size_t s = 0; s < flats.size(); ++s)
+        if (overlaps(other->storages[r], flats[s], s == r)) return false;
+    }
+  }
+  for (size_t r = 0; r < flats.size(); ++r) {
+    const at::Tensor& flat = flats[r];
+    const at::Tensor partner_flat = other ? other->storages[r] : at::Tensor();
+    if (write_over(flat, [&] { write(flat, partner_flat); })) continue;
+    // Nothing written (a dtype error comes before any write): the per-leaf path names the key.
+    if (r == 0 && !may_fail_midway(flat)) return false;
+    // Runs before this one, or part of it, are written: the failing leaf is named from the
+    // leaves, made now, without writing any twice.
+    if (runs->own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+    const LeafList a = leaves_of(td), b = partner != nullptr ? leaves_of(*partner) : LeafList();
+    const int64_t begin = flat.storage_offset(), end = begin + flat.numel();
+    name_failing_leaf(
+        flat, a, partner != nullptr ? &b : nullptr,
+        [&](size_t i) {
+          return a[i].scalar_type() == flat.scalar_type() && a[i].storage().is_alias_of(flat.storage()) &&
+                 a[i].storage_offset() >= begin && a[i].storage_offset() < end;
+        },
+        write, LeafKeys{*td.impl()}, op);
+  }
+  if (runs->own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+  return true;
+}
 
 bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& flat)> write,
                   FunctionRef<NestedKey(size_t)> key_of, const char* op) {
@@ -361,7 +422,7 @@ bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& fla
     }
     if (may_fail_midway(flat) && !(flat.is_inference() && !c10::InferenceMode::is_enabled())) {
       bump_versions(leaves);
-      name_failing_leaf(flat, leaves, nullptr, nullptr, 0, write2, key_of, op);
+      name_failing_leaf(flat, leaves, nullptr, [](size_t) { return true; }, write2, key_of, op);
     }
     return false;  // nothing written: the per-leaf path names the key
   }
@@ -380,7 +441,7 @@ bool write_packed(const LeafList& a, const LeafList& b,
       }
       if (may_fail_midway(fa) && !(fa.is_inference() && !c10::InferenceMode::is_enabled())) {
         bump_versions(a);
-        name_failing_leaf(fa, a, &b, nullptr, 0, write, key_of, op);
+        name_failing_leaf(fa, a, &b, [](size_t) { return true; }, write, key_of, op);
       }
       return false;  // nothing written: the per-leaf path names the key
     }

@@ -10,7 +10,9 @@
 //   (Python's alignment): the op reads those bytes, which cannot trap for these dtypes, and its
 //   result holds their image where no leaf looks;
 // - in place, and for reductions, all(), any() and (a == b).all(), a run never covers a byte
-//   outside a leaf: a run stops at padding, which stays as it was and is never read.
+//   outside a leaf: a run stops at padding, which stays as it was and is never read. The one
+//   exception is in place over a consolidated root kept intact (Note [Intact runs]): every leaf
+//   of its storage is its own, so the padding is nobody's and its runs are written whole.
 // Integer and bool leaves never run over padding: its bytes read as an integer can make a
 // division raise (by zero) or trap (INT_MIN by -1), and read as a bool need not be 0 or 1.
 
@@ -64,6 +66,11 @@ std::optional<TensorDict> map_runs_result(const TensorDictBase& like, const Leaf
 /// large or views its input.
 std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                           size_t result_itemsize, bool filter_empty, bool lock);
+/// map_intact_runs for a binary elementwise `fn` between the flats of `a` and of `b`, laid out
+/// alike (in_memory::runs_laid_out_alike); nullopt otherwise.
+std::optional<TensorDict> map_intact_run_pairs(const TensorDictBase& a, const TensorDictBase& b,
+                                               FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
+                                               size_t result_itemsize, bool filter_empty, bool lock);
 /// map_runs_result for a binary elementwise `fn` between leaves `a[i]` and `b[i]`, where b's
 /// leaves lie in runs laid out as a's (same offsets in each run, each run one storage and dtype).
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,
@@ -81,6 +88,15 @@ bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& fla
 bool write_packed(const LeafList& a, const LeafList& b,
                   FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write,
                   FunctionRef<NestedKey(size_t)> key_of, const char* op);
+
+/// An in-place elementwise `write(flat, partner_flat)` once over each run of an intact tree
+/// `td` (Note [Intact runs]) whose runs may be written whole, reading `partner`'s laid out alike
+/// (partner_flat undefined without one), then the version bumps of made leaves with counters of
+/// their own. False when nothing was written (no such tree, a partner laid out otherwise or
+/// overlapping, a dtype error): the per-leaf path then runs. A failure after a write raises the
+/// error of the failing leaf, named under `op`.
+bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
+                       FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op);
 
 /// b's runs laid out as `runs` (a's): one flat per run of `runs`; nullopt when b's leaves do not
 /// lie so.

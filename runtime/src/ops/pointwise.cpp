@@ -46,7 +46,7 @@ bool all_floating(const LeafList& leaves) {
 void map_unary_(const TensorDict& td, const char* op, FunctionRef<void(const at::Tensor&)> loop,
                 FunctionRef<bool(const LeafList&)> foreach) {
   // An intact packed result: its leaves view what this changes.
-  if (write_over_intact(td, loop)) return;
+  if (write_over_intact(td, loop, op)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   // One kernel over the packed storage or its runs; else the per-leaf path below names the

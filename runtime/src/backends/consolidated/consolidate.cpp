@@ -36,7 +36,7 @@ using consolidated::DtypeGroups;
 using consolidated::is_metadata_field;
 using consolidated::padded_bytes;
 using consolidated::kLazyClass;
-using consolidated::tiling_flat;
+using consolidated::LeafFlats;
 
 namespace {
 
@@ -200,7 +200,7 @@ std::vector<int64_t> level_batch(const json::Value& meta, const std::string& sou
   return read_ints(*cm->find("batch_size"), source, "batch_size");
 }
 
-TensorDict build_level(const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
+TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
                        std::optional<at::Device> device, const std::string& source);
 
 // The level's batch-dim names from cls_metadata.names (Python writes one string or null per dim);
@@ -220,8 +220,8 @@ DimNames level_names(const json::Value& meta, size_t batch_dims) {
 }
 
 // Adds one level's entries, whose leaves view `storage`, to `out` (the root's table or a nested
-// level). With `flat` (tiling_flat's) the leaves are made when read (Note [Lazy leaves]).
-void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
+// level). With `flats` the leaves are made when read (Note [Lazy leaves]).
+void fill_level(LevelBuilder& out, const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
                 std::optional<at::Device> device, const std::string& source) {
   const int64_t total = storage.numel();
   // A key may name one entry of a level: a leaf, non-tensor data or a nested level.
@@ -253,8 +253,8 @@ void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& 
       TD_CHECK(start >= 0 && start % item == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
                " spans bytes [", start, ", ", stop, ") which do not hold ", n, " aligned bytes inside the ", total,
                "-byte storage");
-      if (flat.defined()) {
-        out.append_lazy_view(key, flat, start / item, shape, c10::contiguous_strides(shape));
+      if (const at::Tensor* flat = flats != nullptr ? flats->find(*dtype, start, n) : nullptr) {
+        out.append_lazy_view(key, *flat, start / item, shape, c10::contiguous_strides(shape));
       } else {
         out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
       }
@@ -271,7 +271,7 @@ void fill_level(LevelBuilder& out, const at::Tensor& storage, const at::Tensor& 
   for (const auto& [key, value] : meta.as_object()) {
     if (is_metadata_field(key)) continue;
     check_new(key);
-    out.append(key, build_level(storage, flat, value, device, source));
+    out.append(key, build_level(storage, flats, value, device, source));
   }
 }
 
@@ -294,7 +294,7 @@ TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, 
     const json::Value* member = meta.find(std::to_string(i));
     if (!member) bad_metadata(source, "a LazyStackedTensorDict level has " + std::to_string(children) +
                                           " children but no member \"" + std::to_string(i) + "\"");
-    members.push_back(build_level(storage, at::Tensor(), *member, device, source));
+    members.push_back(build_level(storage, nullptr, *member, device, source));
   }
   TD_CHECK(!members.empty(), StorageError, source, ": a LazyStackedTensorDict level has no members");
   try {
@@ -305,13 +305,13 @@ TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, 
 }
 
 // A nested level: an in-memory level (or a lazy stack of them) whose leaves view `storage`.
-TensorDict build_level(const at::Tensor& storage, const at::Tensor& flat, const json::Value& meta,
+TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
                        std::optional<at::Device> device, const std::string& source) {
   if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
   const std::vector<int64_t> batch = level_batch(meta, source);
   LevelBuilder child(batch, device);
-  if (flat.defined()) child.mark_packed_result();
-  fill_level(child, storage, flat, meta, device, source);
+  if (flats != nullptr) child.mark_packed_result();
+  fill_level(child, storage, flats, meta, device, source);
   TensorDict out = child.finish();
   out.impl()->set_dim_names(level_names(meta, batch.size()));
   return out;
@@ -329,10 +329,10 @@ TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std
   const std::vector<int64_t> batch = level_batch(meta, source);
   auto root = c10::make_intrusive<ConsolidatedRoot>(batch, device, storage, meta);
   root->set_dim_names(level_names(meta, batch.size()));
-  const at::Tensor flat = tiling_flat(storage, meta);
+  const LeafFlats flats(storage, meta);
   LevelBuilder table(batch, device);
-  if (flat.defined()) table.mark_packed_result();
-  fill_level(table, storage, flat, meta, device, source);
+  if (!flats.empty()) table.mark_packed_result();
+  fill_level(table, storage, flats.empty() ? nullptr : &flats, meta, device, source);
   root->set_table(table.finish());
   TensorDict td(std::move(root));
   td.lock_();

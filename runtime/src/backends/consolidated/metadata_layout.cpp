@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -12,57 +13,97 @@
 namespace tensordict {
 namespace consolidated {
 
-// Where the leaves of `meta` (and of its nested levels) lie in the storage: (start, bytes) each,
-// and their dtype; false when a level is a lazy stack, dtypes differ or an entry is malformed
-// (fill_level then names it).
 namespace {
 
-bool collect_spans(const json::Value& meta, std::vector<std::pair<int64_t, int64_t>>& spans,
-                   std::optional<at::ScalarType>& dtype) {
+// Whether padding between two leaves may be read: its bytes cannot trap as these dtypes
+// (Note [Packed runs]).
+bool may_read_padding(at::ScalarType dtype) { return at::isFloatingType(dtype) || at::isComplexType(dtype); }
+
+// Runs are worth it up to this many (the ops walk them per call, as they do a tree's storages).
+constexpr size_t kMostFlats = 8;
+
+}  // namespace
+
+// Where the leaves of `meta` (and of its nested levels) lie in the storage; false when a level is
+// a lazy stack or an entry is malformed (fill_level then names it).
+bool LeafFlats::collect(const json::Value& meta, std::vector<Leaf>& leaves) {
   if (!meta.is_object()) return false;
   const json::Value* cls = meta.find("cls");
   if (cls && cls->is_string() && cls->as_string() == kLazyClass) return false;
-  if (const json::Value* leaves = meta.find("leaves")) {
-    if (!leaves->is_object()) return false;
-    for (const auto& [key, spec] : leaves->as_object()) {
+  if (const json::Value* entries = meta.find("leaves")) {
+    if (!entries->is_object()) return false;
+    for (const auto& [key, spec] : entries->as_object()) {
       if (!spec.is_array() || spec.as_array().size() < 5) return false;
       const auto& a = spec.as_array();
       if (!a[0].is_string() || !a[1].is_array() || !a[2].is_int()) return false;
-      const auto leaf_dtype = dtype_from_torch_name(a[0].as_string());
-      if (!leaf_dtype || (dtype && *dtype != *leaf_dtype)) return false;
-      dtype = leaf_dtype;
+      const auto dtype = dtype_from_torch_name(a[0].as_string());
+      if (!dtype) return false;
       int64_t numel = 1;
       for (const json::Value& size : a[1].as_array()) {
         if (!size.is_int() || size.as_int() < 0) return false;
         numel *= size.as_int();
       }
-      spans.emplace_back(a[2].as_int(), numel * static_cast<int64_t>(c10::elementSize(*leaf_dtype)));
+      leaves.push_back(Leaf{a[2].as_int(), numel * static_cast<int64_t>(c10::elementSize(*dtype)), *dtype, 0});
     }
   }
   for (const auto& [key, value] : meta.as_object()) {
-    if (!is_metadata_field(key) && !collect_spans(value, spans, dtype)) return false;
+    if (!is_metadata_field(key) && !collect(value, leaves)) return false;
   }
   return true;
 }
 
-}  // namespace
-
-at::Tensor tiling_flat(const at::Tensor& storage, const json::Value& meta) {
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  std::optional<at::ScalarType> dtype;
-  if (!collect_spans(meta, spans, dtype) || !dtype || spans.size() < 2) return at::Tensor();
-  const auto item = static_cast<int64_t>(c10::elementSize(*dtype));
+LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
+  std::vector<Leaf> leaves;
+  if (!collect(meta, leaves) || leaves.size() < 2) return;
   const int64_t total = storage.numel();
-  if (storage.dim() != 1 || storage.storage_offset() != 0 || !storage.is_contiguous() || total % item != 0)
-    return at::Tensor();
-  std::sort(spans.begin(), spans.end());
-  int64_t end = 0;
-  for (const auto& [start, bytes] : spans) {
-    if (start != end) return at::Tensor();
-    end += bytes;
+  if (storage.dim() != 1 || storage.storage_offset() != 0 || !storage.is_contiguous() ||
+      storage.scalar_type() != at::kByte)
+    return;
+  std::sort(leaves.begin(), leaves.end(), [](const Leaf& x, const Leaf& y) {
+    return std::tie(x.start, x.bytes, x.dtype) < std::tie(y.start, y.bytes, y.dtype);
+  });
+  // The runs as packed_runs finds them over made leaves: [begin, end) bytes of one dtype.
+  struct Run {
+    int64_t begin, end;
+    at::ScalarType dtype;
+  };
+  std::vector<Run> runs;
+  int64_t covered = 0;  // the end of the last byte any leaf so far holds
+  for (Leaf& leaf : leaves) {
+    const auto item = static_cast<int64_t>(c10::elementSize(leaf.dtype));
+    if (leaf.start < 0 || leaf.start % item != 0 || leaf.start + leaf.bytes > total) return;
+    const bool empty = leaf.bytes == 0;
+    if (leaf.start < covered && !empty) return;  // overlapping leaves: made at once, as they lie
+    bool joins = false;
+    if (!runs.empty() && runs.back().dtype == leaf.dtype) {
+      const Run& run = runs.back();
+      joins = leaf.start <= run.end ||
+              (!empty && may_read_padding(leaf.dtype) && leaf.start - run.end < 8);  // Python's padding
+    }
+    if (!joins) {
+      if (runs.size() == kMostFlats || 2 * (runs.size() + 1) > leaves.size()) return;
+      runs.push_back(Run{leaf.start, leaf.start, leaf.dtype});
+    }
+    leaf.flat = static_cast<uint32_t>(runs.size() - 1);
+    runs.back().end = std::max(runs.back().end, leaf.start + leaf.bytes);
+    covered = std::max(covered, leaf.start + leaf.bytes);
   }
-  if (end != total) return at::Tensor();
-  return storage.view(*dtype);
+  for (const Run& run : runs) {
+    // One dtype tiling the storage: the whole storage, which the one-storage path takes.
+    flats_.push_back(runs.size() == 1 && run.begin == 0 && run.end == total
+                         ? storage.view(run.dtype)
+                         : storage.narrow(0, run.begin, run.end - run.begin).view(run.dtype));
+  }
+  leaves_ = std::move(leaves);
+}
+
+const at::Tensor* LeafFlats::find(at::ScalarType dtype, int64_t start, int64_t bytes) const {
+  const auto it = std::lower_bound(leaves_.begin(), leaves_.end(), Leaf{start, bytes, dtype, 0},
+                                   [](const Leaf& x, const Leaf& y) {
+                                     return std::tie(x.start, x.bytes, x.dtype) < std::tie(y.start, y.bytes, y.dtype);
+                                   });
+  if (it == leaves_.end() || it->start != start || it->bytes != bytes || it->dtype != dtype) return nullptr;
+  return &flats_[it->flat];
 }
 
 }  // namespace consolidated

@@ -1,8 +1,10 @@
 #pragma once
 // What Python's consolidated metadata says about the layout of its storage: the names of a
-// level's own fields (the rest are nested levels), and whether the leaves tile the storage.
+// level's own fields (the rest are nested levels), and the typed views of the storage its leaves
+// are made from.
 
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -18,12 +20,34 @@ inline bool is_metadata_field(const std::string& key) {
   return key == "cls" || key == "leaves" || key == "non_tensors" || key == "cls_metadata" || key == "size";
 }
 
-/// The storage (1-D bytes) as one flat tensor of its leaves' dtype when the leaves `meta`
-/// describes are all of one dtype and tile it with no padding, and no level is a lazy stack: then
-/// the leaves are made when read (Note [Lazy leaves]), and the elementwise ops of a consolidated
-/// tensordict nobody has read run over this storage without making them. Undefined otherwise,
-/// also for a malformed entry (which the reader then names).
-at::Tensor tiling_flat(const at::Tensor& storage, const json::Value& meta);
+/// The typed views of a consolidated storage (1-D bytes) its leaves are made from when read
+/// (Note [Lazy leaves]): one per run of leaves (Note [Packed runs], ops/packed_runs.h), a run
+/// being leaves of one dtype back to back, floating or complex ones also across Python's
+/// padding. A storage whose leaves are of one dtype and tile it is one flat, the whole storage:
+/// the elementwise ops of a consolidated tensordict nobody wrote to then run over it once
+/// (Note [Intact results]); several flats take one kernel each (Note [Intact runs]).
+class LeafFlats {
+ public:
+  /// Empty (the leaves are made at once, as views of the bytes) when a level is a lazy stack,
+  /// an entry is malformed (the reader then names it), leaves overlap, or the runs would be more
+  /// than half as many as the leaves (one kernel a leaf is then as fast).
+  LeafFlats(const at::Tensor& storage, const json::Value& meta);
+  bool empty() const { return flats_.empty(); }
+  /// The flat the leaf of `dtype` at bytes [start, start + bytes) views; nullptr when none does
+  /// (an empty leaf outside its dtype's runs).
+  const at::Tensor* find(at::ScalarType dtype, int64_t start, int64_t bytes) const;
+
+ private:
+  struct Leaf {
+    int64_t start, bytes;
+    at::ScalarType dtype;
+    uint32_t flat;
+  };
+  static bool collect(const json::Value& meta, std::vector<Leaf>& leaves);
+
+  std::vector<at::Tensor> flats_;
+  std::vector<Leaf> leaves_;  // sorted by (start, bytes, dtype)
+};
 
 }  // namespace consolidated
 }  // namespace tensordict

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <ATen/core/grad_mode.h>
+#include <c10/util/SmallVector.h>
 
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
@@ -53,17 +54,28 @@ inline bool same_geometry(const int64_t* size, const int64_t* stride, const Lazy
   }
 }
 
+// The storage and dtype leaves made from a flat have: one entry per flat of a level.
+struct FlatId {
+  const c10::StorageImpl* storage;
+  caffe2::TypeMeta dtype;
+};
+
 // Whether the made leaves of `level` are still the views `layout` made (Note [Intact results]).
-// Paid per leaf on every op over a tree whose leaves were read.
-// `grad_mode`: at::GradMode::is_enabled(), read once a walk (a thread-local read, out of line).
+// Paid per leaf on every op over a tree whose leaves were read. `Several`: the leaves view
+// several flats (Note [Intact runs]), each record naming its own.
+template <bool Several>
 bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
-  const c10::StorageImpl* storage = layout.flat.storage().unsafeGetStorageImpl();
-  const caffe2::TypeMeta dtype = layout.flat.dtype();
+  const FlatId first{layout.flat.storage().unsafeGetStorageImpl(), layout.flat.dtype()};
+  c10::SmallVector<FlatId, 4> more;
+  if (Several) {
+    for (const at::Tensor& f : layout.more_flats) more.push_back(FlatId{f.storage().unsafeGetStorageImpl(), f.dtype()});
+  }
   const c10::DispatchKeySet keys = layout.made_keys;
   const TensorDictImpl::Slot* slots = level.built_slots();  // all_intact() found it built
   const int64_t* at = layout.records.data();
   for (const int64_t* const end = at + layout.records.size(); at != end;) {
     const LazyLeaves::Record r = LazyLeaves::read(at);
+    const FlatId& flat = !Several || r.storage == 0 ? first : more[r.storage - 1];
     const Entry& e = slots[r.slot].value;
     if (!e.is_tensor()) return false;
     const c10::TensorImpl* t = e.tensor_unchecked().unsafeGetTensorImpl();
@@ -73,7 +85,7 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool 
     // only while a dual level is open, when no storage is taken.
     // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
     // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
-    if (t->key_set() != keys || t->dtype() != dtype || t->unsafe_storage().unsafeGetStorageImpl() != storage ||
+    if (t->key_set() != keys || t->dtype() != flat.dtype || t->unsafe_storage().unsafeGetStorageImpl() != flat.storage ||
         t->storage_offset() != r.offset)
       return false;
     const c10::IntArrayRef sizes = t->sizes();
@@ -83,6 +95,15 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool 
   }
   return true;
 }
+
+}  // namespace
+
+bool made_leaves_intact(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
+  return layout.more_flats.empty() ? leaves_as_made<false>(level, layout, grad_mode)
+                                   : leaves_as_made<true>(level, layout, grad_mode);
+}
+
+namespace {
 
 // What all_intact() gathers over a tree: the storage (the first level's), the elements of every
 // leaf, and whether a made leaf has a version counter of its own.
@@ -108,7 +129,7 @@ bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& 
   if (level.unmade_leaves() != nullptr) return true;
   // Views autograd knows share the storage's version counter.
   walk.own_versions = walk.own_versions || !layout.autograd_views;
-  return leaves_as_made(level, layout, walk.grad_mode);
+  return leaves_as_made<false>(level, layout, walk.grad_mode);
 }
 
 // Whether `level` and its nested levels are intact, all over one storage. No lock: the records
@@ -155,8 +176,9 @@ at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
   if (level == nullptr || detail::forward_ad_open()) return at::Tensor();
   Walk walk;
   if (!all_intact(*level, walk) || walk.flat == nullptr) return at::Tensor();
-  // A nested level of a result is intact too, but its leaves cover only part of the storage.
-  if (walk.elements != walk.flat->numel()) return at::Tensor();
+  // A nested level of a result is intact too, but its leaves cover only part of the storage; a
+  // flat at an offset is one run of several (Note [Intact runs]).
+  if (walk.elements != walk.flat->numel() || walk.flat->storage_offset() != 0) return at::Tensor();
   if (own_versions != nullptr) *own_versions = walk.own_versions;
   return *walk.flat;
 }
@@ -180,10 +202,12 @@ void bump_level(const TensorDictImpl& level) {
 }
 
 // What a result's leaves view: `flat` (one storage, whose shape may be shared), or, over several
-// (Note [Intact runs]), results[i] where the operand's leaves view storages[i].
+// (Note [Intact runs]), results[i] where the operand's leaves view storages[i]. An undefined
+// result (the op's result viewed its input: `to` its own dtype) makes those leaves `per_leaf`.
 struct ResultStorages {
   const at::Tensor* flat = nullptr;
   c10::ArrayRef<at::Tensor> storages, results;
+  FunctionRef<at::Tensor(const at::Tensor&)>* per_leaf = nullptr;
 
   const at::Tensor& of(const at::Tensor& operand) const {
     if (flat != nullptr) return *flat;
@@ -192,6 +216,8 @@ struct ResultStorages {
     TD_THROW(RuntimeError, "a packed result's storage is not the one its operand was found over");
   }
 };
+
+constexpr uint32_t kPerLeaf = ~uint32_t{0};  // a flat whose leaves the result makes per leaf
 
 // `outer`: the tensordict `level` is the table of, whose batch size, device and names the result
 // takes (a consolidated root keeps its names, not its table).
@@ -210,19 +236,37 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
   LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
   out.mark_packed_result();
   const LazyLeaves* layout = level.packed_layout();
+  c10::SmallVector<uint32_t, 4> to_flat;  // per flat of the operand's level: the result's, or kPerLeaf
   if (layout != nullptr) {
-    std::vector<at::Tensor> more;
-    for (const at::Tensor& f : layout->more_flats) more.push_back(to.of(f));
-    out.copy_lazy(to.of(layout->flat), *layout, std::move(more));
+    // Each result starts where its storage does; the operand's flat may start at an offset.
+    std::vector<at::Tensor> flats;
+    c10::SmallVector<int64_t, 4> shifts;
+    const auto add = [&](const at::Tensor& operand) {
+      const at::Tensor& result = to.of(operand);
+      to_flat.push_back(result.defined() ? static_cast<uint32_t>(flats.size()) : kPerLeaf);
+      shifts.push_back(result.defined() ? result.storage_offset() - operand.storage_offset() : 0);
+      if (result.defined()) flats.push_back(result);
+    };
+    add(layout->flat);
+    for (const at::Tensor& f : layout->more_flats) add(f);
+    if (!flats.empty()) out.copy_lazy(std::move(flats), *layout, to_flat, shifts);
   }
   size_t record = 0;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
     const Entry& e = slot.value;
     switch (e.kind()) {
-      case EntryKind::Tensor:
+      case EntryKind::Tensor: {
         require_leaf_record(layout, slot.key);
-        out.append_copied_lazy(slot.key, slot.hash, record);
+        const auto flat = static_cast<uint32_t>(static_cast<uint64_t>(layout->records[record]) >> 32);
+        if (to_flat[flat] != kPerLeaf) {
+          out.append_copied_lazy(slot.key, slot.hash, *layout, record);
+          break;
+        }
+        layout->next(record);
+        TD_CHECK(to.per_leaf != nullptr, RuntimeError, "a packed result has no storage for the leaf '", slot.key, "'");
+        out.append(slot.key, slot.hash, (*to.per_leaf)(level.get(slot.key).tensor()));  // makes the level's leaves
         break;
+      }
       case EntryKind::TensorDict: {
         const TensorDictBase& child_outer = *e.tensordict_unchecked().impl();
         TensorDict result = build_like(operand_child(child_outer, slot.key), child_outer, to, filter_empty, lock);
@@ -270,10 +314,11 @@ TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat
 }
 
 TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
-                            c10::ArrayRef<at::Tensor> results, bool filter_empty, bool lock) {
+                            c10::ArrayRef<at::Tensor> results, FunctionRef<at::Tensor(const at::Tensor&)> per_leaf,
+                            bool filter_empty, bool lock) {
   const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_runs_like: ", like.type_name(), " is not an in-memory level");
-  return build_like(*level, like, ResultStorages{nullptr, storages, results}, filter_empty, lock);
+  return build_like(*level, like, ResultStorages{nullptr, storages, results, &per_leaf}, filter_empty, lock);
 }
 
 }  // namespace in_memory

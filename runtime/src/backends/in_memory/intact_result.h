@@ -23,6 +23,7 @@
 namespace tensordict {
 
 class TensorDictImpl;
+struct LazyLeaves;
 struct LevelShape;
 
 namespace in_memory {
@@ -30,6 +31,11 @@ namespace in_memory {
 /// The in-memory level of `td` when it is built as a packed op's result or is the table of a
 /// consolidated tensordict (those levels only are looked at for intact results), else nullptr.
 const TensorDictImpl* packed_level(const TensorDictBase& td);
+
+/// Whether the made leaves of `level` (a built packed level whose leaves were made, `layout` its
+/// records) are still the views the records describe, over whichever flat each names: same
+/// storage, offset, sizes, strides, dtype and key set, and in grad mode none requiring grad.
+bool made_leaves_intact(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode);
 
 /// The storage (1-D, whole) the tensor leaves of `td` tile, when `td` is an intact packed result
 /// (every level in memory and as built, its made leaves as made, one storage for all, each element

@@ -1,31 +1,61 @@
 #pragma once
-// Note [Intact runs]: a result over packed runs (Note [Packed runs], ops/packed_runs.h) nobody
-// has read nor written: the next elementwise op runs once over each of its storages, without
-// making its leaves, and lays its own result out the same way, as an intact result does over one
-// storage (Note [Intact results]). Only trees whose leaves are all unmade qualify (a made leaf
-// could have been changed through its handle), and only out of place: an in-place op, or one
-// between two tensordicts, makes the leaves and finds the runs again.
+// Note [Intact runs]: a tree whose leaves lie in a few runs (Note [Packed runs],
+// ops/packed_runs.h) it keeps the records of: a consolidated tensordict of several dtypes, or of
+// one with Python's padding between leaves (a typed view of the storage per run), and the result
+// of an elementwise op over one (a new storage per run). While none of its levels is written
+// to, and its made leaves are as made (Note [Intact results]), an op runs once over each run:
+// - out of place, its result laid out the same way (one new storage per run), so chains make
+//   leaves only where a result is read;
+// - between two such trees laid out alike (same shape, runs of the same sizes at the same
+//   offsets);
+// - in place, where the runs hold leaf elements only, or the tree is a consolidated root, whose
+//   storage's padding is nobody's (an op on a nested level of a result, whose runs also hold its
+//   siblings' leaves, is never one).
 
+#include <cstdint>
 #include <optional>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
 
+#include <tensordict/function_ref.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
 namespace in_memory {
 
-/// The storages of `td` when it is an unread result over runs (above): every level in memory,
-/// as built, its leaves not made. Each storage of an integer or bool dtype holds leaf elements
-/// only; a floating or complex one may also hold the image of padding. Nullopt otherwise.
-std::optional<c10::SmallVector<at::Tensor, 4>> intact_runs(const TensorDictBase& td);
+/// What intact_runs() finds over a tree.
+struct IntactRuns {
+  /// One 1-D flat per run, in the order the walk meets them.
+  c10::SmallVector<at::Tensor, 4> storages;
+  /// For each level with leaves, in walk order, the index in `storages` of each of its flats: two
+  /// trees of one shape are laid out alike when these agree too.
+  c10::SmallVector<uint32_t, 16> level_flats;
+  /// A made leaf has a version counter of its own (bump_made_leaf_versions after writing).
+  bool own_versions = false;
+  /// An in-place op may write the runs whole: they hold leaf elements only, or padding of a
+  /// consolidated root.
+  bool writable = true;
+};
+
+/// The runs of `td` when it is a tree as above: every level in memory and as built, each of its
+/// made leaves as made. Each flat of an integer or bool dtype holds leaf elements only; a floating
+/// or complex one may also hold padding (under 8 bytes a leaf). Nullopt otherwise, also for a
+/// tree over one storage (intact_packed_storage's) and while a forward-AD level is open.
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td);
+
+/// Whether `b` is laid out as `a`, whose intact_runs() gave `ra`, given its own `rb`: the same
+/// shape (keys, kinds, records, nested batch sizes), flats of the same sizes at the same offsets.
+bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb);
 
 /// A result shaped like `like` (intact_runs found its `storages`), its leaves laid out as like's
 /// over `results` (one elementwise result per storage, in the same order), made on first access.
+/// The leaves over a storage whose result is undefined (the op's result viewed its input, as
+/// `to` a run's own dtype does) are `per_leaf(leaf)`, as the op on each leaf returns.
 /// (Defined in intact_result.cpp, with the frame of every intact result.)
 TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
-                            c10::ArrayRef<at::Tensor> results, bool filter_empty, bool lock);
+                            c10::ArrayRef<at::Tensor> results, FunctionRef<at::Tensor(const at::Tensor&)> per_leaf,
+                            bool filter_empty, bool lock);
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -3,6 +3,7 @@
 // constructors), entry by entry, without going through the checks of `set`. One allocation for
 // the level and its `capacity` entries.
 
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -52,12 +53,13 @@ class LevelBuilder {
     impl_->append_unindexed(key, at::Tensor());
   }
   /// The same, laid out at `offset` elements into `flat`'s storage with `sizes` and `strides`,
-  /// made as views autograd knows (LazyLeaves::autograd_views): a consolidated tensordict's.
+  /// made as views autograd knows (LazyLeaves::autograd_views): a consolidated tensordict's,
+  /// whose leaves may view several flats (one per run of a dtype, Note [Packed runs]).
   void append_lazy_view(std::string_view key, const at::Tensor& flat, int64_t offset, c10::IntArrayRef sizes,
                         c10::IntArrayRef strides) {
     LazyLeaves& lazy = lazy_leaves(flat, static_cast<int64_t>(sizes.size()));
     lazy.autograd_views = true;
-    lazy.add(next_slot(), offset, sizes, strides);
+    lazy.add(next_slot(), offset, sizes, strides, lazy.flat_index(flat));
     impl_->append_unindexed(key, at::Tensor());
   }
   /// The same, laid out at `offset` elements into `flat` with `sizes` and `strides`; the leaves of
@@ -68,23 +70,33 @@ class LevelBuilder {
     lazy.add(next_slot(), offset, sizes, strides, lazy.flat_index(flat));
     impl_->append_unindexed(key, at::Tensor());
   }
-  /// Lazy leaves laid out as another level's (`like`, its records in slot order), viewing `flat`
-  /// (and `more_flats` where like's view its more_flats): append_copied_lazy() adds their slots,
-  /// in the same order. Called before any append_lazy.
-  void copy_lazy(const at::Tensor& flat, const LazyLeaves& like, std::vector<at::Tensor> more_flats = {}) {
+  /// Lazy leaves viewing `flats` (one at least), laid out as leaves of another level whose flat k
+  /// (0: its `flat`, then its `more_flats`) maps to flats[to_flat[k]], its leaves moved by
+  /// shifts[k] elements (like's flats may start at an offset into their storage, a consolidated
+  /// tensordict's runs; new results at 0): append_copied_lazy() adds them, in slot order.
+  /// Called before any append_lazy.
+  void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat,
+                 c10::ArrayRef<int64_t> shifts) {
     lazy_ = std::make_unique<LazyLeaves>();
-    lazy_->flat = flat;
-    lazy_->more_flats = std::move(more_flats);
-    lazy_->records = like.records;
-    lazy_->leaves = like.leaves;
-    lazy_->elements = like.elements;
+    lazy_->records.reserve(like.records.size());
+    lazy_->flat = std::move(flats.front());
+    lazy_->more_flats.assign(std::make_move_iterator(flats.begin() + 1), std::make_move_iterator(flats.end()));
+    to_flat_.assign(to_flat.begin(), to_flat.end());
+    shifts_.assign(shifts.begin(), shifts.end());
   }
-  /// Adds the slot of the copied lazy leaf whose record starts at `record` (moved to the next).
-  void append_copied_lazy(std::string_view key, uint32_t hash, size_t& record) {
+  /// Adds a slot for the leaf of `like` whose record starts at `record` (moved to the next), laid
+  /// out as there over the flat copy_lazy() maps its flat to.
+  void append_copied_lazy(std::string_view key, uint32_t hash, const LazyLeaves& like, size_t& record) {
     const size_t at = record;
-    lazy_->next(record);
-    // The same slot as in `like` unless an entry before it was dropped; the flat it views kept.
-    lazy_->records[at] = LazyLeaves::with_slot(lazy_->records[at], next_slot());
+    const LazyLeaves::Record r = like.next(record);
+    const size_t mine = lazy_->records.size();
+    lazy_->records.insert(lazy_->records.end(), like.records.begin() + at, like.records.begin() + record);
+    int64_t* copied = lazy_->records.data() + mine;
+    // The same slot as in `like` unless an entry before it was dropped.
+    copied[0] = static_cast<int64_t>(next_slot() | (static_cast<uint64_t>(to_flat_[r.storage]) << 32));
+    copied[1] += shifts_[r.storage];
+    ++lazy_->leaves;
+    lazy_->elements += c10::multiply_integers(r.sizes);
     impl_->append_unindexed(key, hash, at::Tensor());
   }
   /// The level is part of a packed op's result (TensorDictImpl::mark_packed_result).
@@ -127,6 +139,8 @@ class LevelBuilder {
   c10::intrusive_ptr<TensorDictImpl> impl_;
   size_t capacity_;
   std::unique_ptr<LazyLeaves> lazy_;
+  c10::SmallVector<uint32_t, 4> to_flat_;  // copy_lazy's
+  c10::SmallVector<int64_t, 4> shifts_;
   c10::SmallVector<TensorDictBase*, 4> locked_children_;
 };
 

@@ -1,0 +1,170 @@
+// Trees over a few runs kept intact (issue 34, Note [Intact runs]): a consolidated tensordict of
+// mixed dtypes or with Python's padding keeps where each leaf lies in its runs, so an op over it
+// runs once a run even after its leaves were read, checking each made leaf against its record,
+// and an op's result over runs does the same. Kernels are counted with a RecordFunction callback.
+#include "support/catch_torch.h"
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/backends/lazy_stack.h>
+#include <tensordict/entry.h>
+#include <tensordict/ops.h>
+
+#include "backends/in_memory/intact_runs.h"
+#include "support/runs_fixtures.h"
+
+using namespace tensordict;
+
+// A namespace of its own, not an anonymous one: the sanitizer build compiles test files together.
+namespace intact_runs_test {
+namespace {
+
+using runs_fixtures::KernelCount;
+using runs_fixtures::mixed;
+using runs_fixtures::require_same;
+
+// Every leaf of `td`, read (so made) and held.
+std::vector<at::Tensor> read_all(const TensorDict& td) {
+  std::vector<at::Tensor> out;
+  for (const Entry& e : td.values(true, true)) out.push_back(e.tensor());
+  return out;
+}
+
+size_t runs_of(const TensorDict& td) {
+  const auto runs = in_memory::intact_runs(*td.impl());
+  return runs ? runs->storages.size() : 0;
+}
+
+// 3-float leaves, each followed by 4 bytes of padding in Python's layout.
+TensorDict padded(int leaves) {
+  TensorDict td({}, {3});
+  for (int i = 0; i < leaves; ++i) td.set("l" + std::to_string(i), at::randn({3}));
+  return td;
+}
+
+}  // namespace
+
+TEST_CASE("a mixed consolidated tensordict whose leaves were read runs each op once per dtype",
+          "[unit][packed][runs][intact]") {
+  const TensorDict x = mixed(), y = mixed();
+  const TensorDict a = consolidate(x), b = consolidate(y);
+  CHECK(runs_of(a) == 3);  // unread: float, double and int64 runs of one storage
+  const std::vector<at::Tensor> held_a = read_all(a), held_b = read_all(b);
+  CHECK(runs_of(a) == 3);  // read: its leaves are as made
+  TensorDict out;
+  CHECK(KernelCount::of("aten::exp", [&] { out = a.exp(); }) == 3);
+  require_same(out, x.exp());
+  CHECK(runs_of(out) == 3);
+  CHECK(KernelCount::of("aten::add", [&] { out = a + b; }) == 3);
+  require_same(out, x + y);
+  out = a.gt(b);  // (contiguous comparisons run a loop of their own, not counted)
+  require_same(out, x.gt(y));
+  CHECK(runs_fixtures::storages(out) == 3);  // one result a run
+  CHECK(KernelCount::of("aten::clone", [&] { out = a.clone(); }) == 3);
+  require_same(out, x);
+  // An op's result and its operand are laid out alike but for where their runs start: per run
+  // of the leaves, the same values.
+  require_same(a + out, x + x);
+}
+
+TEST_CASE("in place over a mixed consolidated tensordict: once per dtype, held leaves see it and are bumped",
+          "[unit][packed][runs][intact]") {
+  TensorDict x = mixed();
+  TensorDict a = consolidate(x);
+  const std::vector<at::Tensor> held = read_all(a);
+  const auto version = held.front()._version();
+  CHECK(KernelCount::of("aten::abs_", [&] { a.abs_(); }) == 3);
+  CHECK(held.front()._version() > version);
+  x.abs_();
+  require_same(a, x);
+  TensorDict y = mixed();
+  TensorDict b = consolidate(y);
+  read_all(b);
+  CHECK(KernelCount::of("aten::add_", [&] { b.add_(a); }) == 3);
+  y.add_(x);
+  require_same(b, y);
+  // An op's result over runs: its leaves have version counters of their own, each bumped.
+  TensorDict result = b * 2;
+  const at::Tensor r0 = result.get("f0");
+  const auto before = r0._version();
+  CHECK(KernelCount::of("aten::add_", [&] { result.add_(1); }) <= 4);
+  CHECK(r0._version() > before);
+  require_same(result, y * 2 + 1);
+}
+
+TEST_CASE("a made leaf changed through its handle, or needing grad, is seen by the next op",
+          "[unit][packed][runs][intact]") {
+  const TensorDict x = mixed();
+  const TensorDict a = consolidate(x);
+  at::Tensor f0 = a.get("f0");
+  f0.set_(at::zeros({4, 3}));
+  CHECK(runs_of(a) == 0);
+  CHECK(at::equal(a.exp().get("f0"), at::ones({4, 3})));
+  const TensorDict b = consolidate(x);
+  at::Tensor d0 = b.get("d0");
+  d0.as_strided_({2}, {2});
+  CHECK(runs_of(b) == 0);
+  CHECK(b.exp().get("d0").sizes() == at::IntArrayRef{2});
+  // Needing grad: autograd records the op on that leaf.
+  TensorDict c = consolidate(x);
+  at::Tensor f3 = c.get("f3");
+  f3.requires_grad_(true);
+  CHECK(runs_of(c) == 0);
+  (c * 3).get("f3").sum().backward();
+  CHECK(at::equal(f3.grad(), at::full({4, 2}, 3.f)));
+  // Written: the records are dropped.
+  TensorDict d = consolidate(x);
+  d.unlock_();
+  d.set("f0", at::ones({4, 3}));
+  CHECK(runs_of(d) == 0);
+  CHECK(at::equal(d.exp().get("f0"), at::ones({4, 3}).exp()));
+}
+
+TEST_CASE("Python's padding: a consolidated tensordict read runs one kernel over its padded run",
+          "[unit][packed][runs][intact]") {
+  const TensorDict x = padded(6), y = padded(6);
+  const TensorDict a = consolidate(x), b = consolidate(y);
+  read_all(a);
+  read_all(b);
+  CHECK(runs_of(a) == 1);
+  TensorDict out;
+  CHECK(KernelCount::of("aten::exp", [&] { out = a.exp(); }) == 1);
+  require_same(out, x.exp());
+  CHECK(KernelCount::of("aten::mul", [&] { out = a * b; }) == 1);
+  require_same(out, x * y);
+  out = a.lt(b);
+  require_same(out, x.lt(y));
+  CHECK(runs_fixtures::storages(out) == 1);
+}
+
+TEST_CASE("trees laid out otherwise, nested levels and integer padding take the per-leaf or runs path",
+          "[unit][packed][runs][intact]") {
+  // The same leaves set in another key order: laid out otherwise, matched by key, the same values.
+  const TensorDict x = mixed();
+  const std::vector<NestedKey> keys = x.keys(true, true);
+  TensorDict z({}, {4});
+  for (auto k = keys.rbegin(); k != keys.rend(); ++k) z.set(*k, x.get(*k).clone());
+  const TensorDict a = consolidate(x), c = consolidate(z);
+  CHECK(runs_of(c) == 3);
+  require_same(a + c, x + z);
+  require_same(a.lt(c), x.lt(z));
+  // A nested level holds part of each run: never a tree over runs of its own.
+  const TensorDict nested = a.get_tensordict("n");
+  CHECK(runs_of(nested) == 0);
+  require_same(nested * 2, x.get_tensordict("n") * 2);
+  // 4-byte integers with padding never run over it: one run a leaf gains nothing, leaves made at once.
+  TensorDict ints({}, {3});
+  for (int i = 0; i < 4; ++i) ints.set("i" + std::to_string(i), at::randint(-5, 5, {3}, at::kInt));
+  const TensorDict ci = consolidate(ints);
+  CHECK(runs_of(ci) == 0);
+  require_same(ci * 3, ints * 3);
+  // A lazy stack in the tree: its members view the storage, made at once.
+  const TensorDict stacked = consolidate(LazyStackedTensorDict({mixed(), mixed()}, 0));
+  CHECK(runs_of(stacked) == 0);
+}
+
+}  // namespace intact_runs_test
