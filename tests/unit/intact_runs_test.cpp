@@ -15,6 +15,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/intact_runs.h"
+#include "backends/in_memory/tensor_dict_impl.h"
 #include "support/runs_fixtures.h"
 
 using namespace tensordict;
@@ -69,6 +70,32 @@ TEST_CASE("a mixed consolidated tensordict whose leaves were read runs each op o
   // An op's result and its operand are laid out alike but for where their runs start: per run
   // of the leaves, the same values.
   require_same(a + out, x + x);
+}
+
+TEST_CASE("a result over runs is one deferred level sharing its operand's shape until read",
+          "[unit][packed][runs][intact]") {
+  const TensorDict x = mixed();
+  const TensorDict a = consolidate(x);
+  const auto deferred = [](const TensorDict& td) {
+    return static_cast<const TensorDictImpl*>(td.impl())->is_deferred();
+  };
+  const TensorDict once = a * 2;
+  CHECK(deferred(once));
+  const auto runs = in_memory::intact_runs(*once.impl());
+  REQUIRE(runs);
+  CHECK(runs->canonical);  // every level numbers the three runs alike
+  // A chain runs once a run and leaves its middle result unread.
+  TensorDict twice;
+  CHECK(KernelCount::of("aten::exp", [&] { twice = once.exp(); }) == 3);
+  CHECK(deferred(once));
+  CHECK(deferred(twice));
+  require_same(twice, (x * 2).exp());  // read: built from the shape, leaves where the records say
+  CHECK_FALSE(deferred(twice));
+  CHECK(runs_of(twice) == 3);
+  // Read, then an op between it and a fresh result of the same shape: laid out alike.
+  TensorDict sum;
+  CHECK(KernelCount::of("aten::add", [&] { sum = twice + a.exp(); }) == 3);
+  require_same(sum, (x * 2).exp() + x.exp());
 }
 
 TEST_CASE("in place over a mixed consolidated tensordict: once per dtype, held leaves see it and are bumped",
@@ -139,6 +166,35 @@ TEST_CASE("Python's padding: a consolidated tensordict read runs one kernel over
   out = a.lt(b);
   require_same(out, x.lt(y));
   CHECK(runs_fixtures::storages(out) == 1);
+}
+
+TEST_CASE("reductions, all(), any() and (a == b).all() read the runs of a read tree whole, never padding",
+          "[unit][packed][runs][intact]") {
+  const TensorDict x = mixed();
+  const TensorDict a = consolidate(x), b = consolidate(x.clone()), c = consolidate(mixed());
+  read_all(a);
+  const auto runs = in_memory::intact_runs(*a.impl());
+  REQUIRE(runs);
+  CHECK(runs->exact);
+  CHECK(at::allclose(a.sum(reduce), x.sum(reduce), 1e-5, 1e-5));
+  CHECK(at::allclose(a.mean(reduce), x.mean(reduce), 1e-5, 1e-5));
+  CHECK(at::equal(a.amax(reduce), x.amax(reduce)));
+  CHECK((a == b).all());
+  CHECK_FALSE((a == c).all());
+  const TensorDict above = a.gt(-100);  // bools over three runs, unread
+  CHECK(runs_of(above) == 3);
+  CHECK(above.all());
+  CHECK_FALSE(a.gt(100).any());
+  CHECK(a.lt(0).any() == x.lt(0).any());
+  // Padded: the runs hold padding, so these go leaf by leaf (where the padding is not read).
+  const TensorDict plain = padded(5);
+  const TensorDict p = consolidate(plain);
+  const auto padded_runs = in_memory::intact_runs(*p.impl());
+  REQUIRE(padded_runs);
+  CHECK_FALSE(padded_runs->exact);
+  const TensorDict ones = consolidate(TensorDict({{"a", at::ones({3})}, {"b", at::ones({3})}}, {3}));
+  CHECK(ones.gt(0).all());  // a padding image read as false would fail it
+  CHECK(at::allclose((p * 2).sum(reduce), (plain * 2).sum(reduce), 1e-5, 1e-5));
 }
 
 TEST_CASE("trees laid out otherwise, nested levels and integer padding take the per-leaf or runs path",

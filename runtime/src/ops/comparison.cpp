@@ -6,6 +6,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/level_shape.h"
 #include "ops/compare_kernel.h"
 #include "ops/kernel.h"
@@ -129,6 +130,13 @@ template <typename LeafTest>
 bool over_leaves(const TensorDict& td, bool stop_at, LeafTest leaf_test) {
   // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
   if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) return leaf_test(flat);
+  // Intact runs without padding (Note [Intact runs]): one test a run.
+  if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) {
+    for (const auto& flat : runs->storages) {
+      if (leaf_test(flat) == stop_at) return stop_at;
+    }
+    return !stop_at;
+  }
   LeafList leaves = leaves_of(readable(td));
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return leaf_test(flat);
   // Runs of leaves (Note [Packed runs]), never over padding: one test per run.
@@ -191,6 +199,22 @@ bool TensorDictComparison::all() const {
       try {
         return leaves_equal(fa, fb);
       } catch (const c10::Error&) {
+      }
+    }
+    // Two trees over runs laid out alike, without padding (Note [Intact runs]): one test a run.
+    if (!fa.defined()) {
+      if (const auto ra = in_memory::intact_runs(*lhs_.impl()); ra && ra->exact) {
+        const auto rb = in_memory::intact_runs(*rhs_td_->impl());
+        if (rb && rb->exact && in_memory::runs_laid_out_alike(*lhs_.impl(), *ra, *rhs_td_->impl(), *rb)) {
+          try {
+            for (size_t r = 0; r < ra->storages.size(); ++r) {
+              if (!leaves_equal(ra->storages[r], rb->storages[r])) return false;
+            }
+            return true;
+          } catch (const c10::Error&) {
+            return to_tensordict().all();  // names the failing key
+          }
+        }
       }
     }
     MatchedLeaves m;

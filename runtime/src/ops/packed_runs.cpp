@@ -108,9 +108,11 @@ LeafList cut_runs(const PackedRuns& runs, c10::ArrayRef<at::Tensor> results, con
 TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::ArrayRef<at::Tensor> results,
                        const LeafList& leaves, FunctionRef<at::Tensor(size_t)> over_leaf, bool filter_empty, bool lock) {
   size_t next = 0;
+  const bool all_runs = std::all_of(results.begin(), results.end(), [](const at::Tensor& r) { return r.defined(); });
   return result_like(
       like,
       [&](LevelBuilder& out, const std::string& key) {
+        if (all_runs) out.list_flats(results);  // every level numbers the runs alike (Note [Intact runs])
         const size_t i = next++;
         const at::Tensor& result = results[runs.run[i]];
         if (result.defined()) {
@@ -263,7 +265,7 @@ std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<
       run_each(runs->storages, result_itemsize, [&](size_t, const at::Tensor& flat) { return fn(flat); });
   if (!results) return std::nullopt;
   try {
-    return in_memory::intact_runs_like(td, runs->storages, *results, fn, filter_empty, lock);
+    return in_memory::intact_runs_like(td, *runs, *results, fn, filter_empty, lock);
   } catch (const c10::Error&) {
     return std::nullopt;  // the per-leaf path names the key
   }
@@ -282,8 +284,7 @@ std::optional<TensorDict> map_intact_run_pairs(const TensorDictBase& a, const Te
   for (const at::Tensor& result : *results) {
     if (!result.defined()) return std::nullopt;  // a result viewing a's run: per leaf (whose partner it needs)
   }
-  return in_memory::intact_runs_like(a, ra->storages, *results, [](const at::Tensor& t) { return t; }, filter_empty,
-                                     lock);
+  return in_memory::intact_runs_like(a, *ra, *results, [](const at::Tensor& t) { return t; }, filter_empty, lock);
 }
 
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,

@@ -5,6 +5,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/intact_runs.h"
 #include "core/batch_dim.h"
 #include "core/format.h"
 #include "ops/kernel.h"
@@ -168,23 +169,28 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
       TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
     }
   };
+  LeafList parts;
   if (!feature && !dim) {
     // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
     if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined())
       return over_storage(flat);
+    // Intact runs without padding (Note [Intact runs]): every leaf's elements, a part a run.
+    if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) {
+      if (runs->storages.size() == 1) return over_storage(runs->storages.front());
+      parts.assign(runs->storages.begin(), runs->storages.end());
+    }
   }
-  LeafList leaves = leaves_of(readable(td));
-  TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
+  LeafList leaves = parts.empty() ? leaves_of(readable(td)) : LeafList();
+  TD_CHECK(!leaves.empty() || !parts.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
   std::optional<int64_t> d;
   if (dim) d = reduction_dim(td, *dim, red_name(r));
   // A packed storage (a consolidated tensordict) is already every leaf's elements in one tensor:
   // reduced as it is, no concatenation (the order differs, the result only by rounding).
-  if (!feature && !d) {
+  if (!feature && !d && parts.empty()) {
     if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return over_storage(flat);
   }
-  LeafList parts;
   // Runs of leaves (Note [Packed runs]), never over padding: one part per run.
-  if (!feature && !d) {
+  if (!feature && !d && parts.empty()) {
     if (std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) {
       if (runs->flats.size() == 1) return over_storage(runs->flats.front());
       parts.assign(runs->flats.begin(), runs->flats.end());

@@ -310,7 +310,10 @@ TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const 
   if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
   const std::vector<int64_t> batch = level_batch(meta, source);
   LevelBuilder child(batch, device);
-  if (flats != nullptr) child.mark_packed_result();
+  if (flats != nullptr) {
+    child.mark_packed_result();
+    child.list_flats(flats->all());
+  }
   fill_level(child, storage, flats, meta, device, source);
   TensorDict out = child.finish();
   out.impl()->set_dim_names(level_names(meta, batch.size()));
@@ -331,7 +334,10 @@ TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std
   root->set_dim_names(level_names(meta, batch.size()));
   const LeafFlats flats(storage, meta);
   LevelBuilder table(batch, device);
-  if (!flats.empty()) table.mark_packed_result();
+  if (!flats.empty()) {
+    table.mark_packed_result();
+    table.list_flats(flats.all());
+  }
   fill_level(table, storage, flats.empty() ? nullptr : &flats, meta, device, source);
   root->set_table(table.finish());
   TensorDict td(std::move(root));

@@ -33,6 +33,8 @@ class LeafFlats {
   /// than half as many as the leaves (one kernel a leaf is then as fast).
   LeafFlats(const at::Tensor& storage, const json::Value& meta);
   bool empty() const { return flats_.empty(); }
+  /// Every flat, in storage order: each level lists them all (LevelBuilder::list_flats).
+  c10::ArrayRef<at::Tensor> all() const { return flats_; }
   /// The flat the leaf of `dtype` at bytes [start, start + bytes) views; nullptr when none does
   /// (an empty leaf outside its dtype's runs).
   const at::Tensor* find(at::ScalarType dtype, int64_t start, int64_t bytes) const;

@@ -1,5 +1,6 @@
 #include "backends/in_memory/intact_result.h"
 
+#include <algorithm>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -11,6 +12,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
+#include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/level_builder.h"
 #include "backends/in_memory/level_shape.h"
 #include "backends/in_memory/tensor_dict_impl.h"
@@ -58,6 +60,7 @@ inline bool same_geometry(const int64_t* size, const int64_t* stride, const Lazy
 struct FlatId {
   const c10::StorageImpl* storage;
   caffe2::TypeMeta dtype;
+  int64_t offset;  // where the flat starts in its storage: records count from there
 };
 
 // Whether the made leaves of `level` are still the views `layout` made (Note [Intact results]).
@@ -65,10 +68,11 @@ struct FlatId {
 // several flats (Note [Intact runs]), each record naming its own.
 template <bool Several>
 bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
-  const FlatId first{layout.flat.storage().unsafeGetStorageImpl(), layout.flat.dtype()};
+  const FlatId first{layout.flat.storage().unsafeGetStorageImpl(), layout.flat.dtype(), layout.flat.storage_offset()};
   c10::SmallVector<FlatId, 4> more;
   if (Several) {
-    for (const at::Tensor& f : layout.more_flats) more.push_back(FlatId{f.storage().unsafeGetStorageImpl(), f.dtype()});
+    for (const at::Tensor& f : layout.more_flats)
+      more.push_back(FlatId{f.storage().unsafeGetStorageImpl(), f.dtype(), f.storage_offset()});
   }
   const c10::DispatchKeySet keys = layout.made_keys;
   const TensorDictImpl::Slot* slots = level.built_slots();  // all_intact() found it built
@@ -86,7 +90,7 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool 
     // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
     // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
     if (t->key_set() != keys || t->dtype() != flat.dtype || t->unsafe_storage().unsafeGetStorageImpl() != flat.storage ||
-        t->storage_offset() != r.offset)
+        t->storage_offset() != flat.offset + r.offset)
       return false;
     const c10::IntArrayRef sizes = t->sizes();
     if (sizes.size() != r.sizes.size() || !same_geometry(sizes.data(), t->strides().data(), r, sizes.size()))
@@ -139,6 +143,7 @@ bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& 
 bool all_intact(const TensorDictImpl& level, Walk& walk) {
   if (level.is_deferred()) {
     const LevelShape& shape = *level.shape();
+    if (!level.deferred_more_flats().empty()) return false;  // a result over runs (Note [Intact runs])
     return shape.tree_leaves == 0 || walk.add(level.deferred_flat(), shape.tree_elements);
   }
   const LazyLeaves* layout = level.packed_layout();
@@ -208,6 +213,9 @@ struct ResultStorages {
   const at::Tensor* flat = nullptr;
   c10::ArrayRef<at::Tensor> storages, results;
   FunctionRef<at::Tensor(const at::Tensor&)>* per_leaf = nullptr;
+  /// Every level lists `storages` as they are, in order (IntactRuns::canonical), and every result
+  /// is defined: the result may share the operand's shape over `results`.
+  bool shared_runs = false;
 
   const at::Tensor& of(const at::Tensor& operand) const {
     if (flat != nullptr) return *flat;
@@ -225,12 +233,15 @@ constexpr uint32_t kPerLeaf = ~uint32_t{0};  // a flat whose leaves the result m
 TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, const ResultStorages& to,
                       bool filter_empty, bool lock, c10::intrusive_ptr<LevelShape> shape = {}) {
   // One deferred level sharing the operand's shape (Note [Shared shapes]), unless nested levels
-  // without entries are to be dropped. Shapes describe results over one storage only.
-  if (to.flat != nullptr) {
+  // without entries are to be dropped: over one storage, or over runs every level lists alike.
+  if (to.flat != nullptr || to.shared_runs) {
     if (!shape) shape = shape_of(level, outer);
     if (shape && !(filter_empty && shape->has_empty_level)) {
-      return TensorDict(TensorDictImpl::make_deferred(std::move(shape), *to.flat, outer.batch_size(), outer.device(),
-                                                      outer.dim_names(), lock));
+      const at::Tensor& flat = to.flat != nullptr ? *to.flat : to.results.front();
+      std::vector<at::Tensor> more;
+      if (to.flat == nullptr) more.assign(to.results.begin() + 1, to.results.end());
+      return TensorDict(TensorDictImpl::make_deferred(std::move(shape), flat, std::move(more), outer.batch_size(),
+                                                      outer.device(), outer.dim_names(), lock));
     }
   }
   LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
@@ -238,18 +249,15 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
   const LazyLeaves* layout = level.packed_layout();
   c10::SmallVector<uint32_t, 4> to_flat;  // per flat of the operand's level: the result's, or kPerLeaf
   if (layout != nullptr) {
-    // Each result starts where its storage does; the operand's flat may start at an offset.
     std::vector<at::Tensor> flats;
-    c10::SmallVector<int64_t, 4> shifts;
     const auto add = [&](const at::Tensor& operand) {
       const at::Tensor& result = to.of(operand);
       to_flat.push_back(result.defined() ? static_cast<uint32_t>(flats.size()) : kPerLeaf);
-      shifts.push_back(result.defined() ? result.storage_offset() - operand.storage_offset() : 0);
       if (result.defined()) flats.push_back(result);
     };
     add(layout->flat);
     for (const at::Tensor& f : layout->more_flats) add(f);
-    if (!flats.empty()) out.copy_lazy(std::move(flats), *layout, to_flat, shifts);
+    if (!flats.empty()) out.copy_lazy(std::move(flats), *layout, to_flat);
   }
   size_t record = 0;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
@@ -313,12 +321,15 @@ TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat
   return build_like(*level, like, ResultStorages{&flat, {}, {}}, filter_empty, lock, std::move(shape));
 }
 
-TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
-                            c10::ArrayRef<at::Tensor> results, FunctionRef<at::Tensor(const at::Tensor&)> per_leaf,
-                            bool filter_empty, bool lock) {
+TensorDict intact_runs_like(const TensorDictBase& like, const IntactRuns& runs, c10::ArrayRef<at::Tensor> results,
+                            FunctionRef<at::Tensor(const at::Tensor&)> per_leaf, bool filter_empty, bool lock) {
   const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_runs_like: ", like.type_name(), " is not an in-memory level");
-  return build_like(*level, like, ResultStorages{nullptr, storages, results, &per_leaf}, filter_empty, lock);
+  const bool all_defined =
+      std::all_of(results.begin(), results.end(), [](const at::Tensor& r) { return r.defined(); });
+  return build_like(*level, like,
+                    ResultStorages{nullptr, runs.storages, results, &per_leaf, runs.canonical && all_defined},
+                    filter_empty, lock);
 }
 
 }  // namespace in_memory

@@ -38,12 +38,39 @@ struct Walk {
   IntactRuns& out;
   std::vector<Held> held;
   bool grad_mode = at::GradMode::is_enabled();
+  size_t listed = 0;  // how many flats the first level with leaves lists (IntactRuns::canonical)
+
+  // Adds the flats a level lists; what its records number k is then storages[level_flats[first + k]].
+  size_t list(const at::Tensor& flat, c10::ArrayRef<at::Tensor> more) {
+    const size_t first = out.level_flats.size();
+    out.level_flats.push_back(index_of(out.storages, flat));
+    for (const at::Tensor& f : more) out.level_flats.push_back(index_of(out.storages, f));
+    const size_t count = out.level_flats.size() - first;
+    if (listed == 0) listed = count;
+    for (size_t k = 0; k < count; ++k) out.canonical = out.canonical && out.level_flats[first + k] == k;
+    out.canonical = out.canonical && count == listed;
+    return first;
+  }
+  void hold(uint32_t at, int64_t elements, int64_t leaves) {
+    if (held.size() <= at) held.resize(at + 1);
+    held[at].elements += elements;
+    held[at].leaves += leaves;
+  }
 };
 
 // Whether `level` and its nested levels are as built, their made leaves as made; adds their
 // flats to the walk and what their leaves hold in each.
 bool collect(const TensorDictImpl& level, Walk& walk) {
-  if (level.is_deferred()) return false;  // a one-storage result's shape: intact_packed_storage's
+  if (level.is_deferred()) {
+    // An unread result: its shape holds what its leaves hold in each flat. (One storage its
+    // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
+    const LevelShape& shape = *level.shape();
+    if (shape.tree_leaves == 0) return true;
+    const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
+    for (size_t k = 0; k < shape.flat_elements.size(); ++k)
+      walk.hold(walk.out.level_flats[first + k], shape.flat_elements[k], shape.flat_leaves[k]);
+    return true;
+  }
   size_t tensors = 0;
   bool ok = true;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
@@ -64,15 +91,10 @@ bool collect(const TensorDictImpl& level, Walk& walk) {
     walk.out.own_versions = walk.out.own_versions || !layout->autograd_views;
     if (!made_leaves_intact(level, *layout, walk.grad_mode)) return false;
   }
-  const size_t first = walk.out.level_flats.size();
-  walk.out.level_flats.push_back(index_of(walk.out.storages, layout->flat));
-  for (const at::Tensor& f : layout->more_flats) walk.out.level_flats.push_back(index_of(walk.out.storages, f));
+  const size_t first = walk.list(layout->flat, layout->more_flats);
   for (size_t i = 0; i < layout->records.size();) {
     const LazyLeaves::Record r = layout->next(i);
-    const uint32_t at = walk.out.level_flats[first + r.storage];
-    if (walk.held.size() <= at) walk.held.resize(at + 1);
-    walk.held[at].elements += c10::multiply_integers(r.sizes);
-    ++walk.held[at].leaves;
+    walk.hold(walk.out.level_flats[first + r.storage], c10::multiply_integers(r.sizes), 1);
   }
   return true;
 }
@@ -85,6 +107,7 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   IntactRuns runs;
   Walk walk{runs, {}};
   if (!collect(*level, walk) || runs.storages.empty()) return std::nullopt;
+  runs.canonical = runs.canonical && walk.listed == runs.storages.size();
   // A consolidated root holds every leaf of its storage: its padding is nobody's.
   const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   for (size_t i = 0; i < runs.storages.size(); ++i) {
@@ -100,6 +123,7 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
       return std::nullopt;
     // The padding of a nested level's runs may be a sibling's small leaf.
     runs.writable = runs.writable && (gap == 0 || consolidated_root);
+    runs.exact = runs.exact && gap == 0;
   }
   // One storage its leaves tile from its start is intact_packed_storage's.
   if (runs.storages.size() == 1 && runs.storages[0].storage_offset() == 0 && walk.held[0].elements == runs.storages[0].numel())
@@ -112,8 +136,7 @@ bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const Te
       a.batch_size() != b.batch_size())
     return false;
   for (size_t i = 0; i < ra.storages.size(); ++i) {
-    const at::Tensor &x = ra.storages[i], &y = rb.storages[i];
-    if (x.numel() != y.numel() || x.storage_offset() != y.storage_offset()) return false;
+    if (ra.storages[i].numel() != rb.storages[i].numel()) return false;  // records count from a flat's start
   }
   const TensorDictImpl *la = packed_level(a), *lb = packed_level(b);
   if (la == lb) return true;

@@ -36,6 +36,13 @@ struct IntactRuns {
   /// An in-place op may write the runs whole: they hold leaf elements only, or padding of a
   /// consolidated root.
   bool writable = true;
+  /// The runs hold leaf elements only (no padding): a reduction, all() or any() may read them
+  /// whole.
+  bool exact = true;
+  /// Every level with leaves lists `storages` as they are, in order (consolidate's levels and
+  /// the results of ops over them do): records number flats alike at every level, so a result
+  /// may share the tree's shape (Note [Shared shapes]) over its own storages, deferred.
+  bool canonical = true;
 };
 
 /// The runs of `td` when it is a tree as above: every level in memory and as built, each of its
@@ -45,17 +52,16 @@ struct IntactRuns {
 std::optional<IntactRuns> intact_runs(const TensorDictBase& td);
 
 /// Whether `b` is laid out as `a`, whose intact_runs() gave `ra`, given its own `rb`: the same
-/// shape (keys, kinds, records, nested batch sizes), flats of the same sizes at the same offsets.
+/// shape (keys, kinds, records, nested batch sizes) and flats of the same sizes, numbered alike.
 bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb);
 
-/// A result shaped like `like` (intact_runs found its `storages`), its leaves laid out as like's
-/// over `results` (one elementwise result per storage, in the same order), made on first access.
+/// A result shaped like `like` (intact_runs found `runs`), its leaves laid out as like's over
+/// `results` (one elementwise result per storage, in the same order), made on first access.
 /// The leaves over a storage whose result is undefined (the op's result viewed its input, as
 /// `to` a run's own dtype does) are `per_leaf(leaf)`, as the op on each leaf returns.
 /// (Defined in intact_result.cpp, with the frame of every intact result.)
-TensorDict intact_runs_like(const TensorDictBase& like, c10::ArrayRef<at::Tensor> storages,
-                            c10::ArrayRef<at::Tensor> results, FunctionRef<at::Tensor(const at::Tensor&)> per_leaf,
-                            bool filter_empty, bool lock);
+TensorDict intact_runs_like(const TensorDictBase& like, const IntactRuns& runs, c10::ArrayRef<at::Tensor> results,
+                            FunctionRef<at::Tensor(const at::Tensor&)> per_leaf, bool filter_empty, bool lock);
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -36,7 +36,10 @@ struct LazyLeaves {
   /// Made with as_strided (views autograd knows, sharing `flat`'s version counter), as a
   /// consolidated tensordict's leaves always were; else built directly (core/strided_view.h).
   bool autograd_views = false;
-  /// Per leaf, in slot order: slot, storage offset, dim, then its sizes and strides.
+  /// Per leaf, in slot order: slot (and flat index), offset in elements from its flat's start,
+  /// dim, then its sizes and strides. Counted from the flat, not the storage, records do not
+  /// depend on where a flat starts: a consolidated tensordict's runs (typed views at an offset
+  /// into its bytes) and an op's results over them (new storages) share them (Note [Shared shapes]).
   std::vector<int64_t> records;
   /// How many leaves the records hold, and their elements together.
   size_t leaves = 0;
@@ -53,10 +56,10 @@ struct LazyLeaves {
     uint32_t storage;
   };
 
-  /// Records a leaf at `slot` laid out (sizes, strides, storage offset) as `like`.
+  /// Records a leaf at `slot` laid out (sizes, strides, storage offset) as `like`, over `flat`.
   void add(uint32_t slot, const at::Tensor& like) {
     const c10::TensorImpl* t = like.unsafeGetTensorImpl();
-    add(slot, t->storage_offset(), t->sizes(), t->strides());
+    add(slot, t->storage_offset() - flat.storage_offset(), t->sizes(), t->strides());
   }
   /// `storage`: which flat the leaf views (flat_index).
   void add(uint32_t slot, int64_t offset, c10::IntArrayRef sizes, c10::IntArrayRef strides, uint32_t storage = 0) {

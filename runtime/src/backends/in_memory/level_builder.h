@@ -59,7 +59,7 @@ class LevelBuilder {
                         c10::IntArrayRef strides) {
     LazyLeaves& lazy = lazy_leaves(flat, static_cast<int64_t>(sizes.size()));
     lazy.autograd_views = true;
-    lazy.add(next_slot(), offset, sizes, strides, lazy.flat_index(flat));
+    lazy.add(next_slot(), offset - flat.storage_offset(), sizes, strides, lazy.flat_index(flat));
     impl_->append_unindexed(key, at::Tensor());
   }
   /// The same, laid out at `offset` elements into `flat` with `sizes` and `strides`; the leaves of
@@ -67,22 +67,18 @@ class LevelBuilder {
   void append_lazy_at(std::string_view key, const at::Tensor& flat, int64_t offset, c10::IntArrayRef sizes,
                       c10::IntArrayRef strides) {
     LazyLeaves& lazy = lazy_leaves(flat, static_cast<int64_t>(sizes.size()));
-    lazy.add(next_slot(), offset, sizes, strides, lazy.flat_index(flat));
+    lazy.add(next_slot(), offset - flat.storage_offset(), sizes, strides, lazy.flat_index(flat));
     impl_->append_unindexed(key, at::Tensor());
   }
   /// Lazy leaves viewing `flats` (one at least), laid out as leaves of another level whose flat k
-  /// (0: its `flat`, then its `more_flats`) maps to flats[to_flat[k]], its leaves moved by
-  /// shifts[k] elements (like's flats may start at an offset into their storage, a consolidated
-  /// tensordict's runs; new results at 0): append_copied_lazy() adds them, in slot order.
-  /// Called before any append_lazy.
-  void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat,
-                 c10::ArrayRef<int64_t> shifts) {
+  /// (0: its `flat`, then its `more_flats`) maps to flats[to_flat[k]]: append_copied_lazy() adds
+  /// them, in slot order. Called before any append_lazy.
+  void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat) {
     lazy_ = std::make_unique<LazyLeaves>();
     lazy_->records.reserve(like.records.size());
     lazy_->flat = std::move(flats.front());
     lazy_->more_flats.assign(std::make_move_iterator(flats.begin() + 1), std::make_move_iterator(flats.end()));
     to_flat_.assign(to_flat.begin(), to_flat.end());
-    shifts_.assign(shifts.begin(), shifts.end());
   }
   /// Adds a slot for the leaf of `like` whose record starts at `record` (moved to the next), laid
   /// out as there over the flat copy_lazy() maps its flat to.
@@ -91,14 +87,16 @@ class LevelBuilder {
     const LazyLeaves::Record r = like.next(record);
     const size_t mine = lazy_->records.size();
     lazy_->records.insert(lazy_->records.end(), like.records.begin() + at, like.records.begin() + record);
-    int64_t* copied = lazy_->records.data() + mine;
     // The same slot as in `like` unless an entry before it was dropped.
-    copied[0] = static_cast<int64_t>(next_slot() | (static_cast<uint64_t>(to_flat_[r.storage]) << 32));
-    copied[1] += shifts_[r.storage];
+    lazy_->records[mine] = static_cast<int64_t>(next_slot() | (static_cast<uint64_t>(to_flat_[r.storage]) << 32));
     ++lazy_->leaves;
     lazy_->elements += c10::multiply_integers(r.sizes);
     impl_->append_unindexed(key, hash, at::Tensor());
   }
+  /// The flats every lazy leaf of this level views one of, in the order the whole tree lists
+  /// them (Note [Intact runs]): the level's records then number flats as the tree does, even
+  /// where its own leaves view only some. `flats` outlives the build; called before any append_lazy.
+  void list_flats(c10::ArrayRef<at::Tensor> flats) { listed_ = flats; }
   /// The level is part of a packed op's result (TensorDictImpl::mark_packed_result).
   void mark_packed_result() { impl_->mark_packed_result(); }
   bool contains(std::string_view key) const { return impl_->has(key); }
@@ -130,7 +128,8 @@ class LevelBuilder {
   LazyLeaves& lazy_leaves(const at::Tensor& flat, int64_t dim) {
     if (!lazy_) {
       lazy_ = std::make_unique<LazyLeaves>();
-      lazy_->flat = flat;
+      lazy_->flat = listed_.empty() ? flat : listed_.front();
+      if (listed_.size() > 1) lazy_->more_flats.assign(listed_.begin() + 1, listed_.end());
       lazy_->records.reserve(capacity_ * static_cast<size_t>(3 + 2 * dim));  // leaves of one rank: one allocation
     }
     return *lazy_;
@@ -140,7 +139,7 @@ class LevelBuilder {
   size_t capacity_;
   std::unique_ptr<LazyLeaves> lazy_;
   c10::SmallVector<uint32_t, 4> to_flat_;  // copy_lazy's
-  c10::SmallVector<int64_t, 4> shifts_;
+  c10::ArrayRef<at::Tensor> listed_;      // list_flats'
   c10::SmallVector<TensorDictBase*, 4> locked_children_;
 };
 

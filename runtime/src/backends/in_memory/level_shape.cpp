@@ -18,6 +18,7 @@ namespace tensordict {
 // ---- Deferred levels (the TensorDictImpl side of Note [Shared shapes]) ----------------------
 
 c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_ptr<LevelShape> shape, at::Tensor flat,
+                                                                 std::vector<at::Tensor> more_flats,
                                                                  c10::IntArrayRef batch_size,
                                                                  std::optional<at::Device> device,
                                                                  const DimNames& names, bool locked) {
@@ -25,6 +26,7 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_
   impl->packed_result_ = true;
   impl->live_ = static_cast<uint32_t>(shape->fields.size());  // num_entries() without building
   impl->flat_ = std::move(flat);
+  impl->more_flats_ = std::move(more_flats);
   impl->shape_.store(shape.get(), std::memory_order_relaxed);
   impl->shape_owner_ = std::move(shape);
   impl->pending_.store(kDeferred, std::memory_order_relaxed);  // published with the handle
@@ -53,7 +55,8 @@ void TensorDictImpl::materialize() const {
       if (f.kind == EntryKind::Tensor) {
         new (slots_ + i) Slot(f.key, at::Tensor(), f.hash);  // made on first access (Note [Lazy leaves])
       } else if (f.kind == EntryKind::TensorDict) {
-        auto child = make_deferred(f.child, flat_, f.child->batch_size, f.child->device, f.child->names, locked);
+        auto child =
+            make_deferred(f.child, flat_, more_flats_, f.child->batch_size, f.child->device, f.child->names, locked);
         if (locked) {
           if (!parent) parent = c10::intrusive_ptr<TensorDictBase>::unsafe_reclaim_from_nonowning(self);
           child->add_lock_parent(parent);
@@ -71,6 +74,7 @@ void TensorDictImpl::materialize() const {
   if (shape.leaves > 0) {
     auto lazy = std::make_unique<LazyLeaves>();
     lazy->flat = flat_;
+    lazy->more_flats = more_flats_;
     lazy->records = shape.records;
     lazy->leaves = shape.leaves;
     lazy->elements = shape.elements;
@@ -134,6 +138,20 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
   }
   shape->tree_elements = shape->elements;
   shape->tree_leaves = shape->leaves;
+  const auto held = [&](size_t flat, int64_t elements, int64_t leaves) {
+    if (shape->flat_elements.size() <= flat) {
+      shape->flat_elements.resize(flat + 1);
+      shape->flat_leaves.resize(flat + 1);
+    }
+    shape->flat_elements[flat] += elements;
+    shape->flat_leaves[flat] += leaves;
+  };
+  if (layout != nullptr) {
+    for (size_t i = 0; i < layout->records.size();) {
+      const LazyLeaves::Record r = layout->next(i);
+      held(r.storage, c10::multiply_integers(r.sizes), 1);
+    }
+  }
   shape->fields.reserve(level.num_entries());
   bool describable = true;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
@@ -153,6 +171,7 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
         shape->nested.push_back(static_cast<uint32_t>(shape->fields.size()));
         shape->tree_elements += f.child->tree_elements;
         shape->tree_leaves += f.child->tree_leaves;
+        for (size_t k = 0; k < f.child->flat_elements.size(); ++k) held(k, f.child->flat_elements[k], f.child->flat_leaves[k]);
         shape->has_empty_level = shape->has_empty_level || f.child->fields.empty() || f.child->has_empty_level;
         break;
       }

@@ -210,8 +210,9 @@ void TensorDictImpl::make_lazy_leaves() const {
     // keys, who do not wait for this.
     at::Tensor& leaf = slots_[r.slot].value.mutable_tensor();
     const at::Tensor& flat = lazy->flat_of(r);
-    leaf = lazy->autograd_views ? flat.as_strided(r.sizes, r.strides, r.offset)
-                                : detail::strided_view(flat, r.sizes, r.strides, r.offset);
+    const int64_t offset = flat.storage_offset() + r.offset;  // records count from their flat's start
+    leaf = lazy->autograd_views ? flat.as_strided(r.sizes, r.strides, offset)
+                                : detail::strided_view(flat, r.sizes, r.strides, offset);
     lazy->made_keys = leaf.key_set();  // the same for every leaf of the level
   }
   lazy_.store(nullptr, std::memory_order_release);  // the records stay, in layout_

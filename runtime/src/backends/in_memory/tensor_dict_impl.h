@@ -250,10 +250,12 @@ class TensorDictImpl final : public TensorDictBase {
     }
   }
 
-  /// A packed op's result shaped as `shape` over `flat` (its storage), its slots built on first
-  /// access (Note [Shared shapes]); nested levels come deferred too, locked when this level is
-  /// then. The root's batch size, device and names are given (the operand's).
+  /// A packed op's result shaped as `shape` over `flat` (its storage) and `more_flats` (a result
+  /// over runs: one storage a run, Note [Intact runs]), its slots built on first access (Note
+  /// [Shared shapes]); nested levels come deferred too, locked when this level is then. The
+  /// root's batch size, device and names are given (the operand's).
   static c10::intrusive_ptr<TensorDictImpl> make_deferred(c10::intrusive_ptr<LevelShape> shape, at::Tensor flat,
+                                                          std::vector<at::Tensor> more_flats,
                                                           c10::IntArrayRef batch_size,
                                                           std::optional<at::Device> device, const DimNames& names,
                                                           bool locked);
@@ -261,6 +263,8 @@ class TensorDictImpl final : public TensorDictBase {
   bool is_deferred() const { return (pending_.load(std::memory_order_acquire) & kDeferred) != 0; }
   /// The storage a level made deferred views (kept once built).
   const at::Tensor& deferred_flat() const { return flat_; }
+  /// The further storages a deferred result over runs views (empty over one storage).
+  const std::vector<at::Tensor>& deferred_more_flats() const { return more_flats_; }
   /// The level's shape while nothing was written to it (its own, or one cached), else nullptr.
   LevelShape* shape() const { return shape_.load(std::memory_order_acquire); }
   /// Keeps `shape` (made from this packed level) for the next ops: the first one, or in place of
@@ -348,6 +352,7 @@ class TensorDictImpl final : public TensorDictBase {
     packed_result_ = false;
     layout_.reset();
     flat_ = at::Tensor();  // a deferred level's storage: layout_ held it too once built
+    more_flats_.clear();
     shape_.store(nullptr, std::memory_order_relaxed);
     shape_owner_.reset();
     retired_shapes_.clear();
@@ -407,6 +412,7 @@ class TensorDictImpl final : public TensorDictBase {
   // (its nested levels are built so, as the eager build would have); the shape (owned by
   // shape_owner_, published through shape_: readers take no lock).
   at::Tensor flat_;
+  std::vector<at::Tensor> more_flats_;
   bool built_locked_ = false;
   mutable std::atomic<LevelShape*> shape_{nullptr};
   mutable c10::intrusive_ptr<LevelShape> shape_owner_;
