@@ -65,10 +65,12 @@ struct FlatId {
 
 // Whether the made leaves of `level` are still the views `layout` made (Note [Intact results]).
 // Paid per leaf on every op over a tree whose leaves were read. `Several`: the leaves view
-// several flats (Note [Intact runs]), each record naming its own.
+// several flats (Note [Intact runs]), each record naming its own; without it, the one flat
+// starts its storage (as intact_packed_storage requires).
 template <bool Several>
 bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
-  const FlatId first{layout.flat.storage().unsafeGetStorageImpl(), layout.flat.dtype(), layout.flat.storage_offset()};
+  const FlatId first{layout.flat.storage().unsafeGetStorageImpl(), layout.flat.dtype(),
+                     Several ? layout.flat.storage_offset() : 0};
   c10::SmallVector<FlatId, 4> more;
   if (Several) {
     for (const at::Tensor& f : layout.more_flats)
@@ -90,7 +92,7 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool 
     // unsafe_storage(): storage() is a virtual call per leaf, and a leaf made here stays a plain
     // strided TensorImpl (one whose storage would throw gives an empty Storage: no match).
     if (t->key_set() != keys || t->dtype() != flat.dtype || t->unsafe_storage().unsafeGetStorageImpl() != flat.storage ||
-        t->storage_offset() != flat.offset + r.offset)
+        t->storage_offset() != (Several ? flat.offset : 0) + r.offset)
       return false;
     const c10::IntArrayRef sizes = t->sizes();
     if (sizes.size() != r.sizes.size() || !same_geometry(sizes.data(), t->strides().data(), r, sizes.size()))
@@ -103,8 +105,8 @@ bool leaves_as_made(const TensorDictImpl& level, const LazyLeaves& layout, bool 
 }  // namespace
 
 bool made_leaves_intact(const TensorDictImpl& level, const LazyLeaves& layout, bool grad_mode) {
-  return layout.more_flats.empty() ? leaves_as_made<false>(level, layout, grad_mode)
-                                   : leaves_as_made<true>(level, layout, grad_mode);
+  return layout.more_flats.empty() && layout.flat.storage_offset() == 0 ? leaves_as_made<false>(level, layout, grad_mode)
+                                                                       : leaves_as_made<true>(level, layout, grad_mode);
 }
 
 namespace {
@@ -133,7 +135,8 @@ bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& 
   if (level.unmade_leaves() != nullptr) return true;
   // Views autograd knows share the storage's version counter.
   walk.own_versions = walk.own_versions || !layout.autograd_views;
-  return leaves_as_made<false>(level, layout, walk.grad_mode);
+  // A flat at an offset is a run (Note [Intact runs]); intact_packed_storage refuses it.
+  return layout.flat.storage_offset() == 0 && leaves_as_made<false>(level, layout, walk.grad_mode);
 }
 
 // Whether `level` and its nested levels are intact, all over one storage. No lock: the records
