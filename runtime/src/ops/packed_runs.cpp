@@ -18,6 +18,7 @@
 #include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/level_builder.h"
 #include "core/forward_ad.h"
+#include "core/padding.h"
 #include "core/strided_view.h"
 #include "ops/kernel.h"
 #include "ops/packed.h"
@@ -43,8 +44,6 @@ struct Span {
   int64_t begin, end;
   uint32_t leaf;
 };
-
-bool may_read_padding(at::ScalarType dtype) { return at::isFloatingType(dtype) || at::isComplexType(dtype); }
 
 at::Tensor flat_view(const at::Tensor& like, int64_t offset, int64_t numel) {
   const int64_t size[] = {numel}, stride[] = {1};
@@ -174,7 +173,7 @@ std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
         } else {
           // Padding is covered only up to a leaf with elements: an empty one past the run's end
           // starts a run of its own rather than stretch this one over bytes no leaf follows.
-          joins = !empty && padding == Padding::ReadOver && may_read_padding(t.scalar_type()) && s.begin - end < 8;
+          joins = !empty && padding == Padding::ReadOver && detail::may_read_padding(t.scalar_type()) && s.begin - end < 8;
         }
       }
     } else {

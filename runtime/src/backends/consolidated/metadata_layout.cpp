@@ -10,14 +10,12 @@
 
 #include <tensordict/dtype.h>
 
+#include "core/padding.h"
+
 namespace tensordict {
 namespace consolidated {
 
 namespace {
-
-// Whether padding between two leaves may be read: its bytes cannot trap as these dtypes
-// (Note [Packed runs]).
-bool may_read_padding(at::ScalarType dtype) { return at::isFloatingType(dtype) || at::isComplexType(dtype); }
 
 // Runs are worth it up to this many (the ops walk them per call, as they do a tree's storages).
 constexpr size_t kMostFlats = 8;
@@ -78,7 +76,7 @@ LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
     if (!runs.empty() && runs.back().dtype == leaf.dtype) {
       const Run& run = runs.back();
       joins = leaf.start <= run.end ||
-              (!empty && may_read_padding(leaf.dtype) && leaf.start - run.end < 8);  // Python's padding
+              (!empty && detail::may_read_padding(leaf.dtype) && leaf.start - run.end < 8);  // Python's padding
     }
     if (!joins) {
       if (runs.size() == kMostFlats || 2 * (runs.size() + 1) > leaves.size()) return;

@@ -14,6 +14,7 @@
 #include "backends/in_memory/level_shape.h"
 #include "backends/in_memory/tensor_dict_impl.h"
 #include "core/forward_ad.h"
+#include "core/padding.h"
 
 namespace tensordict {
 namespace in_memory {
@@ -21,7 +22,7 @@ namespace in_memory {
 namespace {
 
 // The index of `flat` in `storages`, added if new.
-uint32_t index_of(c10::SmallVector<at::Tensor, 4>& storages, const at::Tensor& flat) {
+uint32_t run_index(c10::SmallVector<at::Tensor, 4>& storages, const at::Tensor& flat) {
   for (size_t i = 0; i < storages.size(); ++i)
     if (storages[i].is_same(flat)) return static_cast<uint32_t>(i);
   storages.push_back(flat);
@@ -29,22 +30,22 @@ uint32_t index_of(c10::SmallVector<at::Tensor, 4>& storages, const at::Tensor& f
 }
 
 // What the leaves of a tree hold in one of its storages.
-struct Held {
+struct RunHeld {
   int64_t elements = 0;
   int64_t leaves = 0;
 };
 
-struct Walk {
+struct RunsWalk {
   IntactRuns& out;
-  std::vector<Held> held;
+  std::vector<RunHeld> held;
   bool grad_mode = at::GradMode::is_enabled();
   size_t listed = 0;  // how many flats the first level with leaves lists (IntactRuns::canonical)
 
   // Adds the flats a level lists; what its records number k is then storages[level_flats[first + k]].
   size_t list(const at::Tensor& flat, c10::ArrayRef<at::Tensor> more) {
     const size_t first = out.level_flats.size();
-    out.level_flats.push_back(index_of(out.storages, flat));
-    for (const at::Tensor& f : more) out.level_flats.push_back(index_of(out.storages, f));
+    out.level_flats.push_back(run_index(out.storages, flat));
+    for (const at::Tensor& f : more) out.level_flats.push_back(run_index(out.storages, f));
     const size_t count = out.level_flats.size() - first;
     if (listed == 0) listed = count;
     for (size_t k = 0; k < count; ++k) out.canonical = out.canonical && out.level_flats[first + k] == k;
@@ -60,7 +61,7 @@ struct Walk {
 
 // Whether `level` and its nested levels are as built, their made leaves as made; adds their
 // flats to the walk and what their leaves hold in each.
-bool collect(const TensorDictImpl& level, Walk& walk) {
+bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   if (level.is_deferred()) {
     // An unread result: its shape holds what its leaves hold in each flat. (One storage its
     // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
@@ -79,7 +80,7 @@ bool collect(const TensorDictImpl& level, Walk& walk) {
       ++tensors;
     } else if (slot.value.is_tensordict()) {
       const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
-      ok = child != nullptr && collect(*child, walk);
+      ok = child != nullptr && collect_runs(*child, walk);
     }
   });
   if (!ok) return false;
@@ -105,14 +106,14 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return std::nullopt;
   IntactRuns runs;
-  Walk walk{runs, {}};
-  if (!collect(*level, walk) || runs.storages.empty()) return std::nullopt;
+  RunsWalk walk{runs, {}};
+  if (!collect_runs(*level, walk) || runs.storages.empty()) return std::nullopt;
   runs.canonical = runs.canonical && walk.listed == runs.storages.size();
   // A consolidated root holds every leaf of its storage: its padding is nobody's.
   const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   for (size_t i = 0; i < runs.storages.size(); ++i) {
     const at::Tensor& flat = runs.storages[i];
-    const bool padded_ok = at::isFloatingType(flat.scalar_type()) || at::isComplexType(flat.scalar_type());
+    const bool padded_ok = detail::may_read_padding(flat.scalar_type());
     // The leaves cover their flats but for padding: less than 8 bytes a leaf, and only in
     // floating or complex ones (Note [Packed runs]). More is another tree's bytes (the nested
     // level of a result, whose parent's leaves hold the rest): an op over it would compute, and
