@@ -4,6 +4,8 @@
 // and an op's result over runs does the same. Kernels are counted with a RecordFunction callback.
 #include "support/catch_torch.h"
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,22 @@ TensorDict padded(int leaves) {
   TensorDict td({}, {3});
   for (int i = 0; i < leaves; ++i) td.set("l" + std::to_string(i), at::randn({3}));
   return td;
+}
+
+// `bytes` (to_bytes' layout: storage, metadata, its length) with `from` replaced by `to` in the
+// metadata.
+std::string edit_metadata(const std::string& bytes, const std::string& from, const std::string& to) {
+  int64_t m = 0;
+  std::memcpy(&m, bytes.data() + bytes.size() - 8, 8);
+  const size_t meta_at = bytes.size() - 8 - static_cast<size_t>(m);
+  std::string meta = bytes.substr(meta_at, static_cast<size_t>(m));
+  const size_t at = meta.find(from);
+  REQUIRE(at != std::string::npos);
+  meta.replace(at, from.size(), to);
+  const auto length = static_cast<int64_t>(meta.size());
+  std::string out = bytes.substr(0, meta_at) + meta;
+  out.append(reinterpret_cast<const char*>(&length), 8);
+  return out;
 }
 
 }  // namespace
@@ -195,6 +213,56 @@ TEST_CASE("reductions, all(), any() and (a == b).all() read the runs of a read t
   const TensorDict ones = consolidate(TensorDict({{"a", at::ones({3})}, {"b", at::ones({3})}}, {3}));
   CHECK(ones.gt(0).all());  // a padding image read as false would fail it
   CHECK(at::allclose((p * 2).sum(reduce), (plain * 2).sum(reduce), 1e-5, 1e-5));
+}
+
+TEST_CASE("in place over Python's padding: one kernel a run, the padding's bytes as they were",
+          "[unit][packed][runs][intact]") {
+  TensorDict x = padded(6);
+  TensorDict a = consolidate(x);
+  const std::string before = to_bytes(a);
+  read_all(a);
+  CHECK(KernelCount::of("aten::add_", [&] { a.add_(1); }) == 1);
+  x.add_(1);
+  require_same(a, x);
+  const at::Tensor storage = consolidated_storage(a);
+  for (int i = 0; i < 6; ++i) {
+    INFO(i);
+    CHECK(storage.narrow(0, i * 16 + 12, 4).eq(0).all().item<bool>());  // still zeros
+  }
+  // The same values give the same bytes.
+  CHECK(KernelCount::of("aten::fill_", [&] { a.fill_(2); }) == 1);
+  x.fill_(2);
+  CHECK(to_bytes(a) == to_bytes(consolidate(x)));
+  CHECK(before.size() == to_bytes(a).size());
+}
+
+TEST_CASE("a nested level over part of the runs, or a run through another leaf, is never taken whole",
+          "[unit][packed][runs][intact]") {
+  // n fills the float run exactly, and lists the int64 run its leaves do not view.
+  TensorDict x({}, {4});
+  x.set({"n", "a"}, at::randn({4}));
+  x.set({"n", "b"}, at::randn({4}));
+  x.set("i", at::randint(0, 9, {4}, at::kLong));
+  x.set("j", at::randint(0, 9, {4}, at::kLong));
+  const TensorDict a = consolidate(x);
+  TensorDict n = a.get_tensordict("n");
+  require_same(n * 2, x.get_tensordict("n") * 2);
+  n.mul_(2);
+  x.get_tensordict("n").mul_(2);
+  require_same(a, x);
+  // An empty float leaf inside a double one must not open a run across that double's bytes.
+  TensorDict y({}, {});
+  y.set("A", at::tensor({1.5, 2.5}, at::kDouble));
+  y.set("e", at::zeros({0}));
+  y.set("f", at::tensor({3.f}));
+  y.set("g", at::tensor({4.f}));
+  const std::string bytes = to_bytes(consolidate(y));
+  const std::string e_spec = consolidated_metadata(consolidate(y)).find("leaves")->find("e")->dump();
+  TensorDict moved = from_bytes(edit_metadata(bytes, e_spec, R"(["torch.float32",[0],12,12,0])"));
+  CHECK(moved.get("e").storage_offset() == 3);  // bytes 12-16: inside A
+  moved.mul_(2);
+  CHECK(at::equal(moved.get("A"), at::tensor({3.0, 5.0}, at::kDouble)));
+  CHECK(at::equal(moved.get("g"), at::tensor({8.f})));
 }
 
 TEST_CASE("trees laid out otherwise, nested levels and integer padding take the per-leaf or runs path",

@@ -173,7 +173,9 @@ std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
         } else {
           // Padding is covered only up to a leaf with elements: an empty one past the run's end
           // starts a run of its own rather than stretch this one over bytes no leaf follows.
-          joins = !empty && padding == Padding::ReadOver && detail::may_read_padding(t.scalar_type()) && s.begin - end < 8;
+          // (and only where no other leaf holds the gap: an empty leaf may open a run inside one).
+          joins = !empty && padding == Padding::ReadOver && detail::may_read_padding(t.scalar_type()) &&
+                  covered <= end && s.begin - end < 8;
         }
       }
     } else {
@@ -376,6 +378,9 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
   const auto runs = in_memory::intact_runs(*td.impl());
   if (!runs || !runs->writable) return false;
+  // Python's padding of a consolidated root is written with its runs, then put back (below).
+  in_memory::KeptPadding padding;
+  if (!runs->exact && !padding.keep(*td.impl(), *runs)) return false;
   std::optional<in_memory::IntactRuns> other;
   if (partner != nullptr) {
     other = in_memory::intact_runs(*partner->impl());
@@ -403,8 +408,9 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
     name_failing_leaf(
         flat, a, partner != nullptr ? &b : nullptr,
         [&](size_t i) {
+          const int64_t at = a[i].storage_offset();
           return a[i].scalar_type() == flat.scalar_type() && a[i].storage().is_alias_of(flat.storage()) &&
-                 a[i].storage_offset() >= begin && a[i].storage_offset() < end;
+                 at >= begin && (at < end || (at == end && a[i].numel() == 0));
         },
         write, LeafKeys{*td.impl()}, op);
   }

@@ -75,8 +75,10 @@ LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
     bool joins = false;
     if (!runs.empty() && runs.back().dtype == leaf.dtype) {
       const Run& run = runs.back();
-      joins = leaf.start <= run.end ||
-              (!empty && detail::may_read_padding(leaf.dtype) && leaf.start - run.end < 8);  // Python's padding
+      // Across Python's padding only where no other leaf holds those bytes (an empty leaf may
+      // open a run inside another).
+      joins = leaf.start <= run.end || (!empty && detail::may_read_padding(leaf.dtype) && covered <= run.end &&
+                                        leaf.start - run.end < 8);
     }
     if (!joins) {
       if (runs.size() == kMostFlats || 2 * (runs.size() + 1) > leaves.size()) return;

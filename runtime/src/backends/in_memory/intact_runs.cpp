@@ -2,7 +2,10 @@
 
 #include "backends/in_memory/intact_runs.h"
 
+#include <algorithm>
+#include <cstring>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -109,6 +112,7 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   RunsWalk walk{runs, {}};
   if (!collect_runs(*level, walk) || runs.storages.empty()) return std::nullopt;
   runs.canonical = runs.canonical && walk.listed == runs.storages.size();
+  walk.held.resize(runs.storages.size());  // a flat a level lists but no leaf views holds nothing
   // A consolidated root holds every leaf of its storage: its padding is nobody's.
   const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   for (size_t i = 0; i < runs.storages.size(); ++i) {
@@ -132,9 +136,65 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   return runs;
 }
 
+namespace {
+
+// The elements [begin, end) each leaf of `level` (and of its nested levels) holds in each flat,
+// by the flat's index in `storages`; false at a level not built.
+bool leaf_spans(const TensorDictImpl& level, c10::ArrayRef<at::Tensor> storages,
+                std::vector<std::vector<std::pair<int64_t, int64_t>>>& spans) {
+  if (level.is_deferred()) return false;
+  bool ok = true;
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
+    if (!ok || !slot.value.is_tensordict()) return;
+    const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
+    ok = child != nullptr && leaf_spans(*child, storages, spans);
+  });
+  const LazyLeaves* layout = level.packed_layout();
+  if (!ok || layout == nullptr) return ok;
+  for (size_t i = 0; i < layout->records.size();) {
+    const LazyLeaves::Record r = layout->next(i);
+    const at::Tensor& flat = layout->flat_of(r);
+    size_t at = 0;
+    while (at < storages.size() && !storages[at].is_same(flat)) ++at;
+    if (at == storages.size()) return false;
+    spans[at].emplace_back(r.offset, r.offset + c10::multiply_integers(r.sizes));  // leaves of a run are contiguous
+  }
+  return true;
+}
+
+}  // namespace
+
+bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
+  const TensorDictImpl* level = packed_level(td);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(runs.storages.size());
+  if (level == nullptr || !leaf_spans(*level, runs.storages, spans)) return false;
+  for (size_t i = 0; i < runs.storages.size(); ++i) {
+    const at::Tensor& flat = runs.storages[i];
+    std::sort(spans[i].begin(), spans[i].end());
+    const auto item = static_cast<int64_t>(flat.element_size());
+    int64_t covered = 0;
+    for (size_t s = 0; s <= spans[i].size(); ++s) {
+      const int64_t next = s < spans[i].size() ? spans[i][s].first : flat.numel();
+      if (next > covered) {
+        if (!flat.is_cpu()) return false;
+        char* at = static_cast<char*>(flat.data_ptr()) + covered * item;
+        gaps_.push_back(Gap{at, std::string(at, static_cast<size_t>((next - covered) * item))});
+      }
+      if (s < spans[i].size()) covered = std::max(covered, spans[i][s].second);
+    }
+  }
+  return true;
+}
+
+KeptPadding::~KeptPadding() {
+  for (const Gap& gap : gaps_) std::memcpy(gap.at, gap.bytes.data(), gap.bytes.size());
+}
+
 bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb) {
-  if (ra.storages.size() != rb.storages.size() || ra.level_flats != rb.level_flats ||
-      a.batch_size() != b.batch_size())
+  // Trees that list their runs alike at every level (IntactRuns::canonical) number them alike
+  // whether a level is built or deferred; others compare level by level.
+  if (ra.storages.size() != rb.storages.size() || a.batch_size() != b.batch_size() ||
+      !((ra.canonical && rb.canonical) || ra.level_flats == rb.level_flats))
     return false;
   for (size_t i = 0; i < ra.storages.size(); ++i) {
     if (ra.storages[i].numel() != rb.storages[i].numel()) return false;  // records count from a flat's start

@@ -6,14 +6,16 @@
 // to, and its made leaves are as made (Note [Intact results]), an op runs once over each run:
 // - out of place, its result laid out the same way (one new storage per run), so chains make
 //   leaves only where a result is read;
-// - between two such trees laid out alike (same shape, runs of the same sizes at the same
-//   offsets);
+// - between two such trees laid out alike (the same shape, runs of the same sizes, numbered
+//   alike);
 // - in place, where the runs hold leaf elements only, or the tree is a consolidated root, whose
 //   storage's padding is nobody's (an op on a nested level of a result, whose runs also hold its
 //   siblings' leaves, is never one).
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
@@ -50,6 +52,24 @@ struct IntactRuns {
 /// or complex one may also hold padding (under 8 bytes a leaf). Nullopt otherwise, also for a
 /// tree over one storage (intact_packed_storage's) and while a forward-AD level is open.
 std::optional<IntactRuns> intact_runs(const TensorDictBase& td);
+
+/// The bytes of a run no leaf holds (Python's padding), kept while an in-place op writes the run
+/// whole, and put back after (also when it raises): the storage stays as `consolidate` left it,
+/// so `to_bytes` gives the same bytes for the same values.
+class KeptPadding {
+ public:
+  /// The padding of `td`'s runs (`runs`, intact_runs'): false where it cannot be kept (a run off
+  /// the CPU, a level not built), when the op must not write the runs whole.
+  bool keep(const TensorDictBase& td, const IntactRuns& runs);
+  ~KeptPadding();
+
+ private:
+  struct Gap {
+    char* at;
+    std::string bytes;
+  };
+  std::vector<Gap> gaps_;
+};
 
 /// Whether `b` is laid out as `a`, whose intact_runs() gave `ra`, given its own `rb`: the same
 /// shape (keys, kinds, records, nested batch sizes) and flats of the same sizes, numbered alike.

@@ -56,11 +56,6 @@ struct LazyLeaves {
     uint32_t storage;
   };
 
-  /// Records a leaf at `slot` laid out (sizes, strides, storage offset) as `like`, over `flat`.
-  void add(uint32_t slot, const at::Tensor& like) {
-    const c10::TensorImpl* t = like.unsafeGetTensorImpl();
-    add(slot, t->storage_offset() - flat.storage_offset(), t->sizes(), t->strides());
-  }
   /// `storage`: which flat the leaf views (flat_index).
   void add(uint32_t slot, int64_t offset, c10::IntArrayRef sizes, c10::IntArrayRef strides, uint32_t storage = 0) {
     const size_t dim = sizes.size(), at = records.size();

@@ -47,9 +47,11 @@ class LevelBuilder {
     return true;
   }
   /// Adds a tensor leaf made on first access (Note [Lazy leaves]): a view of `flat` (a whole
-  /// storage, 1-D) laid out as `like`. Every lazy leaf of a level views the same `flat`.
+  /// storage, 1-D: a packed op's result) laid out as `like` (a leaf of its packed operand).
   void append_lazy(std::string_view key, const at::Tensor& flat, const at::Tensor& like) {
-    lazy_leaves(flat, like.dim()).add(next_slot(), like);
+    LazyLeaves& lazy = lazy_leaves(flat, like.dim());
+    const c10::TensorImpl* t = like.unsafeGetTensorImpl();
+    lazy.add(next_slot(), t->storage_offset(), t->sizes(), t->strides(), lazy.flat_index(flat));
     impl_->append_unindexed(key, at::Tensor());
   }
   /// The same, laid out at `offset` elements into `flat`'s storage with `sizes` and `strides`,
