@@ -376,11 +376,11 @@ bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at:
 
 bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
-  const auto runs = in_memory::intact_runs(*td.impl());
+  auto runs = in_memory::intact_runs(*td.impl(), /*spans=*/true);
   if (!runs || !runs->writable) return false;
   // Python's padding of a consolidated root is written with its runs, then put back (below).
   in_memory::KeptPadding padding;
-  if (!runs->exact && !padding.keep(*td.impl(), *runs)) return false;
+  if (!runs->exact && !padding.keep(*runs)) return false;
   std::optional<in_memory::IntactRuns> other;
   if (partner != nullptr) {
     other = in_memory::intact_runs(*partner->impl());

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <typeinfo>
-#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -42,6 +41,7 @@ struct RunsWalk {
   IntactRuns& out;
   std::vector<RunHeld> held;
   bool grad_mode = at::GradMode::is_enabled();
+  bool spans = false;  // collect IntactRuns::spans
   size_t listed = 0;  // how many flats the first level with leaves lists (IntactRuns::canonical)
 
   // Adds the flats a level lists; what its records number k is then storages[level_flats[first + k]].
@@ -70,6 +70,7 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
     const LevelShape& shape = *level.shape();
     if (shape.tree_leaves == 0) return true;
+    walk.out.spans_complete = false;  // (its records are its shape's, not walked here)
     const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
     for (size_t k = 0; k < shape.flat_elements.size(); ++k)
       walk.hold(walk.out.level_flats[first + k], shape.flat_elements[k], shape.flat_leaves[k]);
@@ -98,23 +99,28 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   const size_t first = walk.list(layout->flat, layout->more_flats);
   for (size_t i = 0; i < layout->records.size();) {
     const LazyLeaves::Record r = layout->next(i);
-    walk.hold(walk.out.level_flats[first + r.storage], c10::multiply_integers(r.sizes), 1);
+    const uint32_t run = walk.out.level_flats[first + r.storage];
+    const int64_t elements = c10::multiply_integers(r.sizes);
+    walk.hold(run, elements, 1);
+    if (walk.spans) walk.out.spans.push_back(IntactRuns::Span{run, r.offset, r.offset + elements});
   }
   return true;
 }
 
 }  // namespace
 
-std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td, bool spans) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return std::nullopt;
+  // A consolidated root holds every leaf of its storage: its padding is nobody's.
+  const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   IntactRuns runs;
+  runs.spans_complete = spans && consolidated_root;
   RunsWalk walk{runs, {}};
+  walk.spans = runs.spans_complete;
   if (!collect_runs(*level, walk) || runs.storages.empty()) return std::nullopt;
   runs.canonical = runs.canonical && walk.listed == runs.storages.size();
   walk.held.resize(runs.storages.size());  // a flat a level lists but no leaf views holds nothing
-  // A consolidated root holds every leaf of its storage: its padding is nobody's.
-  const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   for (size_t i = 0; i < runs.storages.size(); ++i) {
     const at::Tensor& flat = runs.storages[i];
     const bool padded_ok = detail::may_read_padding(flat.scalar_type());
@@ -136,58 +142,37 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   return runs;
 }
 
-namespace {
-
-// The elements [begin, end) each leaf of `level` (and of its nested levels) holds in each flat,
-// by the flat's index in `storages`; false at a level not built.
-bool leaf_spans(const TensorDictImpl& level, c10::ArrayRef<at::Tensor> storages,
-                std::vector<std::vector<std::pair<int64_t, int64_t>>>& spans) {
-  if (level.is_deferred()) return false;
-  bool ok = true;
-  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
-    if (!ok || !slot.value.is_tensordict()) return;
-    const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
-    ok = child != nullptr && leaf_spans(*child, storages, spans);
+bool KeptPadding::keep(IntactRuns& runs) {
+  if (!runs.spans_complete) return false;
+  std::sort(runs.spans.begin(), runs.spans.end(), [](const IntactRuns::Span& x, const IntactRuns::Span& y) {
+    return x.run != y.run ? x.run < y.run : x.begin < y.begin;
   });
-  const LazyLeaves* layout = level.packed_layout();
-  if (!ok || layout == nullptr) return ok;
-  for (size_t i = 0; i < layout->records.size();) {
-    const LazyLeaves::Record r = layout->next(i);
-    const at::Tensor& flat = layout->flat_of(r);
-    size_t at = 0;
-    while (at < storages.size() && !storages[at].is_same(flat)) ++at;
-    if (at == storages.size()) return false;
-    spans[at].emplace_back(r.offset, r.offset + c10::multiply_integers(r.sizes));  // leaves of a run are contiguous
-  }
-  return true;
-}
-
-}  // namespace
-
-bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
-  const TensorDictImpl* level = packed_level(td);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(runs.storages.size());
-  if (level == nullptr || !leaf_spans(*level, runs.storages, spans)) return false;
-  for (size_t i = 0; i < runs.storages.size(); ++i) {
-    const at::Tensor& flat = runs.storages[i];
-    std::sort(spans[i].begin(), spans[i].end());
+  size_t s = 0;
+  for (uint32_t r = 0; r < runs.storages.size(); ++r) {
+    const at::Tensor& flat = runs.storages[r];
     const auto item = static_cast<int64_t>(flat.element_size());
-    int64_t covered = 0;
-    for (size_t s = 0; s <= spans[i].size(); ++s) {
-      const int64_t next = s < spans[i].size() ? spans[i][s].first : flat.numel();
+    char* base = nullptr;
+    int64_t covered = 0;  // elements from the run's start held by the leaves so far
+    for (;; ++s) {
+      const bool last = s == runs.spans.size() || runs.spans[s].run != r;
+      const int64_t next = last ? flat.numel() : runs.spans[s].begin;
       if (next > covered) {
-        if (!flat.is_cpu()) return false;
-        char* at = static_cast<char*>(flat.data_ptr()) + covered * item;
-        gaps_.push_back(Gap{at, std::string(at, static_cast<size_t>((next - covered) * item))});
+        const int64_t bytes = (next - covered) * item;
+        if (!flat.is_cpu() || bytes >= 8) return false;  // Python's padding is under 8 bytes a leaf
+        if (base == nullptr) base = static_cast<char*>(flat.data_ptr());
+        Gap gap{base + covered * item, static_cast<uint8_t>(bytes), {}};
+        std::memcpy(gap.bytes, gap.at, static_cast<size_t>(bytes));
+        gaps_.push_back(gap);
       }
-      if (s < spans[i].size()) covered = std::max(covered, spans[i][s].second);
+      if (last) break;
+      covered = std::max(covered, runs.spans[s].end);
     }
   }
   return true;
 }
 
 KeptPadding::~KeptPadding() {
-  for (const Gap& gap : gaps_) std::memcpy(gap.at, gap.bytes.data(), gap.bytes.size());
+  for (const Gap& gap : gaps_) std::memcpy(gap.at, gap.bytes, gap.size);
 }
 
 bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb) {
