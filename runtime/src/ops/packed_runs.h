@@ -12,7 +12,8 @@
 // - in place, and for reductions, all(), any() and (a == b).all(), a run never covers a byte
 //   outside a leaf: a run stops at padding, which stays as it was and is never read. The one
 //   exception is in place over a consolidated root kept intact (Note [Intact runs]): every leaf
-//   of its storage is its own, so the padding is nobody's and its runs are written whole.
+//   of its storage is its own, so its runs are written whole, the padding's bytes kept aside
+//   and put back after (in_memory::KeptPadding).
 // Integer and bool leaves never run over padding: its bytes read as an integer can make a
 // division raise (by zero) or trap (INT_MIN by -1), and read as a bool need not be 0 or 1.
 

@@ -9,8 +9,8 @@
 // - between two such trees laid out alike (the same shape, runs of the same sizes, numbered
 //   alike);
 // - in place, where the runs hold leaf elements only, or the tree is a consolidated root, whose
-//   storage's padding is nobody's (an op on a nested level of a result, whose runs also hold its
-//   siblings' leaves, is never one).
+//   storage's padding is nobody's: its bytes are kept aside and put back (an op on a nested
+//   level, whose runs may also hold its siblings' leaves, is never one).
 
 #include <cstdint>
 #include <optional>
