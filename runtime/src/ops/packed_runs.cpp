@@ -111,7 +111,7 @@ TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::
   return result_like(
       like,
       [&](LevelBuilder& out, const std::string& key) {
-        if (all_runs) out.list_flats(results);  // every level numbers the runs alike (Note [Intact runs])
+        if (all_runs) out.list_flats(results, /*over_runs=*/false);  // every level numbers the runs alike (Note [Intact runs])
         const size_t i = next++;
         const at::Tensor& result = results[runs.run[i]];
         if (result.defined()) {

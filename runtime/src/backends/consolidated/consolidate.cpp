@@ -312,7 +312,7 @@ TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const 
   LevelBuilder child(batch, device);
   if (flats != nullptr) {
     child.mark_packed_result();
-    child.list_flats(flats->all());
+    child.list_flats(flats->all(), !flats->tiles());
   }
   fill_level(child, storage, flats, meta, device, source);
   TensorDict out = child.finish();
@@ -336,7 +336,7 @@ TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std
   LevelBuilder table(batch, device);
   if (!flats.empty()) {
     table.mark_packed_result();
-    table.list_flats(flats.all());
+    table.list_flats(flats.all(), !flats.tiles());
   }
   fill_level(table, storage, flats.empty() ? nullptr : &flats, meta, device, source);
   root->set_table(table.finish());

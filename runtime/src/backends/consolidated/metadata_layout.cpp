@@ -67,6 +67,7 @@ LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
   };
   std::vector<Run> runs;
   int64_t covered = 0;  // the end of the last byte any leaf so far holds
+  int64_t held = 0;     // bytes the leaves hold
   for (Leaf& leaf : leaves) {
     const auto item = static_cast<int64_t>(c10::elementSize(leaf.dtype));
     if (leaf.start < 0 || leaf.start % item != 0 || leaf.start + leaf.bytes > total) return;
@@ -87,7 +88,9 @@ LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
     leaf.flat = static_cast<uint32_t>(runs.size() - 1);
     runs.back().end = std::max(runs.back().end, leaf.start + leaf.bytes);
     covered = std::max(covered, leaf.start + leaf.bytes);
+    held += leaf.bytes;
   }
+  tiles_ = runs.size() == 1 && runs[0].begin == 0 && runs[0].end == total && held == total;
   for (const Run& run : runs) {
     // One dtype tiling the storage: the whole storage, which the one-storage path takes.
     flats_.push_back(runs.size() == 1 && run.begin == 0 && run.end == total

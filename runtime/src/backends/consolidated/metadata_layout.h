@@ -35,6 +35,8 @@ class LeafFlats {
   bool empty() const { return flats_.empty(); }
   /// Every flat, in storage order: each level lists them all (LevelBuilder::list_flats).
   c10::ArrayRef<at::Tensor> all() const { return flats_; }
+  /// One flat, the whole storage, its leaves tiling it with no padding (the one-storage path's).
+  bool tiles() const { return tiles_; }
   /// The flat the leaf of `dtype` at bytes [start, start + bytes) views; nullptr when none does
   /// (an empty leaf outside its dtype's runs).
   const at::Tensor* find(at::ScalarType dtype, int64_t start, int64_t bytes) const;
@@ -49,6 +51,7 @@ class LeafFlats {
 
   std::vector<at::Tensor> flats_;
   std::vector<Leaf> leaves_;  // sorted by (start, bytes, dtype)
+  bool tiles_ = false;
 };
 
 }  // namespace consolidated

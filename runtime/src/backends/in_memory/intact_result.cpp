@@ -146,11 +146,12 @@ bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& 
 bool all_intact(const TensorDictImpl& level, Walk& walk) {
   if (level.is_deferred()) {
     const LevelShape& shape = *level.shape();
-    if (!level.deferred_more_flats().empty()) return false;  // a result over runs (Note [Intact runs])
+    if (shape.over_runs || !level.deferred_more_flats().empty()) return false;  // a result over runs (Note [Intact runs])
     return shape.tree_leaves == 0 || walk.add(level.deferred_flat(), shape.tree_elements);
   }
   const LazyLeaves* layout = level.packed_layout();
-  if (layout != nullptr && !layout->more_flats.empty()) return false;  // leaves over several storages
+  // Leaves over several storages, or over a run with padding: Note [Intact runs].
+  if (layout != nullptr && (layout->over_runs || !layout->more_flats.empty())) return false;
   if (const LevelShape* shape = level.shape()) {
     // The level is as its shape describes (a write drops the shape): its nested levels are the
     // shape's, its tensor slots the records'.

@@ -36,6 +36,10 @@ struct LazyLeaves {
   /// Made with as_strided (views autograd knows, sharing `flat`'s version counter), as a
   /// consolidated tensordict's leaves always were; else built directly (core/strided_view.h).
   bool autograd_views = false;
+  /// The flats are runs (Note [Intact runs]) that the tree's leaves do not tile as one storage
+  /// (several, or one with padding): the one-storage walk (Note [Intact results]) stops here
+  /// rather than check every made leaf first.
+  bool over_runs = false;
   /// Per leaf, in slot order: slot (and flat index), offset in elements from its flat's start,
   /// dim, then its sizes and strides. Counted from the flat, not the storage, records do not
   /// depend on where a flat starts: a consolidated tensordict's runs (typed views at an offset

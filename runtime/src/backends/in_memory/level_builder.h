@@ -77,6 +77,7 @@ class LevelBuilder {
   /// them, in slot order. Called before any append_lazy.
   void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat) {
     lazy_ = std::make_unique<LazyLeaves>();
+    lazy_->over_runs = like.over_runs;
     lazy_->records.reserve(like.records.size());
     lazy_->flat = std::move(flats.front());
     lazy_->more_flats.assign(std::make_move_iterator(flats.begin() + 1), std::make_move_iterator(flats.end()));
@@ -98,7 +99,10 @@ class LevelBuilder {
   /// The flats every lazy leaf of this level views one of, in the order the whole tree lists
   /// them (Note [Intact runs]): the level's records then number flats as the tree does, even
   /// where its own leaves view only some. `flats` outlives the build; called before any append_lazy.
-  void list_flats(c10::ArrayRef<at::Tensor> flats) { listed_ = flats; }
+  void list_flats(c10::ArrayRef<at::Tensor> flats, bool over_runs) {
+    listed_ = flats;
+    over_runs_ = over_runs;
+  }
   /// The level is part of a packed op's result (TensorDictImpl::mark_packed_result).
   void mark_packed_result() { impl_->mark_packed_result(); }
   bool contains(std::string_view key) const { return impl_->has(key); }
@@ -131,6 +135,7 @@ class LevelBuilder {
     if (!lazy_) {
       lazy_ = std::make_unique<LazyLeaves>();
       lazy_->flat = listed_.empty() ? flat : listed_.front();
+      lazy_->over_runs = over_runs_;
       if (listed_.size() > 1) lazy_->more_flats.assign(listed_.begin() + 1, listed_.end());
       lazy_->records.reserve(capacity_ * static_cast<size_t>(3 + 2 * dim));  // leaves of one rank: one allocation
     }
@@ -142,6 +147,7 @@ class LevelBuilder {
   std::unique_ptr<LazyLeaves> lazy_;
   c10::SmallVector<uint32_t, 4> to_flat_;  // copy_lazy's
   c10::ArrayRef<at::Tensor> listed_;      // list_flats'
+  bool over_runs_ = false;
   c10::SmallVector<TensorDictBase*, 4> locked_children_;
 };
 

@@ -75,6 +75,7 @@ void TensorDictImpl::materialize() const {
     auto lazy = std::make_unique<LazyLeaves>();
     lazy->flat = flat_;
     lazy->more_flats = more_flats_;
+    lazy->over_runs = shape.over_runs;
     lazy->records = shape.records;
     lazy->leaves = shape.leaves;
     lazy->elements = shape.elements;
@@ -132,6 +133,7 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
   shape->names = outer.dim_names();
   const LazyLeaves* layout = level.packed_layout();
   if (layout != nullptr) {
+    shape->over_runs = layout->over_runs;
     shape->records = layout->records;
     shape->leaves = layout->leaves;
     shape->elements = layout->elements;
@@ -206,7 +208,8 @@ uint64_t structural_hash(const LevelShape& s) {
 // Everything materialize() and fits() read. Nested shapes are interned, so compared by pointer.
 bool identical(const LevelShape& a, const LevelShape& b) {
   if (a.fields.size() != b.fields.size() || a.records != b.records || a.batch_size != b.batch_size ||
-      a.device != b.device || a.names != b.names || a.leaves != b.leaves || a.elements != b.elements)
+      a.device != b.device || a.names != b.names || a.leaves != b.leaves || a.elements != b.elements ||
+      a.over_runs != b.over_runs)
     return false;
   for (size_t i = 0; i < a.fields.size(); ++i) {
     const LevelShape::Field &x = a.fields[i], &y = b.fields[i];

@@ -49,6 +49,7 @@ struct LevelShape : c10::intrusive_ptr_target {
   int64_t tree_elements = 0;  // and its nested levels'
   size_t tree_leaves = 0;
   bool has_empty_level = false;  // a nested level without entries, at any depth
+  bool over_runs = false;        // LazyLeaves::over_runs of the level's records
   /// Per flat the records number (a tree over runs lists its flats alike at every level, Note
   /// [Intact runs]): the elements and the leaves of this level and its nested levels over it.
   std::vector<int64_t> flat_elements, flat_leaves;
