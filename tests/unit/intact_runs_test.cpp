@@ -16,6 +16,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/tensor_dict_impl.h"
 #include "support/runs_fixtures.h"
@@ -234,6 +235,44 @@ TEST_CASE("in place over Python's padding: one kernel a run, the padding's bytes
   x.fill_(2);
   CHECK(to_bytes(a) == to_bytes(consolidate(x)));
   CHECK(before.size() == to_bytes(a).size());
+}
+
+TEST_CASE("padding kept through an error; padding after the last leaf and a run a result drops leave one storage",
+          "[unit][packed][runs][intact]") {
+  // Padded floats, then int64 leaves: add_(0.5) writes the float run, then fails on the first
+  // int64 leaf. The padding (set to a pattern here) is put back all the same.
+  TensorDict x({}, {3});
+  for (int i = 0; i < 4; ++i) x.set("f" + std::to_string(i), at::randn({3}));
+  x.set("i0", at::ones({3}, at::kLong));
+  x.set("i1", at::ones({3}, at::kLong));
+  TensorDict a = consolidate(x);
+  const at::Tensor bytes = consolidated_storage(a);
+  for (int i = 0; i < 4; ++i) bytes.narrow(0, i * 16 + 12, 4).fill_(0xA5);
+  const at::Tensor before = bytes.clone();
+  CHECK_THROWS_WITH(a.add_(0.5), Catch::Contains("'i0'"));
+  CHECK(at::allclose(a.get("f2"), x.get("f2") + 0.5));
+  for (int i = 0; i < 4; ++i) {
+    INFO(i);
+    CHECK(at::equal(bytes.narrow(0, i * 16 + 12, 4), before.narrow(0, i * 16 + 12, 4)));
+  }
+  // One dtype whose only padding follows its last leaf: its leaves tile the storage's start.
+  const TensorDict tail = consolidate(TensorDict({{"a", at::randn({4})}, {"b", at::randn({3})}}, {}));
+  CHECK(consolidated_storage(tail).numel() == 32);
+  CHECK(in_memory::intact_packed_storage(*tail.impl()).defined());
+  read_all(tail);
+  CHECK(in_memory::intact_packed_storage(*tail.impl()).defined());
+  // `to` the float run's own dtype: those leaves are the operand's, the int64 run's one storage.
+  TensorDict y({}, {4});
+  y.set({"n", "a"}, at::randn({4}));
+  y.set({"n", "b"}, at::randn({4}));
+  y.set({"m", "i"}, at::randint(0, 9, {4}, at::kLong));
+  y.set({"m", "j"}, at::randint(0, 9, {4}, at::kLong));
+  const TensorDict c = consolidate(y);
+  const TensorDict floats = c.to(at::kFloat);
+  CHECK(floats.get({"n", "a"}).is_same(c.get({"n", "a"})));
+  const TensorDict m = floats.get_tensordict("m");
+  CHECK(in_memory::intact_packed_storage(*m.impl()).defined());
+  require_same(floats, y.to(at::kFloat));
 }
 
 TEST_CASE("a nested level over part of the runs, or a run through another leaf, is never taken whole",

@@ -108,10 +108,17 @@ TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::
                        const LeafList& leaves, FunctionRef<at::Tensor(size_t)> over_leaf, bool filter_empty, bool lock) {
   size_t next = 0;
   const bool all_runs = std::all_of(results.begin(), results.end(), [](const at::Tensor& r) { return r.defined(); });
+  // Runs holding padding, or several, are no storage the leaves tile (LazyLeaves::over_runs).
+  bool over_runs = results.size() > 1;
+  if (!over_runs) {
+    int64_t held = 0;
+    for (const at::Tensor& t : leaves) held += t.numel();
+    over_runs = held != runs.flats.front().numel();
+  }
   return result_like(
       like,
       [&](LevelBuilder& out, const std::string& key) {
-        if (all_runs) out.list_flats(results, /*over_runs=*/false);  // every level numbers the runs alike (Note [Intact runs])
+        if (all_runs) out.list_flats(results, over_runs);  // every level numbers the runs alike (Note [Intact runs])
         const size_t i = next++;
         const at::Tensor& result = results[runs.run[i]];
         if (result.defined()) {
@@ -378,9 +385,6 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
   auto runs = in_memory::intact_runs(*td.impl(), /*spans=*/true);
   if (!runs || !runs->writable) return false;
-  // Python's padding of a consolidated root is written with its runs, then put back (below).
-  in_memory::KeptPadding padding;
-  if (!runs->exact && !padding.keep(*runs)) return false;
   std::optional<in_memory::IntactRuns> other;
   if (partner != nullptr) {
     other = in_memory::intact_runs(*partner->impl());
@@ -394,6 +398,10 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
         if (overlaps(other->storages[r], flats[s], s == r)) return false;
     }
   }
+  // Python's padding of a consolidated root is written with its runs, then put back (when this
+  // goes out of scope, also on an error).
+  in_memory::KeptPadding padding;
+  if (!runs->exact && !padding.keep(*runs)) return false;
   for (size_t r = 0; r < flats.size(); ++r) {
     const at::Tensor& flat = flats[r];
     const at::Tensor partner_flat = other ? other->storages[r] : at::Tensor();

@@ -90,7 +90,8 @@ LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
     covered = std::max(covered, leaf.start + leaf.bytes);
     held += leaf.bytes;
   }
-  tiles_ = runs.size() == 1 && runs[0].begin == 0 && runs[0].end == total && held == total;
+  // (Padding after the last leaf lies outside the flat: the leaves still tile it.)
+  tiles_ = runs.size() == 1 && runs[0].begin == 0 && held == runs[0].end;
   for (const Run& run : runs) {
     // One dtype tiling the storage: the whole storage, which the one-storage path takes.
     flats_.push_back(runs.size() == 1 && run.begin == 0 && run.end == total

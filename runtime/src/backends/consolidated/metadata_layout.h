@@ -35,7 +35,8 @@ class LeafFlats {
   bool empty() const { return flats_.empty(); }
   /// Every flat, in storage order: each level lists them all (LevelBuilder::list_flats).
   c10::ArrayRef<at::Tensor> all() const { return flats_; }
-  /// One flat, the whole storage, its leaves tiling it with no padding (the one-storage path's).
+  /// One flat from the storage's start, its leaves tiling it with no padding (the one-storage
+  /// path's; padding after the last leaf lies outside it).
   bool tiles() const { return tiles_; }
   /// The flat the leaf of `dtype` at bytes [start, start + bytes) views; nullptr when none does
   /// (an empty leaf outside its dtype's runs).

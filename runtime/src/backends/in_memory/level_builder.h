@@ -77,7 +77,8 @@ class LevelBuilder {
   /// them, in slot order. Called before any append_lazy.
   void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat) {
     lazy_ = std::make_unique<LazyLeaves>();
-    lazy_->over_runs = like.over_runs;
+    // A run dropped (its leaves made per leaf) may leave one flat its leaves tile.
+    lazy_->over_runs = like.over_runs && flats.size() == 1 + like.more_flats.size();
     lazy_->records.reserve(like.records.size());
     lazy_->flat = std::move(flats.front());
     lazy_->more_flats.assign(std::make_move_iterator(flats.begin() + 1), std::make_move_iterator(flats.end()));
