@@ -128,28 +128,22 @@ bool leaf_any(const at::Tensor& t) {
 // bools of a comparison of consolidated tensordicts), else leaf by leaf.
 template <typename LeafTest>
 bool over_leaves(const TensorDict& td, bool stop_at, LeafTest leaf_test) {
+  // `leaf_test` over tensors holding every leaf's elements: stops at the first that gives stop_at.
+  const auto over = [&](c10::ArrayRef<at::Tensor> parts) {
+    for (const auto& t : parts) {
+      if (leaf_test(t) == stop_at) return stop_at;
+    }
+    return !stop_at;
+  };
   // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
   if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined()) return leaf_test(flat);
   // Intact runs without padding (Note [Intact runs]): one test a run.
-  if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) {
-    for (const auto& flat : runs->storages) {
-      if (leaf_test(flat) == stop_at) return stop_at;
-    }
-    return !stop_at;
-  }
+  if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) return over(runs->storages);
   LeafList leaves = leaves_of(readable(td));
   if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return leaf_test(flat);
   // Runs of leaves (Note [Packed runs]), never over padding: one test per run.
-  if (const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) {
-    for (const auto& flat : runs->flats) {
-      if (leaf_test(flat) == stop_at) return stop_at;
-    }
-    return !stop_at;
-  }
-  for (const auto& t : leaves) {
-    if (leaf_test(t) == stop_at) return stop_at;
-  }
-  return !stop_at;
+  if (const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) return over(runs->flats);
+  return over(leaves);
 }
 
 TensorDict value_test(const TensorDict& td, ValueTest test, const char* op, at::Tensor (*fallback)(const at::Tensor&)) {
@@ -201,20 +195,24 @@ bool TensorDictComparison::all() const {
       } catch (const c10::Error&) {
       }
     }
+    // Pairs holding every leaf's elements of both: equal when each pair is. An error names the
+    // failing key through the per-leaf path.
+    const auto all_equal = [&](c10::ArrayRef<at::Tensor> x, c10::ArrayRef<at::Tensor> y) {
+      try {
+        for (size_t i = 0; i < x.size(); ++i) {
+          if (!leaves_equal(x[i], y[i])) return false;
+        }
+        return true;
+      } catch (const c10::Error&) {
+        return to_tensordict().all();
+      }
+    };
     // Two trees over runs laid out alike, without padding (Note [Intact runs]): one test a run.
     if (!fa.defined()) {
       if (const auto ra = in_memory::intact_runs(*lhs_.impl()); ra && ra->exact) {
         const auto rb = in_memory::intact_runs(*rhs_td_->impl());
-        if (rb && rb->exact && in_memory::runs_laid_out_alike(*lhs_.impl(), *ra, *rhs_td_->impl(), *rb)) {
-          try {
-            for (size_t r = 0; r < ra->storages.size(); ++r) {
-              if (!leaves_equal(ra->storages[r], rb->storages[r])) return false;
-            }
-            return true;
-          } catch (const c10::Error&) {
-            return to_tensordict().all();  // names the failing key
-          }
-        }
+        if (rb && rb->exact && in_memory::runs_laid_out_alike(*lhs_.impl(), *ra, *rhs_td_->impl(), *rb))
+          return all_equal(ra->storages, rb->storages);
       }
     }
     MatchedLeaves m;
@@ -225,28 +223,10 @@ bool TensorDictComparison::all() const {
       // Two packed storages of one layout (consolidated tensordicts: one run each), or runs of
       // both laid out alike (Note [Packed runs]), never over padding: one test per run.
       if (const std::optional<PackedRuns> runs = packed_runs(m.lhs, Padding::Skip)) {
-        if (const auto partner = partner_flats(*runs, m.lhs, m.rhs)) {
-          try {
-            for (size_t r = 0; r < runs->flats.size(); ++r) {
-              if (!leaves_equal(runs->flats[r], (*partner)[r])) return false;
-            }
-            return true;
-          } catch (const c10::Error&) {
-            return to_tensordict().all();  // names the failing key
-          }
-        }
+        if (const auto partner = partner_flats(*runs, m.lhs, m.rhs)) return all_equal(runs->flats, *partner);
       }
     }
-    for (size_t i = 0; i < m.lhs.size(); ++i) {
-      bool equal;
-      try {
-        equal = leaves_equal(m.lhs[i], m.rhs[i]);
-      } catch (const c10::Error&) {
-        return to_tensordict().all();  // names the failing key
-      }
-      if (!equal) return false;
-    }
-    return true;
+    return all_equal(m.lhs, m.rhs);
   }
   return to_tensordict().all();
 }

@@ -350,6 +350,34 @@ bool may_fail_midway(const at::Tensor& flat) { return at::isIntegralType(flat.sc
            " but over none of them alone");
 }
 
+// Whether runs may be written in place, checked before any write: none is an inference tensor
+// outside inference mode (as write_over), and no partner run overlaps another of a's.
+bool runs_writable(c10::ArrayRef<at::Tensor> flats, c10::ArrayRef<at::Tensor> partner) {
+  for (size_t r = 0; r < flats.size(); ++r) {
+    if (flats[r].is_inference() && !c10::InferenceMode::is_enabled()) return false;
+    if (partner.empty()) continue;
+    for (size_t s = 0; s < flats.size(); ++s)
+      if (overlaps(partner[r], flats[s], s == r)) return false;
+  }
+  return true;
+}
+
+// `write(flat, partner flat)` over each run. False when the first fails before writing (the
+// per-leaf path then names the key); after a later failure, or one midway, `name_failure(r)`
+// raises the failing leaf's error.
+bool write_each_run(c10::ArrayRef<at::Tensor> flats, c10::ArrayRef<at::Tensor> partner,
+                    FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
+                    FunctionRef<void(size_t)> name_failure) {
+  for (size_t r = 0; r < flats.size(); ++r) {
+    const at::Tensor& flat = flats[r];
+    if (write_over(flat, [&] { write(flat, partner.empty() ? at::Tensor() : partner[r]); })) continue;
+    // Nothing written (a dtype error comes before any write): the per-leaf path names the key.
+    if (r == 0 && !may_fail_midway(flat)) return false;
+    name_failure(r);  // runs before this one, or part of it, are written
+  }
+  return true;
+}
+
 // In place over the runs of `a` (and b's laid out alike); see write_packed.
 bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
                 FunctionRef<NestedKey(size_t)> key_of, const char* op) {
@@ -357,26 +385,15 @@ bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at:
   if (!runs) return false;
   std::optional<c10::SmallVector<at::Tensor, 4>> partner;
   if (b != nullptr && !(partner = partner_flats(*runs, a, *b))) return false;
-  for (size_t r = 0; r < runs->flats.size(); ++r) {
-    const at::Tensor& flat = runs->flats[r];
-    if (flat.is_inference() && !c10::InferenceMode::is_enabled()) return false;  // as write_over, before any write
-    if (partner) {
-      for (size_t s = 0; s < runs->flats.size(); ++s)
-        if (overlaps((*partner)[r], runs->flats[s], s == r)) return false;
-    }
-  }
-  for (size_t r = 0; r < runs->flats.size(); ++r) {
-    const at::Tensor& flat = runs->flats[r];
-    if (write_over(flat, [&] { write(flat, partner ? (*partner)[r] : at::Tensor()); })) continue;
-    // Nothing written (a dtype error comes before any write): the per-leaf path names the key.
-    if (r == 0 && !may_fail_midway(flat)) return false;
-    // Runs before this one, or part of it, are written: name the failing leaf without writing
-    // any leaf twice.
+  const c10::ArrayRef<at::Tensor> partner_runs = partner ? c10::ArrayRef<at::Tensor>(*partner) : c10::ArrayRef<at::Tensor>();
+  if (!runs_writable(runs->flats, partner_runs)) return false;
+  const bool written = write_each_run(runs->flats, partner_runs, write, [&](size_t r) {
+    // Name the failing leaf without writing any leaf twice.
     bump_versions(a);
-    name_failing_leaf(flat, a, b, [&](size_t i) { return runs->run[i] == r; }, write, key_of, op);
-  }
-  bump_versions(a);
-  return true;
+    name_failing_leaf(runs->flats[r], a, b, [&](size_t i) { return runs->run[i] == r; }, write, key_of, op);
+  });
+  if (written) bump_versions(a);
+  return written;
 }
 
 }  // namespace
@@ -391,26 +408,16 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
     if (!other || !in_memory::runs_laid_out_alike(*td.impl(), *runs, *partner->impl(), *other)) return false;
   }
   const auto& flats = runs->storages;
-  for (size_t r = 0; r < flats.size(); ++r) {
-    if (flats[r].is_inference() && !c10::InferenceMode::is_enabled()) return false;  // as write_over, before any write
-    if (other) {
-      for (size_t s = 0; s < flats.size(); ++s)
-        if (overlaps(other->storages[r], flats[s], s == r)) return false;
-    }
-  }
+  const c10::ArrayRef<at::Tensor> partner_runs = other ? c10::ArrayRef<at::Tensor>(other->storages) : c10::ArrayRef<at::Tensor>();
+  if (!runs_writable(flats, partner_runs)) return false;
   // Python's padding of a consolidated root is written with its runs, then put back (when this
   // goes out of scope, also on an error).
   in_memory::KeptPadding padding;
   if (!runs->exact && !padding.keep(*runs)) return false;
-  for (size_t r = 0; r < flats.size(); ++r) {
-    const at::Tensor& flat = flats[r];
-    const at::Tensor partner_flat = other ? other->storages[r] : at::Tensor();
-    if (write_over(flat, [&] { write(flat, partner_flat); })) continue;
-    // Nothing written (a dtype error comes before any write): the per-leaf path names the key.
-    if (r == 0 && !may_fail_midway(flat)) return false;
-    // Runs before this one, or part of it, are written: the failing leaf is named from the
-    // leaves, made now, without writing any twice.
+  const bool written = write_each_run(flats, partner_runs, write, [&](size_t r) {
+    // The failing leaf is named from the leaves, made now, without writing any twice.
     if (runs->own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+    const at::Tensor& flat = flats[r];
     const LeafList a = leaves_of(td), b = partner != nullptr ? leaves_of(*partner) : LeafList();
     const int64_t begin = flat.storage_offset(), end = begin + flat.numel();
     name_failing_leaf(
@@ -421,9 +428,9 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
                  at >= begin && (at < end || (at == end && a[i].numel() == 0));
         },
         write, LeafKeys{*td.impl()}, op);
-  }
-  if (runs->own_versions) in_memory::bump_made_leaf_versions(*td.impl());
-  return true;
+  });
+  if (written && runs->own_versions) in_memory::bump_made_leaf_versions(*td.impl());
+  return written;
 }
 
 bool write_packed(const LeafList& leaves, FunctionRef<void(const at::Tensor& flat)> write,

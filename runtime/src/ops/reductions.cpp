@@ -159,48 +159,38 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
 // last dim, then reduced over it (a tensor of the batch size).
 at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, const Extra& x) {
   const char* form = feature ? "(reduce, feature)" : "(reduce)";
-  // A packed storage holds every leaf's elements: reduced whole, below autograd (Note [Below
-  // autograd], packed.cpp).
-  const auto over_storage = [&](const at::Tensor& flat) {
+  // Tensors that hold every leaf's elements and nothing else (a packed storage, or its runs
+  // joined): reduced whole, below autograd (Note [Below autograd], packed.cpp).
+  const auto over_storage = [&](c10::ArrayRef<at::Tensor> flats) {
     try {
       const at::AutoDispatchBelowADInplaceOrView below_autograd;
-      return reduce_full(r, flat, x);
+      return reduce_full(r, flats.size() == 1 ? flats.front() : at::cat(flats, 0), x);
     } catch (const c10::Error& e) {
       TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
     }
   };
-  LeafList parts;
   if (!feature && !dim) {
     // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
     if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined())
       return over_storage(flat);
-    // Intact runs without padding (Note [Intact runs]): every leaf's elements, a part a run.
-    if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) {
-      if (runs->storages.size() == 1) return over_storage(runs->storages.front());
-      parts.assign(runs->storages.begin(), runs->storages.end());
-    }
+    // Intact runs without padding (Note [Intact runs]): every leaf's elements, a run at a time.
+    if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) return over_storage(runs->storages);
   }
-  LeafList leaves = parts.empty() ? leaves_of(readable(td)) : LeafList();
-  TD_CHECK(!leaves.empty() || !parts.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
+  LeafList leaves = leaves_of(readable(td));
+  TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
   std::optional<int64_t> d;
   if (dim) d = reduction_dim(td, *dim, red_name(r));
-  // A packed storage (a consolidated tensordict) is already every leaf's elements in one tensor:
-  // reduced as it is, no concatenation (the order differs, the result only by rounding).
-  if (!feature && !d && parts.empty()) {
+  if (!feature && !d) {
+    // A packed storage (a consolidated tensordict) is already every leaf's elements in one
+    // tensor: reduced as it is, no concatenation (the order differs, the result only by rounding).
     if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return over_storage(flat);
+    // Runs of leaves (Note [Packed runs]), never over padding: joined, then reduced.
+    if (std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) return over_storage(runs->flats);
   }
-  // Runs of leaves (Note [Packed runs]), never over padding: one part per run.
-  if (!feature && !d && parts.empty()) {
-    if (std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) {
-      if (runs->flats.size() == 1) return over_storage(runs->flats.front());
-      parts.assign(runs->flats.begin(), runs->flats.end());
-    }
-  }
-  if (parts.empty()) {
-    parts.reserve(leaves.size());
-    for (const auto& t : leaves) {
-      parts.push_back(feature ? features_last(t, td.batch_dims()) : d ? t : t.reshape({-1}));
-    }
+  LeafList parts;
+  parts.reserve(leaves.size());
+  for (const auto& t : leaves) {
+    parts.push_back(feature ? features_last(t, td.batch_dims()) : d ? t : t.reshape({-1}));
   }
   try {
     const int64_t cat_dim = feature ? -1 : d ? *d : 0;
