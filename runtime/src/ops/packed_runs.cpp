@@ -17,6 +17,7 @@
 #include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/level_builder.h"
+#include "backends/in_memory/level_shape.h"
 #include "core/forward_ad.h"
 #include "core/padding.h"
 #include "core/strided_view.h"
@@ -285,14 +286,16 @@ std::optional<TensorDict> map_intact_run_pairs(const TensorDictBase& a, const Te
   const auto ra = in_memory::intact_runs(a);
   if (!ra) return std::nullopt;
   const auto rb = in_memory::intact_runs(b);
-  if (!rb || !in_memory::runs_laid_out_alike(a, *ra, b, *rb)) return std::nullopt;
+  c10::intrusive_ptr<LevelShape> shape;  // a's, when the layouts were compared through shapes
+  if (!rb || !in_memory::runs_laid_out_alike(a, *ra, b, *rb, &shape)) return std::nullopt;
   const auto results = run_each(ra->storages, result_itemsize,
                                 [&](size_t r, const at::Tensor& flat) { return fn(flat, rb->storages[r]); });
   if (!results) return std::nullopt;
   for (const at::Tensor& result : *results) {
     if (!result.defined()) return std::nullopt;  // a result viewing a's run: per leaf (whose partner it needs)
   }
-  return in_memory::intact_runs_like(a, *ra, *results, [](const at::Tensor& t) { return t; }, filter_empty, lock);
+  return in_memory::intact_runs_like(a, *ra, *results, [](const at::Tensor& t) { return t; }, filter_empty, lock,
+                                     std::move(shape));
 }
 
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,

@@ -326,14 +326,15 @@ TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat
 }
 
 TensorDict intact_runs_like(const TensorDictBase& like, const IntactRuns& runs, c10::ArrayRef<at::Tensor> results,
-                            FunctionRef<at::Tensor(const at::Tensor&)> per_leaf, bool filter_empty, bool lock) {
+                            FunctionRef<at::Tensor(const at::Tensor&)> per_leaf, bool filter_empty, bool lock,
+                            c10::intrusive_ptr<LevelShape> shape) {
   const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_runs_like: ", like.type_name(), " is not an in-memory level");
   const bool all_defined =
       std::all_of(results.begin(), results.end(), [](const at::Tensor& r) { return r.defined(); });
   return build_like(*level, like,
                     ResultStorages{nullptr, runs.storages, results, &per_leaf, runs.canonical && all_defined},
-                    filter_empty, lock);
+                    filter_empty, lock, std::move(shape));
 }
 
 }  // namespace in_memory

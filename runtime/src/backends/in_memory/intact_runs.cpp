@@ -39,7 +39,7 @@ struct RunHeld {
 
 struct RunsWalk {
   IntactRuns& out;
-  std::vector<RunHeld> held;
+  c10::SmallVector<RunHeld, 4> held;
   bool grad_mode = at::GradMode::is_enabled();
   bool spans = false;  // collect IntactRuns::spans
   size_t listed = 0;  // how many flats the first level with leaves lists (IntactRuns::canonical)
@@ -55,10 +55,15 @@ struct RunsWalk {
     out.canonical = out.canonical && count == listed;
     return first;
   }
-  void hold(uint32_t at, int64_t elements, int64_t leaves) {
-    if (held.size() <= at) held.resize(at + 1);
-    held[at].elements += elements;
-    held[at].leaves += leaves;
+  // Adds what a level's leaves hold in each flat it lists from `first` (its records' flat k is
+  // storages[level_flats[first + k]]).
+  void hold_all(size_t first, const FlatCounts& counts) {
+    for (size_t k = 0; k < counts.size(); ++k) {
+      const uint32_t at = out.level_flats[first + k];
+      if (held.size() <= at) held.resize(at + 1);
+      held[at].elements += counts.elements[k];
+      held[at].leaves += counts.leaves[k];
+    }
   }
 };
 
@@ -72,22 +77,32 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     if (shape.tree_leaves == 0) return true;
     walk.out.spans_complete = false;  // (its records are its shape's, not walked here)
     const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
-    for (size_t k = 0; k < shape.flat_elements.size(); ++k)
-      walk.hold(walk.out.level_flats[first + k], shape.flat_elements[k], shape.flat_leaves[k]);
+    walk.hold_all(first, shape.tree_per_flat);
     return true;
   }
   size_t tensors = 0;
-  bool ok = true;
-  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
-    if (!ok) return;
-    if (slot.value.is_tensor()) {
-      ++tensors;
-    } else if (slot.value.is_tensordict()) {
-      const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
-      ok = child != nullptr && collect_runs(*child, walk);
+  if (const LevelShape* shape = level.shape()) {
+    // The level is as its shape describes (a write drops the shape): its nested levels are the
+    // shape's, its tensor slots the records'.
+    const TensorDictImpl::Slot* slots = level.built_slots();
+    for (uint32_t i : shape->nested) {
+      const TensorDictImpl* child = packed_level(*slots[i].value.tensordict_unchecked().impl());
+      if (child == nullptr || !collect_runs(*child, walk)) return false;
     }
-  });
-  if (!ok) return false;
+    tensors = shape->leaves;
+  } else {
+    bool ok = true;
+    level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
+      if (!ok) return;
+      if (slot.value.is_tensor()) {
+        ++tensors;
+      } else if (slot.value.is_tensordict()) {
+        const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
+        ok = child != nullptr && collect_runs(*child, walk);
+      }
+    });
+    if (!ok) return false;
+  }
   if (tensors == 0) return true;
   const LazyLeaves* layout = level.packed_layout();
   if (layout == nullptr || tensors != layout->leaves) return false;
@@ -97,12 +112,14 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     if (!made_leaves_intact(level, *layout, walk.grad_mode)) return false;
   }
   const size_t first = walk.list(layout->flat, layout->more_flats);
-  for (size_t i = 0; i < layout->records.size();) {
-    const LazyLeaves::Record r = layout->next(i);
-    const uint32_t run = walk.out.level_flats[first + r.storage];
-    const int64_t elements = c10::multiply_integers(r.sizes);
-    walk.hold(run, elements, 1);
-    if (walk.spans) walk.out.spans.push_back(IntactRuns::Span{run, r.offset, r.offset + elements});
+  walk.hold_all(first, layout->per_flat);
+  if (walk.spans) {
+    for (size_t i = 0; i < layout->records.size();) {
+      const LazyLeaves::Record r = layout->next(i);
+      const int64_t begin = r.offset;
+      walk.out.spans.push_back(
+          IntactRuns::Span{walk.out.level_flats[first + r.storage], begin, begin + c10::multiply_integers(r.sizes)});
+    }
   }
   return true;
 }
@@ -175,7 +192,8 @@ KeptPadding::~KeptPadding() {
   for (const Gap& gap : gaps_) std::memcpy(gap.at, gap.bytes, gap.size);
 }
 
-bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb) {
+bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb,
+                         c10::intrusive_ptr<LevelShape>* a_shape) {
   // Trees that list their runs alike at every level (IntactRuns::canonical) number them alike
   // whether a level is built or deferred; others compare level by level.
   if (ra.storages.size() != rb.storages.size() || a.batch_size() != b.batch_size() ||
@@ -186,8 +204,11 @@ bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const Te
   }
   const TensorDictImpl *la = packed_level(a), *lb = packed_level(b);
   if (la == lb) return true;
-  const c10::intrusive_ptr<LevelShape> sa = shape_of(*la, a), sb = shape_of(*lb, b);
-  return sa && sb && same_shape(*sa, *sb);
+  c10::intrusive_ptr<LevelShape> sa = shape_of(*la, a);
+  const c10::intrusive_ptr<LevelShape> sb = shape_of(*lb, b);
+  if (!sa || !sb || !same_shape(*sa, *sb)) return false;
+  if (a_shape != nullptr) *a_shape = std::move(sa);
+  return true;
 }
 
 }  // namespace in_memory

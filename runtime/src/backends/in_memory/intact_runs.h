@@ -18,11 +18,15 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <tensordict/function_ref.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict {
+
+struct LevelShape;
+
 namespace in_memory {
 
 /// What intact_runs() finds over a tree.
@@ -84,15 +88,20 @@ class KeptPadding {
 
 /// Whether `b` is laid out as `a`, whose intact_runs() gave `ra`, given its own `rb`: the same
 /// shape (keys, kinds, records, nested batch sizes) and flats of the same sizes, numbered alike.
-bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb);
+/// `a_shape`, when given, receives a's shape where it was made (for intact_runs_like to take
+/// rather than check it again).
+bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb,
+                         c10::intrusive_ptr<LevelShape>* a_shape = nullptr);
 
 /// A result shaped like `like` (intact_runs found `runs`), its leaves laid out as like's over
 /// `results` (one elementwise result per storage, in the same order), made on first access.
 /// The leaves over a storage whose result is undefined (the op's result viewed its input, as
 /// `to` a run's own dtype does) are `per_leaf(leaf)`, as the op on each leaf returns.
 /// (Defined in intact_result.cpp, with the frame of every intact result.)
+/// `shape`: like's, when the caller has it from runs_laid_out_alike in the same op.
 TensorDict intact_runs_like(const TensorDictBase& like, const IntactRuns& runs, c10::ArrayRef<at::Tensor> results,
-                            FunctionRef<at::Tensor(const at::Tensor&)> per_leaf, bool filter_empty, bool lock);
+                            FunctionRef<at::Tensor(const at::Tensor&)> per_leaf, bool filter_empty, bool lock,
+                            c10::intrusive_ptr<LevelShape> shape = {});
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -21,9 +21,28 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/accumulate.h>
 
 namespace tensordict {
+
+/// What the leaves of a level (or of a tree) hold in each flat they view, by the flat's index in
+/// their records: counted as records are added, so a walk over runs (Note [Intact runs]) reads
+/// a few sums instead of every record.
+struct FlatCounts {
+  c10::SmallVector<int64_t, 4> elements;
+  c10::SmallVector<int64_t, 4> leaves;
+
+  void add(size_t flat, int64_t flat_elements, int64_t flat_leaves) {
+    if (elements.size() <= flat) {
+      elements.resize(flat + 1, 0);
+      leaves.resize(flat + 1, 0);
+    }
+    elements[flat] += flat_elements;
+    leaves[flat] += flat_leaves;
+  }
+  size_t size() const { return elements.size(); }
+};
 
 /// A level's leaves not made yet: views of `flat` (a whole storage, 1-D, offset 0), or of one of
 /// `more_flats`.
@@ -45,9 +64,10 @@ struct LazyLeaves {
   /// depend on where a flat starts: a consolidated tensordict's runs (typed views at an offset
   /// into its bytes) and an op's results over them (new storages) share them (Note [Shared shapes]).
   std::vector<int64_t> records;
-  /// How many leaves the records hold, and their elements together.
+  /// How many leaves the records hold, and their elements together; and by flat.
   size_t leaves = 0;
   int64_t elements = 0;
+  FlatCounts per_flat;
   /// The key set the leaves were made with (set when they are made): a leaf given names, or
   /// negated or conjugated in place since, has another.
   c10::DispatchKeySet made_keys;
@@ -70,8 +90,13 @@ struct LazyLeaves {
     r[2] = static_cast<int64_t>(dim);
     std::copy(sizes.begin(), sizes.end(), r + 3);
     std::copy(strides.begin(), strides.end(), r + 3 + dim);
+    count(storage, c10::multiply_integers(sizes));
+  }
+  /// Counts a leaf of `leaf_elements` over flat `storage` (add, or records copied whole).
+  void count(uint32_t storage, int64_t leaf_elements) {
     ++leaves;
-    elements += c10::multiply_integers(sizes);
+    elements += leaf_elements;
+    per_flat.add(storage, leaf_elements, 1);
   }
   /// The record starting at `records[i]`; `i` moves to the next one.
   Record next(size_t& i) const {

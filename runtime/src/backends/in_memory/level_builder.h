@@ -93,8 +93,7 @@ class LevelBuilder {
     lazy_->records.insert(lazy_->records.end(), like.records.begin() + at, like.records.begin() + record);
     // The same slot as in `like` unless an entry before it was dropped.
     lazy_->records[mine] = static_cast<int64_t>(next_slot() | (static_cast<uint64_t>(to_flat_[r.storage]) << 32));
-    ++lazy_->leaves;
-    lazy_->elements += c10::multiply_integers(r.sizes);
+    lazy_->count(to_flat_[r.storage], c10::multiply_integers(r.sizes));
     impl_->append_unindexed(key, hash, at::Tensor());
   }
   /// The flats every lazy leaf of this level views one of, in the order the whole tree lists

@@ -79,6 +79,7 @@ void TensorDictImpl::materialize() const {
     lazy->records = shape.records;
     lazy->leaves = shape.leaves;
     lazy->elements = shape.elements;
+    lazy->per_flat = shape.per_flat;
     self->layout_ = std::move(lazy);
     lazy_.store(self->layout_.get(), std::memory_order_release);
   }
@@ -137,23 +138,11 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
     shape->records = layout->records;
     shape->leaves = layout->leaves;
     shape->elements = layout->elements;
+    shape->per_flat = layout->per_flat;
+    shape->tree_per_flat = layout->per_flat;
   }
   shape->tree_elements = shape->elements;
   shape->tree_leaves = shape->leaves;
-  const auto held = [&](size_t flat, int64_t elements, int64_t leaves) {
-    if (shape->flat_elements.size() <= flat) {
-      shape->flat_elements.resize(flat + 1);
-      shape->flat_leaves.resize(flat + 1);
-    }
-    shape->flat_elements[flat] += elements;
-    shape->flat_leaves[flat] += leaves;
-  };
-  if (layout != nullptr) {
-    for (size_t i = 0; i < layout->records.size();) {
-      const LazyLeaves::Record r = layout->next(i);
-      held(r.storage, c10::multiply_integers(r.sizes), 1);
-    }
-  }
   shape->fields.reserve(level.num_entries());
   bool describable = true;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
@@ -173,7 +162,8 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
         shape->nested.push_back(static_cast<uint32_t>(shape->fields.size()));
         shape->tree_elements += f.child->tree_elements;
         shape->tree_leaves += f.child->tree_leaves;
-        for (size_t k = 0; k < f.child->flat_elements.size(); ++k) held(k, f.child->flat_elements[k], f.child->flat_leaves[k]);
+        const FlatCounts& below = f.child->tree_per_flat;
+        for (size_t k = 0; k < below.size(); ++k) shape->tree_per_flat.add(k, below.elements[k], below.leaves[k]);
         shape->has_empty_level = shape->has_empty_level || f.child->fields.empty() || f.child->has_empty_level;
         break;
       }

@@ -24,10 +24,11 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict_base.h>
 
+#include "backends/in_memory/lazy_leaves.h"
+
 namespace tensordict {
 
 class TensorDictImpl;
-struct LazyLeaves;
 
 struct LevelShape : c10::intrusive_ptr_target {
   struct Field {
@@ -50,16 +51,17 @@ struct LevelShape : c10::intrusive_ptr_target {
   size_t tree_leaves = 0;
   bool has_empty_level = false;  // a nested level without entries, at any depth
   bool over_runs = false;        // LazyLeaves::over_runs of the level's records
-  /// Per flat the records number (a tree over runs lists its flats alike at every level, Note
-  /// [Intact runs]): the elements and the leaves of this level and its nested levels over it.
-  std::vector<int64_t> flat_elements, flat_leaves;
+  /// Per flat the records number: the elements and the leaves of this level's records
+  /// (LazyLeaves::per_flat), and of this level's and its nested levels' (a tree over runs lists
+  /// its flats alike at every level, Note [Intact runs]).
+  FlatCounts per_flat, tree_per_flat;
 
   /// When the last level holding it goes (the interning table's weak reference may outlive it).
   void release_resources() override {
     fields.clear();
     records.clear();
-    flat_elements.clear();
-    flat_leaves.clear();
+    per_flat = {};
+    tree_per_flat = {};
   }
 };
 
