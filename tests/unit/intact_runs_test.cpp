@@ -304,6 +304,61 @@ TEST_CASE("a nested level over part of the runs, or a run through another leaf, 
   CHECK(at::equal(moved.get("g"), at::tensor({8.f})));
 }
 
+// Each level's counts by flat (LazyLeaves::per_flat, what the runs walk adds up) against its records
+// decoded one by one; then its nested levels'. Returns the levels checked.
+int require_counts_match_records(const TensorDictBase& td) {
+  const TensorDictImpl* level = in_memory::packed_level(td);
+  REQUIRE(level != nullptr);
+  int checked = 0;
+  if (const LazyLeaves* layout = level->packed_layout()) {
+    FlatCounts decoded;
+    for (size_t i = 0; i < layout->records.size();) {
+      const LazyLeaves::Record r = layout->next(i);
+      decoded.add(r.storage, c10::multiply_integers(r.sizes), 1);
+    }
+    CHECK(std::vector<int64_t>(layout->per_flat.elements.begin(), layout->per_flat.elements.end()) ==
+          std::vector<int64_t>(decoded.elements.begin(), decoded.elements.end()));
+    CHECK(std::vector<int64_t>(layout->per_flat.leaves.begin(), layout->per_flat.leaves.end()) ==
+          std::vector<int64_t>(decoded.leaves.begin(), decoded.leaves.end()));
+    ++checked;
+  }
+  level->for_each_slot([&](const TensorDictImpl::Slot& slot) {
+    if (slot.value.is_tensordict()) checked += require_counts_match_records(*slot.value.tensordict_unchecked().impl());
+  });
+  return checked;
+}
+
+TEST_CASE("each level counts its leaves by run as its records say; a kept shape still sees a written nested level",
+          "[unit][packed][runs][intact]") {
+  const TensorDict x = mixed();
+  const TensorDict a = consolidate(x);
+  const size_t runs = runs_of(a);
+  REQUIRE(runs >= 2);
+  // Consolidated; an op's result built from its shape (read, so materialized); a result whose
+  // float run is dropped (`to` its own dtype: those leaves per leaf, the others copied record by
+  // record).
+  CHECK(require_counts_match_records(*a.impl()) >= 2);
+  const TensorDict doubled = a * 2;
+  const auto held = read_all(doubled);
+  CHECK(require_counts_match_records(*doubled.impl()) >= 2);
+  CHECK(runs_of(doubled) == runs);
+  const TensorDict as_float = a.to(at::kFloat);
+  read_all(as_float);
+  require_counts_match_records(*as_float.impl());
+  require_same(as_float, x.to(at::kFloat));
+  // The ops above kept shapes on a's levels. Writing a nested level drops its records, not its
+  // parent's shape: the walk, which finds the nested levels in that shape, still refuses the tree.
+  const auto leaves = read_all(a);
+  CHECK(runs_of(a) == runs);
+  TensorDict root = a;
+  root.unlock_();
+  root.set({"n", "x"}, at::full({4}, 7.f));
+  CHECK(in_memory::packed_level(*a.impl())->shape() != nullptr);  // the root's shape is kept
+  CHECK(runs_of(a) == 0);
+  const TensorDict tripled = a * 3;
+  CHECK(at::equal(tripled.get({"n", "x"}), at::full({4}, 21.f)));
+}
+
 TEST_CASE("trees laid out otherwise, nested levels and integer padding take the per-leaf or runs path",
           "[unit][packed][runs][intact]") {
   // The same leaves set in another key order: laid out otherwise, matched by key, the same values.
