@@ -243,19 +243,37 @@ TEST_CASE("leaves that overlap, are not contiguous or need grad take the per-lea
   CHECK(at::equal(grads.get("a").grad(), at::full({4}, 2.f)));
 }
 
-TEST_CASE("an in-place error after a run was written names the failing leaf and writes no leaf twice",
+TEST_CASE("an in-place error in any run writes the leaves before the failing key only, as per leaf",
           "[unit][packed][runs]") {
   TensorDict plain({}, {4});
   plain.set("f0", at::ones({4, 2}));
   plain.set("b0", at::ones({4, 2}, at::kBool));
   plain.set("f1", at::ones({4, 2}));
   plain.set("b1", at::ones({4, 2}, at::kBool));
+  // bool * 2.5 cannot be cast back. Per leaf (and in Python): f0 written, then b0 raises, f1 and
+  // b1 as they were. The float run comes first in the storage; the bool run fails over an empty
+  // slice before either is written, and the per-leaf path names b0.
   TensorDict c = consolidate(plain);
-  // The float run is written, then bool * 2.5 cannot be cast back: the error names b0.
+  TensorDict per_leaf = plain.clone();
+  CHECK_THROWS_WITH(per_leaf.mul_(2.5), Catch::Contains("'b0'"));
   CHECK_THROWS_WITH(c.mul_(2.5), Catch::Contains("'b0'"));
+  for (const char* key : {"f0", "b0", "f1", "b1"}) CHECK(at::equal(c.get(key), per_leaf.get(key)));
   CHECK(at::equal(c.get("f0"), at::full({4, 2}, 2.5f)));
-  CHECK(at::equal(c.get("f1"), at::full({4, 2}, 2.5f)));
+  CHECK(at::equal(c.get("f1"), at::ones({4, 2})));
   CHECK(c.get("b1").all().item<bool>());
+  // The same over the runs a consolidated tree keeps intact, its leaves read (Note [Intact runs]),
+  // and between two trees: a float partner for the bool run.
+  TensorDict d = consolidate(plain);
+  const std::vector<at::Tensor> held = {d.get("f0"), d.get("b0"), d.get("f1"), d.get("b1")};
+  CHECK_THROWS_WITH(d.mul_(2.5), Catch::Contains("'b0'"));
+  CHECK(at::equal(held[0], at::full({4, 2}, 2.5f)));
+  CHECK(at::equal(held[2], at::ones({4, 2})));
+  TensorDict e = consolidate(plain);
+  TensorDict floats({}, {4});
+  for (const char* key : {"f0", "b0", "f1", "b1"}) floats.set(key, at::full({4, 2}, 3.f));
+  CHECK_THROWS_WITH(e.add_(floats), Catch::Contains("'b0'"));
+  CHECK(at::equal(e.get("f0"), at::full({4, 2}, 4.f)));
+  CHECK(at::equal(e.get("f1"), at::ones({4, 2})));
   // The first run failing writes nothing: the per-leaf path names the key, as before.
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}, {"f", at::ones({4})}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));

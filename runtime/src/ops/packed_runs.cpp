@@ -365,17 +365,56 @@ bool runs_writable(c10::ArrayRef<at::Tensor> flats, c10::ArrayRef<at::Tensor> pa
   return true;
 }
 
-// `write(flat, partner flat)` over each run. False when the first fails before writing (the
-// per-leaf path then names the key); after a later failure, or one midway, `name_failure(r)`
-// raises the failing leaf's error.
+// Whether `write` raises over an empty slice of `flat` (and of its partner): a dtype error, or a
+// kernel missing for the dtype, comes before any element is written; a division by zero does not.
+bool fails_before_writing(const at::Tensor& flat, const at::Tensor& partner,
+                          FunctionRef<void(const at::Tensor&, const at::Tensor&)> write) {
+  try {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
+    write(flat.narrow(0, 0, 0), partner.defined() ? partner.narrow(0, 0, 0) : at::Tensor());
+    return false;
+  } catch (const c10::Error&) {
+    return true;
+  }
+}
+
+// bool < integer < floating < complex: an in-place op's result cast back into a run fails when its
+// type is of a higher category than the run's (a float scalar into an integer run, a complex
+// partner into a float run).
+int type_category(at::ScalarType t) {
+  if (t == at::kBool) return 0;
+  if (at::isIntegralType(t, /*includeBool=*/false)) return 1;
+  return at::isComplexType(t) ? 3 : 2;
+}
+
+// `write(flat, partner flat)` over each run. The runs go in the order a cast error would meet
+// them first: lowest category first, or, with a partner, most below its partner's. Such an
+// error then comes before anything is written, and the op returns false for the per-leaf path,
+// which writes the leaves before the failing key only (as Python does) and names the key. A
+// first run of integers or bools may fail midway (a division by zero): an empty slice tells the
+// two apart, on the error path only. After a failure midway, or a later run's failure (a kernel
+// missing for its dtype), `name_failure(r)` raises the failing leaf's error; runs before it stay
+// written.
 bool write_each_run(c10::ArrayRef<at::Tensor> flats, c10::ArrayRef<at::Tensor> partner,
                     FunctionRef<void(const at::Tensor&, const at::Tensor&)> write,
                     FunctionRef<void(size_t)> name_failure) {
+  const auto partner_of = [&](size_t r) { return partner.empty() ? at::Tensor() : partner[r]; };
+  // An insertion sort, stable (runs of one rank keep the storage's order): std::stable_sort
+  // would take a heap buffer for these few runs (at most 8).
+  c10::SmallVector<std::pair<int, uint32_t>, 8> order;  // (rank, run)
   for (size_t r = 0; r < flats.size(); ++r) {
+    const int rank =
+        type_category(flats[r].scalar_type()) - (partner.empty() ? 0 : type_category(partner[r].scalar_type()));
+    size_t at = order.size();
+    order.emplace_back(rank, static_cast<uint32_t>(r));
+    for (; at > 0 && order[at - 1].first > rank; --at) std::swap(order[at - 1], order[at]);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t r = order[i].second;
     const at::Tensor& flat = flats[r];
-    if (write_over(flat, [&] { write(flat, partner.empty() ? at::Tensor() : partner[r]); })) continue;
-    // Nothing written (a dtype error comes before any write): the per-leaf path names the key.
-    if (r == 0 && !may_fail_midway(flat)) return false;
+    if (write_over(flat, [&] { write(flat, partner_of(r)); })) continue;
+    // Nothing written yet: the per-leaf path names the key.
+    if (i == 0 && (!may_fail_midway(flat) || fails_before_writing(flat, partner_of(r), write))) return false;
     name_failure(r);  // runs before this one, or part of it, are written
   }
   return true;
