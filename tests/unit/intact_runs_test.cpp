@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -357,6 +358,41 @@ TEST_CASE("each level counts its leaves by run as its records say; a kept shape 
   CHECK(runs_of(a) == 0);
   const TensorDict tripled = a * 3;
   CHECK(at::equal(tripled.get({"n", "x"}), at::full({4}, 21.f)));
+}
+
+TEST_CASE("ops over a tree of runs while other threads read its leaves agree", "[unit][packed][runs][intact]") {
+  // Readers make the leaves of a result over runs (deferred, then built), cache shapes and check
+  // made leaves while the ops run: every op only reads the tree (writes are not concurrent with
+  // reads). No Catch assertion off the main thread (Catch is not thread-safe): results and counts
+  // are checked after the join.
+  const TensorDict x = mixed();
+  const TensorDict expected_sum = x * 2 + x * 2, expected_clone = x * 2;
+  for (int round = 0; round < 10; ++round) {
+    const TensorDict r = consolidate(x) * 2;  // deferred over three runs
+    std::vector<int> undefined(2, 0);
+    std::vector<TensorDict> sums(2), clones(2);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        for (const NestedKey& k : r.keys(true, true)) {
+          if (!r.get(k).defined()) ++undefined[t];
+        }
+      });
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 5; ++i) {
+          sums[t] = r + r;
+          clones[t] = r.clone();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    CHECK(undefined[0] + undefined[1] == 0);
+    for (int t = 0; t < 2; ++t) {
+      require_same(sums[t], expected_sum);
+      require_same(clones[t], expected_clone);
+    }
+    CHECK(runs_of(r) == 3);  // read by every thread, still intact
+  }
 }
 
 TEST_CASE("trees laid out otherwise, nested levels and integer padding take the per-leaf or runs path",
