@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include <tensordict/backends/lazy_stack.h>
-#include <tensordict/backends/persistent.h>
 #include <tensordict/errors.h>
 #include <tensordict/ops.h>
 #include <tensordict/tensordict.h>
@@ -112,7 +111,7 @@ inline bool starts_with(const NestedKey& key, const NestedKey& prefix) {
 // known by its type name).
 inline bool is_store(const TensorDict& td) { return std::string_view(td.impl()->type_name()) == "TensorDictStore"; }
 inline bool leaves_are_handles(const TensorDict& td) {
-  return !LazyStackedTensorDict::is_lazy_stack(td) && !PersistentTensorDict::is_persistent(td) && !is_store(td);
+  return !LazyStackedTensorDict::is_lazy_stack(td) && !is_h5(td) && !is_store(td);
 }
 
 inline const NestedKey& some_key(Program& p) {
@@ -329,7 +328,7 @@ inline bool step(Program& p) {
       // `set` of a key a file already holds, through an indexed view of it, writes the selected
       // elements (Python's _SubTensorDict): a replacement of another shape would broadcast.
       const auto existing = p.m.leaves.find(key);
-      if (existing != p.m.leaves.end() && PersistentTensorDict::is_persistent(p.a))
+      if (existing != p.m.leaves.end() && is_h5(p.a))
         value = at::randn_like(existing->second.value, at::MemoryFormat::Contiguous);
       p.log << "\n  set(" << key.repr() << ")";
       // A key that holds a nested level cannot take a leaf: only paths through levels or to leaves.
