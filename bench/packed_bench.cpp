@@ -207,7 +207,10 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
 //   _mixed   3 groups x 10 leaves of [64, 16], float and double alternating in key order:
 //            consolidate lays them out as two runs (one a dtype);
 //   _padded  3 groups x 10 float leaves of [5, 201] (an odd count: 4 bytes of padding after
-//            each, as Python lays them out).
+//            each, as Python lays them out);
+//   _rl      3 groups x 10 leaves of [64, 16], float, int64 and bool in turn (an RL step's
+//            observations, actions and flags): three runs of three type categories, so an
+//            in-place op first tries the later runs over empty slices (Note [Packed runs]).
 // storage/<op> is one at:: call per run by hand (a typed view of each dtype's bytes, padding
 // included where the op may read it).
 struct Grouped {
@@ -215,14 +218,18 @@ struct Grouped {
   std::vector<at::Tensor> leaves, leaves2;
   std::vector<at::Tensor> runs, runs2, same_runs, same_runs2;  // one typed view per run
 
-  explicit Grouped(bool mixed) {
+  enum class Kind { Mixed, Padded, Rl };
+  explicit Grouped(Kind kind) {
     at::manual_seed(0);
-    TensorDict plain({}, {mixed ? 64 : 5});
+    const bool padded = kind == Kind::Padded;
+    TensorDict plain({}, {padded ? 5 : 64});
     for (int g = 0; g < 3; ++g)
       for (int x = 0; x < 10; ++x) {
-        const at::ScalarType dtype = mixed && x % 2 == 1 ? at::kDouble : at::kFloat;
-        plain.set({"g" + std::to_string(g), "x" + std::to_string(x)},
-                  mixed ? at::randn({64, 16}, dtype) : at::randn({5, 201}, dtype));
+        at::Tensor leaf = padded ? at::randn({5, 201}) : at::randn({64, 16});
+        if (kind == Kind::Mixed && x % 2 == 1) leaf = leaf.to(at::kDouble);
+        if (kind == Kind::Rl && x % 3 == 1) leaf = (leaf * 10).to(at::kLong);
+        if (kind == Kind::Rl && x % 3 == 2) leaf = leaf > 0;
+        plain.set({"g" + std::to_string(g), "x" + std::to_string(x)}, leaf);
       }
     td = tensordict::consolidate(plain);
     td2 = tensordict::consolidate(plain.clone());
@@ -240,7 +247,7 @@ struct Grouped {
   static std::vector<at::Tensor> typed_runs(const TensorDict& c) {
     const at::Tensor bytes = tensordict::consolidated_storage(c);
     std::vector<at::Tensor> out;
-    for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kLong, at::kBool}) {
       int64_t begin = -1, end = 0;
       for (const auto& e : c.values(true, true)) {
         const at::Tensor& t = e.tensor();
@@ -256,11 +263,15 @@ struct Grouped {
 };
 
 Grouped& mixed_fixture() {
-  static Grouped g(true);
+  static Grouped g(Grouped::Kind::Mixed);
   return g;
 }
 Grouped& padded_fixture() {
-  static Grouped g(false);
+  static Grouped g(Grouped::Kind::Padded);
+  return g;
+}
+Grouped& rl_fixture() {
+  static Grouped g(Grouped::Kind::Rl);
   return g;
 }
 
@@ -314,6 +325,10 @@ void register_all() {
                /*views=*/false);
   register_grouped("_mixed", mixed_fixture);
   register_grouped("_padded", padded_fixture);
+  // In place over three type categories (the ops above would not take int64 and bool leaves).
+  grouped_rows("zero__rl", rl_fixture, [](Grouped& g) { g.td.zero_(); }, [](const at::Tensor& t, const at::Tensor&) { t.zero_(); });
+  grouped_rows("fill__rl", rl_fixture, [](Grouped& g) { g.td.fill_(1); },
+               [](const at::Tensor& t, const at::Tensor&) { t.fill_(1); });
 }
 
 }  // namespace

@@ -274,6 +274,27 @@ TEST_CASE("an in-place error in any run writes the leaves before the failing key
   CHECK_THROWS_WITH(e.add_(floats), Catch::Contains("'b0'"));
   CHECK(at::equal(e.get("f0"), at::full({4, 2}, 4.f)));
   CHECK(at::equal(e.get("f1"), at::ones({4, 2})));
+  // A kernel missing for one dtype (clamp has none for complex), whether its run comes first in
+  // the storage or after the float run whose leaves lie on both sides of the failing key.
+  for (const bool complex_first : {true, false}) {
+    TensorDict z({}, {4});
+    const auto add_complex = [&] {
+      z.set("c", at::ones({4}, at::kComplexFloat));
+      z.set("d", at::ones({4}, at::kComplexFloat));
+    };
+    if (complex_first) add_complex();
+    z.set("a", at::full({4}, 5.f));
+    if (!complex_first) add_complex();
+    z.set("f", at::full({4}, 5.f));
+    z.set("g", at::full({4}, 5.f));
+    TensorDict cz = consolidate(z);
+    REQUIRE(runs_fixtures::storages(cz) == 1);
+    TensorDict per_leaf_z = z.clone();
+    CHECK_THROWS_WITH(per_leaf_z.clamp_(0, 1), Catch::Contains("'c'"));
+    CHECK_THROWS_WITH(cz.clamp_(0, 1), Catch::Contains("'c'"));
+    for (const char* key : {"a", "c", "d", "f", "g"}) CHECK(at::equal(cz.get(key), per_leaf_z.get(key)));
+    CHECK(at::equal(cz.get("f"), at::full({4}, 5.f)));
+  }
   // The first run failing writes nothing: the per-leaf path names the key, as before.
   TensorDict ints = consolidate(TensorDict({{"i", at::ones({4}, at::kLong)}, {"j", at::ones({4}, at::kLong)}, {"f", at::ones({4})}}, {4}));
   CHECK_THROWS_WITH(ints.sqrt_(), Catch::Contains("'i'"));
