@@ -453,7 +453,7 @@ bool write_runs(const LeafList& a, const LeafList* b, FunctionRef<void(const at:
 
 bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
-  auto runs = in_memory::intact_runs(*td.impl(), /*spans=*/true);
+  const auto runs = in_memory::intact_runs(*td.impl());
   if (!runs || !runs->writable) return false;
   std::optional<in_memory::IntactRuns> other;
   if (partner != nullptr) {
@@ -466,7 +466,7 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
   // Python's padding of a consolidated root is written with its runs, then put back (when this
   // goes out of scope, also on an error).
   in_memory::KeptPadding padding;
-  if (!runs->exact && !padding.keep(*runs)) return false;
+  if (!runs->exact && !padding.keep(*td.impl(), *runs)) return false;
   const bool written = write_each_run(flats, partner_runs, write, [&](size_t r) {
     // The failing leaf is named from the leaves, made now, without writing any twice.
     if (runs->own_versions) in_memory::bump_made_leaf_versions(*td.impl());

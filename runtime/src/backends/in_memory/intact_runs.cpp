@@ -41,7 +41,6 @@ struct RunsWalk {
   IntactRuns& out;
   c10::SmallVector<RunHeld, 4> held;
   bool grad_mode = at::GradMode::is_enabled();
-  bool spans = false;  // collect IntactRuns::spans
   size_t listed = 0;  // how many flats the first level with leaves lists (IntactRuns::canonical)
 
   // Adds the flats a level lists; what its records number k is then storages[level_flats[first + k]].
@@ -75,7 +74,6 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
     const LevelShape& shape = *level.shape();
     if (shape.tree_leaves == 0) return true;
-    walk.out.spans_complete = false;  // (its records are its shape's, not walked here)
     const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
     walk.hold_all(first, shape.tree_per_flat);
     return true;
@@ -113,28 +111,58 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   }
   const size_t first = walk.list(layout->flat, layout->more_flats);
   walk.hold_all(first, layout->per_flat);
-  if (walk.spans) {
-    for (size_t i = 0; i < layout->records.size();) {
-      const LazyLeaves::Record r = layout->next(i);
-      const int64_t begin = r.offset;
-      walk.out.spans.push_back(
-          IntactRuns::Span{walk.out.level_flats[first + r.storage], begin, begin + c10::multiply_integers(r.sizes)});
+  return true;
+}
+
+// Where a leaf lies: its run's index in IntactRuns::storages and its elements [begin, end) from
+// the run's start (a run's leaves are contiguous).
+struct LeafSpan {
+  uint32_t run;
+  int64_t begin, end;
+};
+
+// The spans of the leaves of `level` and its nested levels, over `storages`; false where a
+// level's records are not at hand (a deferred level) or name a flat not among them.
+bool collect_spans(const TensorDictImpl& level, c10::ArrayRef<at::Tensor> storages,
+                   c10::SmallVector<LeafSpan, 32>& out) {
+  if (level.is_deferred()) return false;
+  bool ok = true;
+  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
+    if (!ok || !slot.value.is_tensordict()) return;
+    const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
+    ok = child != nullptr && collect_spans(*child, storages, out);
+  });
+  const LazyLeaves* layout = level.packed_layout();
+  if (!ok || layout == nullptr) return ok;
+  c10::SmallVector<uint32_t, 4> run_of;  // per flat of the level's records
+  const auto find = [&](const at::Tensor& flat) {
+    for (size_t i = 0; i < storages.size(); ++i) {
+      if (storages[i].is_same(flat)) {
+        run_of.push_back(static_cast<uint32_t>(i));
+        return true;
+      }
     }
+    return false;
+  };
+  if (!find(layout->flat)) return false;
+  for (const at::Tensor& f : layout->more_flats)
+    if (!find(f)) return false;
+  for (size_t i = 0; i < layout->records.size();) {
+    const LazyLeaves::Record r = layout->next(i);
+    out.push_back(LeafSpan{run_of[r.storage], r.offset, r.offset + c10::multiply_integers(r.sizes)});
   }
   return true;
 }
 
 }  // namespace
 
-std::optional<IntactRuns> intact_runs(const TensorDictBase& td, bool spans) {
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return std::nullopt;
   // A consolidated root holds every leaf of its storage: its padding is nobody's.
   const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   IntactRuns runs;
-  runs.spans_complete = spans && consolidated_root;
   RunsWalk walk{runs, {}};
-  walk.spans = runs.spans_complete;
   if (!collect_runs(*level, walk) || runs.storages.empty()) return std::nullopt;
   runs.canonical = runs.canonical && walk.listed == runs.storages.size();
   walk.held.resize(runs.storages.size());  // a flat a level lists but no leaf views holds nothing
@@ -159,11 +187,13 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td, bool spans) {
   return runs;
 }
 
-bool KeptPadding::keep(IntactRuns& runs) {
-  if (!runs.spans_complete) return false;
-  std::sort(runs.spans.begin(), runs.spans.end(), [](const IntactRuns::Span& x, const IntactRuns::Span& y) {
-    return x.run != y.run ? x.run < y.run : x.begin < y.begin;
-  });
+bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
+  const TensorDictImpl* level = packed_level(td);
+  c10::SmallVector<LeafSpan, 32> spans;
+  if (typeid(td) == typeid(TensorDictImpl) || level == nullptr || !collect_spans(*level, runs.storages, spans))
+    return false;
+  std::sort(spans.begin(), spans.end(),
+            [](const LeafSpan& x, const LeafSpan& y) { return x.run != y.run ? x.run < y.run : x.begin < y.begin; });
   size_t s = 0;
   for (uint32_t r = 0; r < runs.storages.size(); ++r) {
     const at::Tensor& flat = runs.storages[r];
@@ -171,8 +201,8 @@ bool KeptPadding::keep(IntactRuns& runs) {
     char* base = nullptr;
     int64_t covered = 0;  // elements from the run's start held by the leaves so far
     for (;; ++s) {
-      const bool last = s == runs.spans.size() || runs.spans[s].run != r;
-      const int64_t next = last ? flat.numel() : runs.spans[s].begin;
+      const bool last = s == spans.size() || spans[s].run != r;
+      const int64_t next = last ? flat.numel() : spans[s].begin;
       if (next > covered) {
         const int64_t bytes = (next - covered) * item;
         if (!flat.is_cpu() || bytes >= 8) return false;  // Python's padding is under 8 bytes a leaf
@@ -182,7 +212,7 @@ bool KeptPadding::keep(IntactRuns& runs) {
         gaps_.push_back(gap);
       }
       if (last) break;
-      covered = std::max(covered, runs.spans[s].end);
+      covered = std::max(covered, spans[s].end);
     }
   }
   return true;

@@ -48,33 +48,24 @@ struct IntactRuns {
   /// the results of ops over them do): records number flats alike at every level, so a result
   /// may share the tree's shape (Note [Shared shapes]) over its own storages, deferred.
   bool canonical = true;
-  /// With intact_runs(td, /*spans=*/true) over a consolidated root (whose runs alone may be
-  /// written with their padding): where each leaf lies, by its run's index in `storages` and its
-  /// elements [begin, end) from the run's start (leaves of a run are contiguous).
-  struct Span {
-    uint32_t run;
-    int64_t begin, end;
-  };
-  c10::SmallVector<Span, 32> spans;
-  bool spans_complete = false;  // false when a level's leaves were not all seen (a deferred level)
 };
 
 /// The runs of `td` when it is a tree as above: every level in memory and as built, each of its
 /// made leaves as made. Each flat of an integer or bool dtype holds leaf elements only; a floating
 /// or complex one may also hold padding (under 8 bytes a leaf). Nullopt otherwise, also for a
 /// tree over one storage (intact_packed_storage's) and while a forward-AD level is open.
-/// `spans`: also where each leaf lies (IntactRuns::spans), for KeptPadding.
-std::optional<IntactRuns> intact_runs(const TensorDictBase& td, bool spans = false);
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td);
 
 /// The bytes of a run no leaf holds (Python's padding), kept while an in-place op writes the run
 /// whole, and put back after (also when it raises): the storage stays as `consolidate` left it,
 /// so `to_bytes` gives the same bytes for the same values.
 class KeptPadding {
  public:
-  /// The padding of the runs intact_runs(td, /*spans=*/true) found: false where it cannot be
-  /// kept (a run off the CPU, a level unseen, a gap of 8 bytes or more), when the op must not
-  /// write the runs whole.
-  bool keep(IntactRuns& runs);
+  /// The padding of the runs intact_runs(td) found, `td` a consolidated root (whose storage holds
+  /// its leaves and nothing else; any other tree's padding may be a sibling's leaf): false where
+  /// it cannot be kept (not such a root, a run off the CPU, a level whose records are not at hand,
+  /// a gap of 8 bytes or more), when the op must not write the runs whole.
+  bool keep(const TensorDictBase& td, const IntactRuns& runs);
   ~KeptPadding();
 
  private:
