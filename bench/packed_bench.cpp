@@ -217,6 +217,9 @@ struct Grouped {
   TensorDict td, td2, same, same2;
   std::vector<at::Tensor> leaves, leaves2;
   std::vector<at::Tensor> runs, runs2, same_runs, same_runs2;  // one typed view per run
+  // Every leaf's elements and no padding, as a careful user would view them by hand: the runs,
+  // or for the padded tree one 2-D view stepping over the padding.
+  std::vector<at::Tensor> elements, same_elements, same_elements2;
 
   enum class Kind { Mixed, Padded, Rl };
   explicit Grouped(Kind kind) {
@@ -241,6 +244,20 @@ struct Grouped {
     runs2 = typed_runs(td2);
     same_runs = typed_runs(same);
     same_runs2 = typed_runs(same2);
+    elements = padded ? padded_view(td) : runs;
+    same_elements = padded ? padded_view(same) : same_runs;
+    same_elements2 = padded ? padded_view(same2) : same_runs2;
+  }
+
+  // The leaves of a consolidated tree of evenly spaced leaves of one size as one 2-D view.
+  static std::vector<at::Tensor> padded_view(const TensorDict& c) {
+    std::vector<at::Tensor> leaves;
+    for (const auto& e : c.values(true, true)) leaves.push_back(e.tensor());
+    std::sort(leaves.begin(), leaves.end(),
+              [](const at::Tensor& x, const at::Tensor& y) { return x.storage_offset() < y.storage_offset(); });
+    const int64_t step = leaves[1].storage_offset() - leaves[0].storage_offset();
+    const auto count = static_cast<int64_t>(leaves.size());
+    return {leaves[0].as_strided({count, leaves[0].numel()}, {step, 1}, leaves[0].storage_offset())};
   }
 
   // Each dtype's bytes of a consolidated tensordict, from its first leaf to its last, as that dtype.
@@ -309,6 +326,42 @@ void register_grouped(const std::string& suffix, Grouped& (*get)()) {
                [](T t, T) { DoNotOptimize(t.clone()); });
   grouped_rows("gt_td" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.gt(g.td2)); },
                [](T t, T u) { DoNotOptimize(t.gt(u)); });
+  // Reductions to one value: the floors as the F table's (sum_reduce_rows, floor_eq_all,
+  // floor_isnan_any); the storage calls over the hand-made views without padding.
+  reg_grouped("cpp/sum_reduce" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.sum(tensordict::reduce)); });
+  reg_grouped("floor/sum_reduce" + suffix, get, [](Grouped& g) {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : g.leaves) flat.push_back(t.reshape({-1}));
+    DoNotOptimize(at::cat(flat).sum());
+  });
+  reg_grouped("storage/sum_reduce" + suffix, get, [](Grouped& g) {
+    if (g.elements.size() == 1) return DoNotOptimize(g.elements[0].sum());
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : g.elements) flat.push_back(t.reshape({-1}));
+    DoNotOptimize(at::cat(flat).sum());
+  });
+  reg_grouped("cpp/eq_all" + suffix, get, [](Grouped& g) { DoNotOptimize((g.same == g.same2).all()); });
+  reg_grouped("floor/eq_all" + suffix, get, [](Grouped& g) {
+    bool all = true;
+    for (const auto& k : g.same.keys(true, true)) all = at::equal(g.same.get(k), g.same2.get(k)) && all;
+    DoNotOptimize(all);
+  });
+  reg_grouped("storage/eq_all" + suffix, get, [](Grouped& g) {
+    bool all = true;
+    for (size_t r = 0; r < g.same_elements.size(); ++r) all = at::equal(g.same_elements[r], g.same_elements2[r]) && all;
+    DoNotOptimize(all);
+  });
+  reg_grouped("cpp/isnan_any" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.isnan().any()); });
+  reg_grouped("floor/isnan_any" + suffix, get, [](Grouped& g) {
+    bool any = false;
+    for (const at::Tensor& t : g.leaves) any = any || at::isnan(t).any().item<bool>();
+    DoNotOptimize(any);
+  });
+  reg_grouped("storage/isnan_any" + suffix, get, [](Grouped& g) {
+    bool any = false;
+    for (const at::Tensor& t : g.elements) any = any || at::isnan(t).any().item<bool>();
+    DoNotOptimize(any);
+  });
   grouped_rows("chain3" + suffix, get, [](Grouped& g) { DoNotOptimize((g.td * 2).exp().sub(1)); },
                [](T t, T) { DoNotOptimize((t * 2).exp().sub(1)); });
 }

@@ -164,6 +164,54 @@ TEST_CASE("reductions, all() and any() over mixed dtypes read each run once", "[
   CHECK(c.lt(0).any() == plain.lt(0).any());
 }
 
+TEST_CASE("reductions over runs that padding splits read one strided view, never the padding",
+          "[unit][packed][runs]") {
+  // Python's layout: 6 leaves of 3 floats, each followed by 4 bytes of padding.
+  TensorDict plain({}, {3});
+  for (int i = 0; i < 6; ++i) plain.set("l" + std::to_string(i), at::randn({3}));
+  const TensorDict c = consolidate(plain);
+  REQUIRE(consolidated_storage(c).numel() == 6 * 16);
+  // at::sum of one tensor: its calls through the dispatcher (the overload without dims calls the other).
+  const at::Tensor matrix = at::arange(24, at::kFloat).reshape({4, 6});
+  const int one_sum = KernelCount::of("aten::sum", [&] { at::sum(matrix); });
+  at::Tensor sum;
+  CHECK(KernelCount::of("aten::sum", [&] { sum = c.sum(reduce); }) == one_sum);
+  CHECK(KernelCount::of("aten::cat", [&] { c.sum(reduce); }) == 0);
+  CHECK(at::allclose(sum, plain.sum(reduce)));
+  CHECK(at::allclose(c.mean(reduce), plain.mean(reduce)));
+  CHECK(at::allclose(c.std(reduce), plain.std(reduce)));
+  CHECK(at::equal(c.amin(reduce), plain.amin(reduce)));
+  // A result's runs hold the image of the padding (1 here): its leaves' views skip it too.
+  CHECK(at::allclose((c + 1).sum(reduce), (plain + 1).sum(reduce)));
+  CHECK(at::allclose((c + 1).mean(reduce), (plain + 1).mean(reduce)));
+  // Rows of a matrix cut short: the column left out is padding no leaf holds, read by no kernel.
+  TensorDict rows({}, {5});
+  for (int i = 0; i < 4; ++i) rows.set("r" + std::to_string(i), matrix[i].narrow(0, 0, 5));
+  CHECK(KernelCount::of("aten::sum", [&] { sum = rows.sum(reduce); }) == one_sum);
+  CHECK(KernelCount::of("aten::cat", [&] { rows.sum(reduce); }) == 0);
+  CHECK(sum.item<float>() == matrix.narrow(1, 0, 5).sum().item<float>());
+  CHECK(rows.amax(reduce).item<float>() == 22);
+  // Two sizes, each evenly spaced: two views, joined; sizes alternating: per leaf. Same values.
+  TensorDict two({}, {3});
+  for (int i = 0; i < 4; ++i) two.set("a" + std::to_string(i), at::randn({3}));
+  for (int i = 0; i < 4; ++i) two.set("b" + std::to_string(i), at::randn({3, 5}));
+  const TensorDict two_c = consolidate(two);
+  CHECK(KernelCount::of("aten::sum", [&] { sum = two_c.sum(reduce); }) == one_sum);
+  CHECK(KernelCount::of("aten::cat", [&] { two_c.sum(reduce); }) == 1);
+  CHECK(at::allclose(sum, two.sum(reduce), 1e-5, 1e-5));
+  TensorDict alternating({}, {3});
+  for (int i = 0; i < 4; ++i) {
+    alternating.set("k" + std::to_string(2 * i), at::randn({3}));
+    alternating.set("k" + std::to_string(2 * i + 1), at::randn({3, 5}));
+  }
+  CHECK(at::allclose(consolidate(alternating).sum(reduce), alternating.sum(reduce), 1e-5, 1e-5));
+  // Leaves that overlap count their shared elements twice, as per leaf.
+  const at::Tensor base = at::arange(8, at::kFloat);
+  const TensorDict overlapping({{"a", base.narrow(0, 0, 4)}, {"b", base.narrow(0, 2, 4)}, {"c", base.narrow(0, 6, 2)}},
+                               {});
+  CHECK(overlapping.sum(reduce).item<float>() == (0 + 1 + 2 + 3) + (2 + 3 + 4 + 5) + (6 + 7));
+}
+
 TEST_CASE("Python's padding is read over out of place, written in place only where it is nobody's",
           "[unit][packed][runs]") {
   // 3-float leaves: each padded with 4 bytes, as Python lays them out.

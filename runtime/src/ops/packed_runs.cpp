@@ -27,17 +27,14 @@
 namespace tensordict {
 namespace ops {
 
-namespace {
-
-// A leaf a run may hold: its bytes are its values, in order, and nothing tracks it.
 bool runnable(const at::Tensor& t) {
   return t.defined() && t.has_storage() && !t.requires_grad() && t.is_contiguous() && !t.is_nested() &&
          !t.has_names() && !t.is_neg() && !t.is_conj() && !t.is_quantized();
 }
 
-// Leaves in more storages than this, or than half their number, are apart (a tensordict that was
-// never consolidated): the per-leaf path, found after that many leaves, not after sorting all.
-constexpr size_t kMostStorages = 8;
+namespace {
+
+constexpr size_t kMostStorages = 8;  // in_few_storages
 
 // A leaf's bytes in its storage.
 struct Span {
@@ -134,21 +131,26 @@ TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::
 
 }  // namespace
 
-std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
-  const size_t n = leaves.size();
-  if (n < 2 || n > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+bool in_few_storages(const LeafList& leaves) {
   c10::SmallVector<const c10::StorageImpl*, kMostStorages> storages;
-  c10::SmallVector<Span, 32> spans;
-  spans.reserve(n);
-  const size_t most_storages = std::min(kMostStorages, n / 2);
-  for (const at::Tensor& t : leaves) {  // first the storages alone: what refuses most trees, cheaply
-    if (!t.defined() || !t.has_storage()) return std::nullopt;
+  const size_t most_storages = std::min(kMostStorages, leaves.size() / 2);
+  for (const at::Tensor& t : leaves) {
+    if (!t.defined() || !t.has_storage()) return false;
     const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
     if (std::find(storages.begin(), storages.end(), storage) == storages.end()) {
-      if (storages.size() == most_storages) return std::nullopt;
+      if (storages.size() == most_storages) return false;
       storages.push_back(storage);
     }
   }
+  return true;
+}
+
+std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {
+  const size_t n = leaves.size();
+  if (n < 2 || n > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+  if (!in_few_storages(leaves)) return std::nullopt;
+  c10::SmallVector<Span, 32> spans;
+  spans.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const at::Tensor& t = leaves[i];
     if (!runnable(t)) return std::nullopt;

@@ -13,7 +13,8 @@
 //   outside a leaf: a run stops at padding, which stays as it was and is never read. The one
 //   exception is in place over a consolidated root kept intact (Note [Intact runs]): every leaf
 //   of its storage is its own, so its runs are written whole, the padding's bytes kept aside
-//   and put back after (in_memory::KeptPadding).
+//   and put back after (in_memory::KeptPadding). Reductions over every leaf join the runs that
+//   padding splits again as 2-D views that step over it (ops/element_views.h).
 // Integer and bool leaves never run over padding: its bytes read as an integer can make a
 // division raise (by zero) or trap (INT_MIN by -1), and read as a bool need not be 0 or 1.
 
@@ -42,6 +43,14 @@ struct PackedRuns {
   c10::SmallVector<uint32_t, 32> run;
   c10::SmallVector<int64_t, 32> offset;
 };
+
+/// A leaf a run may hold: its bytes are its values, in order, and nothing tracks it.
+bool runnable(const at::Tensor& t);
+
+/// Whether `leaves` lie in at most 8 storages and at most half as many as leaves: otherwise they
+/// are apart (a tensordict never consolidated) and runs gain nothing. Checked first, since it
+/// refuses most such trees after their first few leaves, before any sort.
+bool in_few_storages(const LeafList& leaves);
 
 /// Whether a run may cover padding between leaves (Note [Packed runs]).
 enum class Padding { Skip, ReadOver };

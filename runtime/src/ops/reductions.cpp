@@ -8,6 +8,7 @@
 #include "backends/in_memory/intact_runs.h"
 #include "core/batch_dim.h"
 #include "core/format.h"
+#include "ops/element_views.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
 #include "ops/packed.h"
@@ -159,12 +160,16 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
 // last dim, then reduced over it (a tensor of the batch size).
 at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, bool feature, const Extra& x) {
   const char* form = feature ? "(reduce, feature)" : "(reduce)";
-  // Tensors that hold every leaf's elements and nothing else (a packed storage, or its runs
-  // joined): reduced whole, below autograd (Note [Below autograd], packed.cpp).
+  // Tensors that hold every leaf's elements and nothing else (a packed storage, its runs, or
+  // element_views' 2-D views over padding): reduced whole, below autograd (Note [Below
+  // autograd], packed.cpp), several joined first.
   const auto over_storage = [&](c10::ArrayRef<at::Tensor> flats) {
     try {
       const at::AutoDispatchBelowADInplaceOrView below_autograd;
-      return reduce_full(r, flats.size() == 1 ? flats.front() : at::cat(flats, 0), x);
+      if (flats.size() == 1) return reduce_full(r, flats.front(), x);
+      c10::SmallVector<at::Tensor, 4> parts;
+      for (const at::Tensor& f : flats) parts.push_back(f.dim() == 1 ? f : f.reshape({-1}));
+      return reduce_full(r, at::cat(parts, 0), x);
     } catch (const c10::Error& e) {
       TD_THROW(RuntimeError, red_name(r), form, ": ", e.what_without_backtrace());
     }
@@ -173,8 +178,11 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
     // An intact packed result (Note [Intact results]): its storage is every leaf's elements.
     if (const at::Tensor flat = in_memory::intact_packed_storage(*td.impl()); flat.defined())
       return over_storage(flat);
-    // Intact runs without padding (Note [Intact runs]): every leaf's elements, a run at a time.
-    if (const auto runs = in_memory::intact_runs(*td.impl()); runs && runs->exact) return over_storage(runs->storages);
+    // Intact runs (Note [Intact runs]): every leaf's elements, a run at a time, or as
+    // element_views over the padding, found from the records.
+    if (const auto runs = in_memory::intact_runs(*td.impl())) {
+      if (const auto views = element_views(*td.impl(), *runs)) return over_storage(*views);
+    }
   }
   LeafList leaves = leaves_of(readable(td));
   TD_CHECK(!leaves.empty(), ValueError, red_name(r), form, ": the tensordict has no tensor leaves");
@@ -184,8 +192,9 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
     // A packed storage (a consolidated tensordict) is already every leaf's elements in one
     // tensor: reduced as it is, no concatenation (the order differs, the result only by rounding).
     if (const at::Tensor flat = packed_storage(leaves); flat.defined()) return over_storage(flat);
-    // Runs of leaves (Note [Packed runs]), never over padding: joined, then reduced.
-    if (std::optional<PackedRuns> runs = packed_runs(leaves, Padding::Skip)) return over_storage(runs->flats);
+    // Runs of leaves (Note [Packed runs]), never over padding: one view a run, or one over
+    // evenly spaced runs that padding splits (Python's layout of odd-sized 4-byte leaves).
+    if (const auto views = element_views(leaves)) return over_storage(*views);
   }
   LeafList parts;
   parts.reserve(leaves.size());

@@ -114,13 +114,6 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   return true;
 }
 
-// Where a leaf lies: its run's index in IntactRuns::storages and its elements [begin, end) from
-// the run's start (a run's leaves are contiguous).
-struct LeafSpan {
-  uint32_t run;
-  int64_t begin, end;
-};
-
 // The spans of the leaves of `level` and its nested levels, over `storages`; false where a
 // level's records are not at hand (a deferred level) or name a flat not among them.
 bool collect_spans(const TensorDictImpl& level, c10::ArrayRef<at::Tensor> storages,
@@ -187,11 +180,14 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   return runs;
 }
 
-bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
+bool leaf_spans(const TensorDictBase& td, const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out) {
   const TensorDictImpl* level = packed_level(td);
+  return level != nullptr && collect_spans(*level, runs.storages, out);
+}
+
+bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
   c10::SmallVector<LeafSpan, 32> spans;
-  if (typeid(td) == typeid(TensorDictImpl) || level == nullptr || !collect_spans(*level, runs.storages, spans))
-    return false;
+  if (typeid(td) == typeid(TensorDictImpl) || !leaf_spans(td, runs, spans)) return false;
   std::sort(spans.begin(), spans.end(),
             [](const LeafSpan& x, const LeafSpan& y) { return x.run != y.run ? x.run < y.run : x.begin < y.begin; });
   size_t s = 0;

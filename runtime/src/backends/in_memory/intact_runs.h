@@ -56,6 +56,17 @@ struct IntactRuns {
 /// tree over one storage (intact_packed_storage's) and while a forward-AD level is open.
 std::optional<IntactRuns> intact_runs(const TensorDictBase& td);
 
+/// Where one leaf of an intact tree lies: elements [begin, end) of `storages[run]`.
+struct LeafSpan {
+  uint32_t run;
+  int64_t begin, end;
+};
+
+/// Every leaf's span over `runs` (intact_runs(td)'s), in walk order, read from the records
+/// without making a leaf: false where a level's records are not at hand (an unread result
+/// whose levels are deferred).
+bool leaf_spans(const TensorDictBase& td, const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out);
+
 /// The bytes of a run no leaf holds (Python's padding), kept while an in-place op writes the run
 /// whole, and put back after (also when it raises): the storage stays as `consolidate` left it,
 /// so `to_bytes` gives the same bytes for the same values.
