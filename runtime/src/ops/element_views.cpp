@@ -91,10 +91,10 @@ std::optional<ElementViews> element_views(const LeafList& leaves) {
   return views;
 }
 
-std::optional<ElementViews> element_views(const TensorDictBase& td, const in_memory::IntactRuns& runs) {
+std::optional<ElementViews> element_views(const in_memory::IntactRuns& runs) {
   if (runs.exact) return ElementViews(runs.storages.begin(), runs.storages.end());
   c10::SmallVector<in_memory::LeafSpan, 32> leaf_spans;
-  if (!in_memory::leaf_spans(td, runs, leaf_spans)) return std::nullopt;
+  if (!in_memory::leaf_spans(runs, leaf_spans)) return std::nullopt;
   c10::SmallVector<FilledBytes, 32> spans;
   spans.reserve(leaf_spans.size());
   for (const in_memory::LeafSpan& s : leaf_spans) {

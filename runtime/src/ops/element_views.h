@@ -26,10 +26,10 @@ using ElementViews = c10::SmallVector<at::Tensor, 4>;
 /// a leaf is not runnable (packed_runs.h), or two leaves overlap (the per-leaf path counts their
 /// shared elements twice).
 std::optional<ElementViews> element_views(const LeafList& leaves);
-/// The views over an intact tree's runs (in_memory::intact_runs(td) gave `runs`), found from its
+/// The views over an intact tree's runs (in_memory::intact_runs() gave `runs`), found from its
 /// records without making its leaves: the runs themselves when they hold no padding. Nullopt as
 /// above, or where a level's records are not at hand.
-std::optional<ElementViews> element_views(const TensorDictBase& td, const in_memory::IntactRuns& runs);
+std::optional<ElementViews> element_views(const in_memory::IntactRuns& runs);
 
 }  // namespace ops
 }  // namespace tensordict

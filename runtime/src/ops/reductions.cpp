@@ -181,7 +181,7 @@ at::Tensor reduce_all(const TensorDict& td, Red r, std::optional<int64_t> dim, b
     // Intact runs (Note [Intact runs]): every leaf's elements, a run at a time, or as
     // element_views over the padding, found from the records.
     if (const auto runs = in_memory::intact_runs(*td.impl())) {
-      if (const auto views = element_views(*td.impl(), *runs)) return over_storage(*views);
+      if (const auto views = element_views(*runs)) return over_storage(*views);
     }
   }
   LeafList leaves = leaves_of(readable(td));

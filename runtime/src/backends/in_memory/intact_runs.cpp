@@ -74,6 +74,7 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
     const LevelShape& shape = *level.shape();
     if (shape.tree_leaves == 0) return true;
+    walk.out.deferred = true;
     const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
     walk.hold_all(first, shape.tree_per_flat);
     return true;
@@ -111,39 +112,7 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   }
   const size_t first = walk.list(layout->flat, layout->more_flats);
   walk.hold_all(first, layout->per_flat);
-  return true;
-}
-
-// The spans of the leaves of `level` and its nested levels, over `storages`; false where a
-// level's records are not at hand (a deferred level) or name a flat not among them.
-bool collect_spans(const TensorDictImpl& level, c10::ArrayRef<at::Tensor> storages,
-                   c10::SmallVector<LeafSpan, 32>& out) {
-  if (level.is_deferred()) return false;
-  bool ok = true;
-  level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
-    if (!ok || !slot.value.is_tensordict()) return;
-    const TensorDictImpl* child = packed_level(*slot.value.tensordict_unchecked().impl());
-    ok = child != nullptr && collect_spans(*child, storages, out);
-  });
-  const LazyLeaves* layout = level.packed_layout();
-  if (!ok || layout == nullptr) return ok;
-  c10::SmallVector<uint32_t, 4> run_of;  // per flat of the level's records
-  const auto find = [&](const at::Tensor& flat) {
-    for (size_t i = 0; i < storages.size(); ++i) {
-      if (storages[i].is_same(flat)) {
-        run_of.push_back(static_cast<uint32_t>(i));
-        return true;
-      }
-    }
-    return false;
-  };
-  if (!find(layout->flat)) return false;
-  for (const at::Tensor& f : layout->more_flats)
-    if (!find(f)) return false;
-  for (size_t i = 0; i < layout->records.size();) {
-    const LazyLeaves::Record r = layout->next(i);
-    out.push_back(LeafSpan{run_of[r.storage], r.offset, r.offset + c10::multiply_integers(r.sizes)});
-  }
+  walk.out.records.push_back(IntactRuns::LevelRecords{layout, first});
   return true;
 }
 
@@ -180,14 +149,21 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   return runs;
 }
 
-bool leaf_spans(const TensorDictBase& td, const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out) {
-  const TensorDictImpl* level = packed_level(td);
-  return level != nullptr && collect_spans(*level, runs.storages, out);
+bool leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out) {
+  if (runs.deferred) return false;
+  for (const IntactRuns::LevelRecords& level : runs.records) {
+    const LazyLeaves& layout = *level.layout;
+    for (size_t i = 0; i < layout.records.size();) {
+      const LazyLeaves::Record r = layout.next(i);
+      out.push_back(LeafSpan{runs.level_flats[level.first + r.storage], r.offset, r.offset + c10::multiply_integers(r.sizes)});
+    }
+  }
+  return true;
 }
 
 bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
   c10::SmallVector<LeafSpan, 32> spans;
-  if (typeid(td) == typeid(TensorDictImpl) || !leaf_spans(td, runs, spans)) return false;
+  if (typeid(td) == typeid(TensorDictImpl) || !leaf_spans(runs, spans)) return false;
   std::sort(spans.begin(), spans.end(),
             [](const LeafSpan& x, const LeafSpan& y) { return x.run != y.run ? x.run < y.run : x.begin < y.begin; });
   size_t s = 0;

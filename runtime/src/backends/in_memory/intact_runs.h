@@ -25,6 +25,7 @@
 
 namespace tensordict {
 
+struct LazyLeaves;
 struct LevelShape;
 
 namespace in_memory {
@@ -48,6 +49,15 @@ struct IntactRuns {
   /// the results of ops over them do): records number flats alike at every level, so a result
   /// may share the tree's shape (Note [Shared shapes]) over its own storages, deferred.
   bool canonical = true;
+  /// Each level with leaves whose records the walk read, with where its flats start in
+  /// `level_flats`: leaf_spans decodes them without walking the tree again.
+  struct LevelRecords {
+    const LazyLeaves* layout;
+    size_t first;
+  };
+  c10::SmallVector<LevelRecords, 8> records;
+  /// A level with leaves had no records at hand (an unread result, deferred): no leaf_spans.
+  bool deferred = false;
 };
 
 /// The runs of `td` when it is a tree as above: every level in memory and as built, each of its
@@ -62,10 +72,10 @@ struct LeafSpan {
   int64_t begin, end;
 };
 
-/// Every leaf's span over `runs` (intact_runs(td)'s), in walk order, read from the records
-/// without making a leaf: false where a level's records are not at hand (an unread result
-/// whose levels are deferred).
-bool leaf_spans(const TensorDictBase& td, const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out);
+/// Every leaf's span over `runs` (intact_runs()'s, its tree alive and unwritten), in walk order,
+/// decoded from the records the walk kept, without making a leaf: false where a level's records
+/// were not at hand (an unread result, whose levels are deferred).
+bool leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out);
 
 /// The bytes of a run no leaf holds (Python's padding), kept while an in-place op writes the run
 /// whole, and put back after (also when it raises): the storage stays as `consolidate` left it,
