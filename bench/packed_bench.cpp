@@ -180,6 +180,15 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
       [](Packed& p) { p.storage.add_(1e-6); });
   op3("abs_" + suffix, [a](Packed& p) { (p.*a).abs_(); }, [](const at::Tensor& t) { return t.abs_(); },
       [](Packed& p) { p.storage.abs_(); });
+  op3("zero_" + suffix, [a](Packed& p) { (p.*a).zero_(); }, [](const at::Tensor& t) { return t.zero_(); },
+      [](Packed& p) { p.storage.zero_(); });
+  out_of_place("clamp", [a](Packed& p) { DoNotOptimize((p.*a).clamp(-1, 1)); },
+               [](const at::Tensor& t) { return t.clamp(-1, 1); }, [](Packed& p) { return p.storage.clamp(-1, 1); });
+  reg("cpp/lerp_td_" + suffix, [a, b](Packed& p) { (p.*a).lerp_(p.*b, 0.5); });
+  reg("floor/lerp_td_" + suffix, [](Packed& p) {
+    for (size_t i = 0; i < p.leaves.size(); ++i) p.leaves[i].lerp_(p.leaves2[i], 0.5);
+  });
+  reg("storage/lerp_td_" + suffix, [](Packed& p) { p.storage.lerp_(p.storage2, 0.5); });
   add_td_rows("add_td" + suffix, [a, b](Packed& p) { return p.*a + p.*b; }, views);
   reg("cpp/gt_td" + suffix, [a, b](Packed& p) { DoNotOptimize((p.*a).gt(p.*b)); });
   reg("floor/gt_td" + suffix, floor_gt_td);
