@@ -393,6 +393,29 @@ TEST_CASE("ops over a tree of runs while other threads read its leaves agree", "
     }
     CHECK(runs_of(r) == 3);  // read by every thread, still intact
   }
+  // Reductions over padding decode the leaves' spans from the records while readers make leaves.
+  TensorDict padded({}, {3});
+  for (int i = 0; i < 8; ++i) padded.set({i < 4 ? "a" : "b", "l" + std::to_string(i)}, at::randn({3, 5}));
+  const at::Tensor expected = padded.sum(reduce);
+  for (int round = 0; round < 10; ++round) {
+    const TensorDict c = consolidate(padded);
+    std::vector<at::Tensor> reduced(2);
+    std::vector<int> undefined(2, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        for (const NestedKey& k : c.keys(true, true)) {
+          if (!c.get(k).defined()) ++undefined[t];
+        }
+      });
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 5; ++i) reduced[t] = c.sum(reduce);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    CHECK(undefined[0] + undefined[1] == 0);
+    for (int t = 0; t < 2; ++t) CHECK(at::allclose(reduced[t], expected, 1e-5, 1e-5));
+  }
 }
 
 TEST_CASE("trees laid out otherwise, nested levels and integer padding take the per-leaf or runs path",

@@ -11,7 +11,9 @@
 #include <tensordict/entry.h>
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/intact_runs.h"
+#include "backends/in_memory/tensor_dict_impl.h"
 #include "ops/packed_runs.h"
 #include "support/runs_fixtures.h"
 
@@ -181,9 +183,31 @@ TEST_CASE("reductions over runs that padding splits read one strided view, never
   CHECK(at::allclose(c.mean(reduce), plain.mean(reduce)));
   CHECK(at::allclose(c.std(reduce), plain.std(reduce)));
   CHECK(at::equal(c.amin(reduce), plain.amin(reduce)));
-  // A result's runs hold the image of the padding (1 here): its leaves' views skip it too.
-  CHECK(at::allclose((c + 1).sum(reduce), (plain + 1).sum(reduce)));
-  CHECK(at::allclose((c + 1).mean(reduce), (plain + 1).mean(reduce)));
+  // Found from the records of the consolidated levels: no leaf made.
+  const TensorDictImpl* root = in_memory::packed_level(*c.impl());
+  REQUIRE(root != nullptr);
+  CHECK(root->has_lazy_leaves());
+  // A result's runs hold the image of the padding (1 here): the views skip it too, from the
+  // shape of an unread (deferred) result, its leaves still unmade, and from the records of its
+  // levels once one leaf was read.
+  const TensorDict unread = c + 1;
+  CHECK(at::allclose(unread.sum(reduce), (plain + 1).sum(reduce)));
+  CHECK(at::allclose(unread.mean(reduce), (plain + 1).mean(reduce)));
+  CHECK(in_memory::packed_level(*unread.impl())->is_deferred());
+  TensorDict nested_plain({}, {3});
+  for (int i = 0; i < 8; ++i) nested_plain.set({i < 3 ? "a" : "b", "l" + std::to_string(i)}, at::randn({3}));
+  const TensorDict nested_unread = consolidate(nested_plain) + 1;
+  CHECK(at::allclose(nested_unread.mean(reduce), (nested_plain + 1).mean(reduce)));
+  CHECK(in_memory::packed_level(*nested_unread.impl())->is_deferred());
+  const TensorDict read_result = c + 1;
+  CHECK(read_result.get("l0").defined());
+  CHECK(KernelCount::of("aten::cat", [&] { sum = read_result.mean(reduce); }) == 0);
+  CHECK(at::allclose(sum, (plain + 1).mean(reduce)));
+  // An empty leaf of another dtype holds nothing, but promotes the result as per leaf.
+  TensorDict with_empty = plain.clone();
+  with_empty.set("z", at::empty({3, 0}, at::kDouble));
+  CHECK(consolidate(with_empty).sum(reduce).scalar_type() == at::kDouble);
+  CHECK(with_empty.sum(reduce).scalar_type() == at::kDouble);
   // Rows of a matrix cut short: the column left out is padding no leaf holds, read by no kernel.
   TensorDict rows({}, {5});
   for (int i = 0; i < 4; ++i) rows.set("r" + std::to_string(i), matrix[i].narrow(0, 0, 5));
@@ -191,6 +215,12 @@ TEST_CASE("reductions over runs that padding splits read one strided view, never
   CHECK(KernelCount::of("aten::cat", [&] { rows.sum(reduce); }) == 0);
   CHECK(sum.item<float>() == matrix.narrow(1, 0, 5).sum().item<float>());
   CHECK(rows.amax(reduce).item<float>() == 22);
+  const at::Tensor int_matrix = matrix.to(at::kLong);
+  TensorDict int_rows({}, {5});
+  for (int i = 0; i < 4; ++i) int_rows.set("r" + std::to_string(i), int_matrix[i].narrow(0, 0, 5));
+  int_rows.set("z", at::empty({5, 0}));  // float: the mean of the joined int64 leaves is defined
+  CHECK(KernelCount::of("aten::reshape", [&] { sum = int_rows.mean(reduce); }) == 1);  // the 2-D view (per leaf: 5)
+  CHECK(sum.item<float>() == matrix.narrow(1, 0, 5).mean().item<float>());
   // Two sizes, each evenly spaced: two views, joined; sizes alternating: per leaf. Same values.
   TensorDict two({}, {3});
   for (int i = 0; i < 4; ++i) two.set("a" + std::to_string(i), at::randn({3}));
@@ -198,6 +228,7 @@ TEST_CASE("reductions over runs that padding splits read one strided view, never
   const TensorDict two_c = consolidate(two);
   CHECK(KernelCount::of("aten::sum", [&] { sum = two_c.sum(reduce); }) == one_sum);
   CHECK(KernelCount::of("aten::cat", [&] { two_c.sum(reduce); }) == 1);
+  CHECK(KernelCount::of("aten::reshape", [&] { two_c.sum(reduce); }) == 2);  // a view a size, not a leaf
   CHECK(at::allclose(sum, two.sum(reduce), 1e-5, 1e-5));
   TensorDict alternating({}, {3});
   for (int i = 0; i < 4; ++i) {

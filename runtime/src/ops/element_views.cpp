@@ -28,16 +28,29 @@ struct FilledBytes {
   }
 };
 
-// The views over `spans` (each leaf's bytes, empty ones left out), `n` leaves in all.
+// Whether a dtype is among the spans'.
+bool has_dtype(c10::ArrayRef<FilledBytes> spans, at::ScalarType dtype) {
+  return std::any_of(spans.begin(), spans.end(), [&](const FilledBytes& s) { return s.dtype == dtype; });
+}
+
+// The views over `spans` (each leaf's bytes), `n` leaves in all.
 std::optional<ElementViews> views_over(c10::SmallVectorImpl<FilledBytes>& spans, size_t n) {
+  // An empty leaf holds no element, but its dtype takes part in the result's: at::cat promotes
+  // over every part, as over the per-leaf path's leaves. One empty view a dtype only empty
+  // leaves have keeps it; the others hold no byte, so no overlap either.
+  c10::SmallVector<FilledBytes, 2> empty_dtypes;
+  const auto is_empty = [](const FilledBytes& s) { return s.begin == s.end; };
+  for (const FilledBytes& s : spans)
+    if (is_empty(s) && !has_dtype(empty_dtypes, s.dtype)) empty_dtypes.push_back(s);
+  spans.erase(std::remove_if(spans.begin(), spans.end(), is_empty), spans.end());
   if (spans.empty()) return std::nullopt;
   const auto before = [](const FilledBytes& x, const FilledBytes& y) {
     return std::tie(x.storage, x.begin, x.end) < std::tie(y.storage, y.begin, y.end);
   };
   // Consolidated leaves come in storage order, one dtype at a time: mostly sorted already.
   if (!std::is_sorted(spans.begin(), spans.end(), before)) std::sort(spans.begin(), spans.end(), before);
-  // Leaves back to back join; a leaf starting inside the bytes before it overlaps: refused, as the
-  // per-leaf path counts its elements twice.
+  // Leaves back to back join. A leaf starting inside the bytes before it overlaps them: refused,
+  // so the per-leaf path counts the shared elements twice, as a reduction over the leaves must.
   c10::SmallVector<FilledBytes, 32> filled;
   for (const FilledBytes& s : spans) {
     if (!filled.empty() && filled.back().storage == s.storage) {
@@ -68,6 +81,12 @@ std::optional<ElementViews> views_over(c10::SmallVectorImpl<FilledBytes>& spans,
     }
     i += count;
   }
+  for (const FilledBytes& e : empty_dtypes) {
+    if (has_dtype(spans, e.dtype)) continue;
+    if (2 * (views.size() + 1) > n) return std::nullopt;
+    const int64_t size[] = {0}, stride[] = {1};
+    views.push_back(detail::strided_view(*e.leaf, size, stride, e.begin / static_cast<int64_t>(e.leaf->element_size())));
+  }
   return views;
 }
 
@@ -80,7 +99,6 @@ std::optional<ElementViews> element_views(const LeafList& leaves) {
   spans.reserve(n);
   for (const at::Tensor& t : leaves) {
     if (!runnable(t)) return std::nullopt;
-    if (t.numel() == 0) continue;  // holds no element: nothing to view
     const auto item = static_cast<int64_t>(t.element_size());
     const int64_t begin = t.storage_offset() * item;
     spans.push_back(FilledBytes{t.storage().unsafeGetStorageImpl(), t.scalar_type(), begin, begin + t.numel() * item, &t});
@@ -94,11 +112,10 @@ std::optional<ElementViews> element_views(const LeafList& leaves) {
 std::optional<ElementViews> element_views(const in_memory::IntactRuns& runs) {
   if (runs.exact) return ElementViews(runs.storages.begin(), runs.storages.end());
   c10::SmallVector<in_memory::LeafSpan, 32> leaf_spans;
-  if (!in_memory::leaf_spans(runs, leaf_spans)) return std::nullopt;
+  in_memory::leaf_spans(runs, leaf_spans);
   c10::SmallVector<FilledBytes, 32> spans;
   spans.reserve(leaf_spans.size());
   for (const in_memory::LeafSpan& s : leaf_spans) {
-    if (s.begin == s.end) continue;
     const at::Tensor& run = runs.storages[s.run];
     const auto item = static_cast<int64_t>(run.element_size());
     const int64_t at = (run.storage_offset() + s.begin) * item;

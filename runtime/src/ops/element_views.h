@@ -27,8 +27,8 @@ using ElementViews = c10::SmallVector<at::Tensor, 4>;
 /// shared elements twice).
 std::optional<ElementViews> element_views(const LeafList& leaves);
 /// The views over an intact tree's runs (in_memory::intact_runs() gave `runs`), found from its
-/// records without making its leaves: the runs themselves when they hold no padding. Nullopt as
-/// above, or where a level's records are not at hand.
+/// records (a deferred level's from its shape) without making its leaves: the runs themselves
+/// when they hold no padding. Nullopt as above.
 std::optional<ElementViews> element_views(const in_memory::IntactRuns& runs);
 
 }  // namespace ops

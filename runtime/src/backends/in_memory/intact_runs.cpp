@@ -54,6 +54,13 @@ struct RunsWalk {
     out.canonical = out.canonical && count == listed;
     return first;
   }
+  // Keeps the records of a deferred level's shape and its nested shapes: a tree over runs
+  // numbers its flats alike at every level, so each level's records number the flats listed
+  // from `first` (Note [Intact runs]).
+  void keep_records(const LevelShape& shape, size_t first) {
+    if (shape.leaves > 0) out.records.push_back(IntactRuns::LevelRecords{&shape.records, first});
+    for (uint32_t i : shape.nested) keep_records(*shape.fields[i].child, first);
+  }
   // Adds what a level's leaves hold in each flat it lists from `first` (its records' flat k is
   // storages[level_flats[first + k]]).
   void hold_all(size_t first, const FlatCounts& counts) {
@@ -74,9 +81,9 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
     const LevelShape& shape = *level.shape();
     if (shape.tree_leaves == 0) return true;
-    walk.out.deferred = true;
     const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
     walk.hold_all(first, shape.tree_per_flat);
+    walk.keep_records(shape, first);
     return true;
   }
   size_t tensors = 0;
@@ -112,7 +119,7 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   }
   const size_t first = walk.list(layout->flat, layout->more_flats);
   walk.hold_all(first, layout->per_flat);
-  walk.out.records.push_back(IntactRuns::LevelRecords{layout, first});
+  walk.out.records.push_back(IntactRuns::LevelRecords{&layout->records, first});
   return true;
 }
 
@@ -149,21 +156,20 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
   return runs;
 }
 
-bool leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out) {
-  if (runs.deferred) return false;
+void leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out) {
   for (const IntactRuns::LevelRecords& level : runs.records) {
-    const LazyLeaves& layout = *level.layout;
-    for (size_t i = 0; i < layout.records.size();) {
-      const LazyLeaves::Record r = layout.next(i);
+    const int64_t* at = level.records->data();
+    for (const int64_t* const end = at + level.records->size(); at != end;) {
+      const LazyLeaves::Record r = LazyLeaves::read(at);
       out.push_back(LeafSpan{runs.level_flats[level.first + r.storage], r.offset, r.offset + c10::multiply_integers(r.sizes)});
     }
   }
-  return true;
 }
 
 bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
   c10::SmallVector<LeafSpan, 32> spans;
-  if (typeid(td) == typeid(TensorDictImpl) || !leaf_spans(runs, spans)) return false;
+  if (typeid(td) == typeid(TensorDictImpl)) return false;
+  leaf_spans(runs, spans);
   std::sort(spans.begin(), spans.end(),
             [](const LeafSpan& x, const LeafSpan& y) { return x.run != y.run ? x.run < y.run : x.begin < y.begin; });
   size_t s = 0;

@@ -25,7 +25,6 @@
 
 namespace tensordict {
 
-struct LazyLeaves;
 struct LevelShape;
 
 namespace in_memory {
@@ -49,15 +48,15 @@ struct IntactRuns {
   /// the results of ops over them do): records number flats alike at every level, so a result
   /// may share the tree's shape (Note [Shared shapes]) over its own storages, deferred.
   bool canonical = true;
-  /// Each level with leaves whose records the walk read, with where its flats start in
-  /// `level_flats`: leaf_spans decodes them without walking the tree again.
+  /// The records (as LazyLeaves keeps them) of each level with leaves the walk met, built or
+  /// deferred (its shape's), with where the flats they number start in `level_flats`:
+  /// leaf_spans decodes them without walking the tree again. They live as long as the tree's
+  /// levels and shapes, unwritten.
   struct LevelRecords {
-    const LazyLeaves* layout;
+    const std::vector<int64_t>* records;
     size_t first;
   };
   c10::SmallVector<LevelRecords, 8> records;
-  /// A level with leaves had no records at hand (an unread result, deferred): no leaf_spans.
-  bool deferred = false;
 };
 
 /// The runs of `td` when it is a tree as above: every level in memory and as built, each of its
@@ -73,9 +72,8 @@ struct LeafSpan {
 };
 
 /// Every leaf's span over `runs` (intact_runs()'s, its tree alive and unwritten), in walk order,
-/// decoded from the records the walk kept, without making a leaf: false where a level's records
-/// were not at hand (an unread result, whose levels are deferred).
-bool leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out);
+/// decoded from the records the walk kept, without making a leaf.
+void leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out);
 
 /// The bytes of a run no leaf holds (Python's padding), kept while an in-place op writes the run
 /// whole, and put back after (also when it raises): the storage stays as `consolidate` left it,
