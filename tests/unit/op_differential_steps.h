@@ -78,7 +78,9 @@ inline bool reduction(Program& p, const char* name, const std::function<at::Tens
   for (const auto& kv : p.m.leaves) flat.push_back(kv.second.value.reshape({-1}));
   const at::Tensor expected = fn(at::cat(flat));
   const at::Tensor got = op(p.a);
-  if (!at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-4, /*equal_nan=*/true)) {
+  // The dtype too: every leaf's, empty ones included, takes part in the result's (cat promotes).
+  if (got.scalar_type() != expected.scalar_type() ||
+      !at::allclose(got.to(at::kDouble), expected.to(at::kDouble), 1e-5, 1e-4, /*equal_nan=*/true)) {
     FAIL_CHECK(name << " " << got << ", expected " << expected << "\n" << p.where());
     return false;
   }
