@@ -196,6 +196,8 @@ TEST_CASE("reductions over runs that padding splits read one strided view, never
   CHECK(in_memory::packed_level(*unread.impl())->is_deferred());
   TensorDict nested_plain({}, {3});
   for (int i = 0; i < 8; ++i) nested_plain.set({i < 3 ? "a" : "b", "l" + std::to_string(i)}, at::randn({3}));
+  // Double leaves too: two runs, which every level's records number alike.
+  for (int i = 0; i < 4; ++i) nested_plain.set({i < 2 ? "a" : "b", "d" + std::to_string(i)}, at::randn({3, 2}, at::kDouble));
   const TensorDict nested_unread = consolidate(nested_plain) + 1;
   CHECK(at::allclose(nested_unread.mean(reduce), (nested_plain + 1).mean(reduce)));
   CHECK(in_memory::packed_level(*nested_unread.impl())->is_deferred());
