@@ -223,6 +223,13 @@ TEST_CASE("reductions over runs that padding splits read one strided view, never
   int_rows.set("z", at::empty({5, 0}));  // float: the mean of the joined int64 leaves is defined
   CHECK(KernelCount::of("aten::reshape", [&] { sum = int_rows.mean(reduce); }) == 1);  // the 2-D view (per leaf: 5)
   CHECK(sum.item<float>() == matrix.narrow(1, 0, 5).mean().item<float>());
+  // An empty leaf on another device: per leaf, as `cat` decides (here: the meta device).
+  TensorDict mixed_devices({}, {5});
+  for (int i = 0; i < 4; ++i) mixed_devices.set("r" + std::to_string(i), matrix[i].narrow(0, 0, 5));
+  mixed_devices.set("z", at::empty({5, 0}, at::TensorOptions().device(at::kMeta)));
+  std::vector<at::Tensor> parts;
+  for (const auto& e : mixed_devices.values(true, true)) parts.push_back(e.tensor().reshape({-1}));
+  CHECK(mixed_devices.sum(reduce).device() == at::cat(parts).sum().device());
   // Two sizes, each evenly spaced: two views, joined; sizes alternating: per leaf. Same values.
   TensorDict two({}, {3});
   for (int i = 0; i < 4; ++i) two.set("a" + std::to_string(i), at::randn({3}));

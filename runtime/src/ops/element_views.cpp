@@ -97,8 +97,11 @@ std::optional<ElementViews> element_views(const LeafList& leaves) {
   if (n < 2 || !in_few_storages(leaves)) return std::nullopt;
   c10::SmallVector<FilledBytes, 32> spans;
   spans.reserve(n);
+  const at::Device device = leaves.front().device();
   for (const at::Tensor& t : leaves) {
-    if (!runnable(t)) return std::nullopt;
+    // One device: per leaf, `cat` refuses a mix or takes its device from every part, empty ones
+    // included, which the views leave out.
+    if (!runnable(t) || t.device() != device) return std::nullopt;
     const auto item = static_cast<int64_t>(t.element_size());
     const int64_t begin = t.storage_offset() * item;
     spans.push_back(FilledBytes{t.storage().unsafeGetStorageImpl(), t.scalar_type(), begin, begin + t.numel() * item, &t});

@@ -64,6 +64,8 @@ struct RunsWalk {
   // Adds what a level's leaves hold in each flat it lists from `first` (its records' flat k is
   // storages[level_flats[first + k]]).
   void hold_all(size_t first, const FlatCounts& counts) {
+    // A level's counts (a deferred one's: its whole shape's) name no flat past those it listed.
+    TORCH_INTERNAL_ASSERT_DEBUG_ONLY(first + counts.size() <= out.level_flats.size());
     for (size_t k = 0; k < counts.size(); ++k) {
       const uint32_t at = out.level_flats[first + k];
       if (held.size() <= at) held.resize(at + 1);
