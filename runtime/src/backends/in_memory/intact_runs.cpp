@@ -169,8 +169,8 @@ void leaf_spans(const IntactRuns& runs, c10::SmallVector<LeafSpan, 32>& out) {
 }
 
 bool KeptPadding::keep(const TensorDictBase& td, const IntactRuns& runs) {
-  c10::SmallVector<LeafSpan, 32> spans;
   if (typeid(td) == typeid(TensorDictImpl)) return false;
+  c10::SmallVector<LeafSpan, 32> spans;
   leaf_spans(runs, spans);
   std::sort(spans.begin(), spans.end(),
             [](const LeafSpan& x, const LeafSpan& y) { return x.run != y.run ? x.run < y.run : x.begin < y.begin; });

@@ -82,8 +82,8 @@ class KeptPadding {
  public:
   /// The padding of the runs intact_runs(td) found, `td` a consolidated root (whose storage holds
   /// its leaves and nothing else; any other tree's padding may be a sibling's leaf): false where
-  /// it cannot be kept (not such a root, a run off the CPU, a level whose records are not at hand,
-  /// a gap of 8 bytes or more), when the op must not write the runs whole.
+  /// it cannot be kept (not such a root, a run off the CPU, a gap of 8 bytes or more), when the op
+  /// must not write the runs whole.
   bool keep(const TensorDictBase& td, const IntactRuns& runs);
   ~KeptPadding();
 
