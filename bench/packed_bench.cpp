@@ -189,6 +189,12 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
     for (size_t i = 0; i < p.leaves.size(); ++i) p.leaves[i].lerp_(p.leaves2[i], 0.5);
   });
   reg("storage/lerp_td_" + suffix, [](Packed& p) { p.storage.lerp_(p.storage2, 0.5); });
+  // copy_ (update_) from a tensordict of the same layout: a target network's update, say.
+  reg("cpp/copy_td_" + suffix, [a, b](Packed& p) { (p.*a).copy_(p.*b); });
+  reg("floor/copy_td_" + suffix, [](Packed& p) {
+    for (size_t i = 0; i < p.leaves.size(); ++i) p.leaves[i].copy_(p.leaves2[i]);
+  });
+  reg("storage/copy_td_" + suffix, [](Packed& p) { p.storage.copy_(p.storage2); });
   add_td_rows("add_td" + suffix, [a, b](Packed& p) { return p.*a + p.*b; }, views);
   reg("cpp/gt_td" + suffix, [a, b](Packed& p) { DoNotOptimize((p.*a).gt(p.*b)); });
   reg("floor/gt_td" + suffix, floor_gt_td);
@@ -329,6 +335,7 @@ void register_grouped(const std::string& suffix, Grouped& (*get)()) {
   grouped_rows("mul_scalar" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td * 0.5); },
                [](T t, T) { DoNotOptimize(t * 0.5); });
   grouped_rows("add_scalar_" + suffix, get, [](Grouped& g) { g.td.add_(1e-6); }, [](T t, T) { t.add_(1e-6); });
+  grouped_rows("copy_td_" + suffix, get, [](Grouped& g) { g.td.copy_(g.td2); }, [](T t, T u) { t.copy_(u); });
   grouped_rows("add_td" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td + g.td2); },
                [](T t, T u) { DoNotOptimize(t + u); });
   grouped_rows("clone" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.clone()); },
@@ -389,6 +396,8 @@ void register_all() {
   register_grouped("_padded", padded_fixture);
   // In place over three type categories (the ops above would not take int64 and bool leaves).
   grouped_rows("zero__rl", rl_fixture, [](Grouped& g) { g.td.zero_(); }, [](const at::Tensor& t, const at::Tensor&) { t.zero_(); });
+  grouped_rows("copy_td__rl", rl_fixture, [](Grouped& g) { g.td.copy_(g.td2); },
+               [](const at::Tensor& t, const at::Tensor& u) { t.copy_(u); });
   grouped_rows("fill__rl", rl_fixture, [](Grouped& g) { g.td.fill_(1); },
                [](const at::Tensor& t, const at::Tensor&) { t.fill_(1); });
 }

@@ -34,7 +34,6 @@ bool runnable(const at::Tensor& t) {
 
 namespace {
 
-constexpr size_t kMostStorages = 8;  // in_few_storages
 
 // A leaf's bytes in its storage.
 struct Span {
@@ -132,17 +131,7 @@ TensorDict runs_result(const TensorDictBase& like, const PackedRuns& runs, c10::
 }  // namespace
 
 bool in_few_storages(const LeafList& leaves) {
-  c10::SmallVector<const c10::StorageImpl*, kMostStorages> storages;
-  const size_t most_storages = std::min(kMostStorages, leaves.size() / 2);
-  for (const at::Tensor& t : leaves) {
-    if (!t.defined() || !t.has_storage()) return false;
-    const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
-    if (std::find(storages.begin(), storages.end(), storage) == storages.end()) {
-      if (storages.size() == most_storages) return false;
-      storages.push_back(storage);
-    }
-  }
-  return true;
+  return in_few_storages(leaves.size(), [&](size_t i) -> const at::Tensor& { return leaves[i]; });
 }
 
 std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding) {

@@ -18,6 +18,7 @@
 // Integer and bool leaves never run over padding: its bytes read as an integer can make a
 // division raise (by zero) or trap (INT_MIN by -1), and read as a bool need not be 0 or 1.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -51,6 +52,23 @@ bool runnable(const at::Tensor& t);
 /// are apart (a tensordict never consolidated) and runs gain nothing. Checked first, since it
 /// refuses most such trees after their first few leaves, before any sort.
 bool in_few_storages(const LeafList& leaves);
+/// The same over `n` leaves, leaf(i) the i-th (for a caller holding them otherwise than in a list).
+template <typename Leaf>
+bool in_few_storages(size_t n, Leaf&& leaf) {
+  constexpr size_t kMostStorages = 8;
+  c10::SmallVector<const c10::StorageImpl*, kMostStorages> storages;
+  const size_t most_storages = std::min(kMostStorages, n / 2);
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& t = leaf(i);
+    if (!t.defined() || !t.has_storage()) return false;
+    const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+    if (std::find(storages.begin(), storages.end(), storage) == storages.end()) {
+      if (storages.size() == most_storages) return false;
+      storages.push_back(storage);
+    }
+  }
+  return true;
+}
 
 /// Whether a run may cover padding between leaves (Note [Packed runs]).
 enum class Padding { Skip, ReadOver };

@@ -13,10 +13,14 @@
 #include <tensordict/tensor_dict.h>
 
 #include "backends/in_memory/in_memory.h"
+#include "backends/in_memory/tensor_dict_impl.h"
 #include "core/format.h"
 #include "core/key_chain.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
+#include "ops/kernel.h"
+#include "ops/packed.h"
+#include "ops/packed_runs.h"
 
 namespace tensordict {
 
@@ -234,6 +238,18 @@ void write_leaves_at(TensorDictBase& dest, const BatchIndex& index, const Tensor
   });
 }
 
+// The non-tensor leaves of an in-memory tree, its tensor leaves left unmade (an intact tree's
+// leaves stay records).
+void collect_non_tensors(const TensorDictBase& level, const detail::KeyChain& prefix,
+                         std::vector<std::pair<NestedKey, Entry>>& out) {
+  in_memory::for_each_structure_entry(level, [&](const std::string& key, const Entry& e) {
+    if (e.is_non_tensor()) out.emplace_back(prefix.child_path(key), e);
+    else if (e.is_tensordict()) collect_non_tensors(*e.tensordict_unchecked().impl(), prefix.child(key), out);
+  });
+}
+
+void copy_leaf(const at::Tensor& dest, const at::Tensor& value) { dest.copy_(value); }
+
 }  // namespace
 
 TensorDict& TensorDict::update(const TensorDict& source, bool clone, bool inplace,
@@ -249,6 +265,15 @@ TensorDict& TensorDict::update(const TensorDict& source, bool clone, bool inplac
 }
 
 TensorDict& TensorDict::update_(const TensorDict& source) {
+  // Two intact consolidated trees laid out alike (the same keys, kinds and batch sizes, each leaf
+  // at the same place: Note [Intact results], [Intact runs]) need no check per key: one copy over
+  // each storage or run writes every tensor leaf, none of them made.
+  if (ops::write_over_intact(*this, source, copy_leaf, "update_")) {
+    std::vector<std::pair<NestedKey, Entry>> non_tensors;
+    collect_non_tensors(*source.impl(), detail::KeyChain(), non_tensors);
+    for (const auto& [key, entry] : non_tensors) set_non_tensor_(key, entry.non_tensor());
+    return *this;
+  }
   // Every tensor and non-tensor leaf, tensors with their level's batch leading; the non-tensor
   // ones are kept, to be written after the tensors.
   std::vector<std::pair<NestedKey, Entry>> non_tensors;
@@ -272,7 +297,23 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
   // key, which names the key.
   try {
     if (writes.direct) {
-      for (const auto& [dest, value] : writes.pairs) dest->copy_(*value);
+      // Leaves that lie in runs of one storage, the source's laid out alike: one copy a run
+      // (Note [Packed runs]); else one a leaf.
+      const auto& pairs = writes.pairs;
+      bool packed = false;
+      if (ops::in_few_storages(pairs.size(), [&](size_t i) -> const at::Tensor& { return *pairs[i].first; })) {
+        ops::LeafList dests, values;
+        dests.reserve(pairs.size());
+        values.reserve(pairs.size());
+        for (const auto& [dest, value] : pairs) {
+          dests.push_back(*dest);
+          values.push_back(*value);
+        }
+        packed = ops::write_packed(dests, values, copy_leaf, ops::LeafKeys{*source.impl()}, "update_");
+      }
+      if (!packed) {
+        for (const auto& [dest, value] : pairs) dest->copy_(*value);
+      }
     } else {
       impl_->write_many_(source);
     }
