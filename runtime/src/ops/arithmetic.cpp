@@ -440,9 +440,56 @@ struct Ternary {
 
 }  // namespace
 
+namespace {
+
+using Ternary3 = FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>;
+
+// Out of place, `fn(self, t1, t2)` as one kernel over three packed storages laid out alike, or
+// one a run of each (Note [Intact results], [Intact runs]), before matching leaves; nullopt
+// otherwise, for the paths after matching.
+std::optional<TensorDict> ternary_over_storages(const TensorDict& self, const TensorDict& t1, const TensorDict& t2,
+                                                Ternary3 fn) {
+  const at::Tensor fa = intact_storage_for_result(*self.impl());
+  if (fa.defined()) {
+    c10::intrusive_ptr<LevelShape> shape;  // self's, checked once for the layout and the result
+    const at::Tensor fb = intact_partner(fa, self, t1, &shape), fc = intact_partner(fa, self, t2);
+    if (!fb.defined() || !fc.defined()) return std::nullopt;
+    const at::Tensor out = run_over(fa, [&](const at::Tensor& x) { return fn(x, fb, fc); });
+    if (!out.defined()) return std::nullopt;
+    return in_memory::intact_packed_like(*self.impl(), out, /*filter_empty=*/true, self.is_locked(), std::move(shape));
+  }
+  const TensorDictBase* partners[] = {t1.impl(), t2.impl()};
+  return map_intact_run_tuples(
+      *self.impl(), partners, [&](const at::Tensor& flat, c10::ArrayRef<at::Tensor> p) { return fn(flat, p[0], p[1]); },
+      0, /*filter_empty=*/true, self.is_locked());
+}
+
+// The same after matching: the matched leaves `x`, `y`, `z` of self, t1 and t2 tile three
+// storages alike (Note [Packed runs] otherwise: runs laid out alike).
+std::optional<TensorDict> ternary_over_leaves(const TensorDict& self_in, const TensorDict& self, const LeafList& x,
+                                              const LeafList& y, const LeafList& z, Ternary3 fn) {
+  const at::Tensor fa = packed_storage_for_result(x);
+  if (fa.defined()) {
+    const at::Tensor fb = packed_storage(y), fc = packed_storage(z);
+    if (fb.defined() && fc.defined() && same_layout(x, y) && same_layout(x, z)) {
+      const at::Tensor out = run_over(fa, [&](const at::Tensor& flat) { return fn(flat, fb, fc); });
+      if (out.defined()) return packed_result(*self.impl(), out, x, /*filter_empty=*/true, self_in.is_locked());
+    }
+  }
+  const LeafList* partners[] = {&y, &z};
+  return map_run_tuples_result(
+      *self.impl(), x, partners, [&](const at::Tensor& flat, c10::ArrayRef<at::Tensor> p) { return fn(flat, p[0], p[1]); },
+      0, /*filter_empty=*/true, self_in.is_locked());
+}
+
+}  // namespace
+
 TensorDict TensorDict::lerp(const TensorDict& end, const TensorDict& weight) const {
+  const auto fn = [](const at::Tensor& x, const at::Tensor& y, const at::Tensor& w) { return at::lerp(x, y, w); };
+  if (auto fast = ternary_over_storages(*this, end, weight, fn)) return std::move(*fast);
   const TensorDict self = readable(*this);
   Ternary m(self, readable(end), readable(weight), false);
+  if (auto fast = ternary_over_leaves(*this, self, m.first.lhs, m.first.rhs, m.second.rhs, fn)) return std::move(*fast);
   LeafList results = compute(
       m.first.lhs.size(), false, [] { return LeafList(); },
       [&](size_t i) { return at::lerp(m.first.lhs[i], m.first.rhs[i], m.second.rhs[i]); }, LeafKeys{*self.impl()},
@@ -454,9 +501,14 @@ TensorDict TensorDict::lerp(const TensorDict& end, const TensorDict& weight) con
 
 namespace {
 TensorDict addc(const TensorDict& self_in, const TensorDict& t1, const TensorDict& t2, const c10::Scalar& value, bool mul) {
+  const auto fn = [&](const at::Tensor& x, const at::Tensor& y, const at::Tensor& z) {
+    return mul ? at::addcmul(x, y, z, value) : at::addcdiv(x, y, z, value);
+  };
+  if (auto fast = ternary_over_storages(self_in, t1, t2, fn)) return std::move(*fast);
   const TensorDict self = readable(self_in);
   Ternary m(self, readable(t1), readable(t2), false);
   const LeafList &x = m.first.lhs, &y = m.first.rhs, &z = m.second.rhs;
+  if (auto fast = ternary_over_leaves(self_in, self, x, y, z, fn)) return std::move(*fast);
   LeafList results = compute(
       x.size(), foreach_pays(x) && !needs_autograd(y) && !needs_autograd(z),
       [&] { return mul ? at::_foreach_addcmul(x, y, z, value) : at::_foreach_addcdiv(x, y, z, value); },
@@ -468,9 +520,23 @@ TensorDict addc(const TensorDict& self_in, const TensorDict& t1, const TensorDic
 }
 
 void addc_(const TensorDict& self, const TensorDict& t1, const TensorDict& t2, const c10::Scalar& value, bool mul) {
+  const char* op = mul ? "addcmul_" : "addcdiv_";
+  const auto write = [&](const at::Tensor& flat, c10::ArrayRef<at::Tensor> p) {
+    if (mul) flat.addcmul_(p[0], p[1], value);
+    else flat.addcdiv_(p[0], p[1], value);
+  };
+  // Three intact trees laid out alike: one kernel a storage or run (Note [Intact results]).
+  const TensorDict* partners[] = {&t1, &t2};
+  if (write_over_intact(self, partners, write, op)) return;
   InPlaceTarget target(self);
   Ternary m(target.tree(), readable(t1), readable(t2), true);
   const LeafList &x = m.first.lhs, &y = m.first.rhs, &z = m.second.rhs;
+  // Leaves that tile storages or lie in runs laid out alike: the same; else per leaf below.
+  const LeafList* leaf_partners[] = {&y, &z};
+  if (write_packed(x, leaf_partners, write, LeafKeys{*target.tree().impl()}, op)) {
+    target.commit();
+    return;
+  }
   compute_(
       x.size(), foreach_inplace_safe(x, y) && foreach_inplace_safe(x, z),
       [&] {
@@ -482,7 +548,7 @@ void addc_(const TensorDict& self, const TensorDict& t1, const TensorDict& t2, c
         if (mul) x[i].addcmul_(y[i], z[i], value);
         else x[i].addcdiv_(y[i], z[i], value);
       },
-      LeafKeys{*target.tree().impl()}, mul ? "addcmul_" : "addcdiv_");
+      LeafKeys{*target.tree().impl()}, op);
   target.commit();
 }
 }  // namespace

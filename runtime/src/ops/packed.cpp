@@ -161,26 +161,34 @@ bool write_over(const at::Tensor& flat, FunctionRef<void()> write) {
   }
 }
 
-namespace {
-bool write_intact(const TensorDict& td, const TensorDict* partner,
-                  FunctionRef<void(const at::Tensor&, const at::Tensor&)> write, const char* op) {
+bool write_over_intact(const TensorDict& td, c10::ArrayRef<const TensorDict*> partners, WriteWith write,
+                       const char* op) {
   bool own_versions = false;
   const at::Tensor flat = in_memory::intact_packed_storage(*td.impl(), &own_versions);
-  if (!flat.defined()) return write_intact_runs(td, partner, write, op);  // Note [Intact runs]
-  const at::Tensor other = partner != nullptr ? intact_partner(flat, td, *partner) : at::Tensor();
-  if ((partner != nullptr && !other.defined()) || !write_over(flat, [&] { write(flat, other); })) return false;
+  if (!flat.defined()) return write_intact_runs(td, partners, write, op);  // Note [Intact runs]
+  c10::SmallVector<at::Tensor, 2> others;
+  for (const TensorDict* partner : partners) {
+    at::Tensor other = intact_partner(flat, td, *partner);
+    if (!other.defined()) return false;
+    others.push_back(std::move(other));
+  }
+  if (!write_over(flat, [&] { write(flat, others); })) return false;
   if (own_versions) in_memory::bump_made_leaf_versions(*td.impl());
   return true;
 }
-}  // namespace
 
 bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& flat)> write, const char* op) {
-  return write_intact(td, nullptr, [&](const at::Tensor& flat, const at::Tensor&) { write(flat); }, op);
+  return write_over_intact(
+      td, c10::ArrayRef<const TensorDict*>(), [&](const at::Tensor& flat, c10::ArrayRef<at::Tensor>) { write(flat); },
+      op);
 }
 
 bool write_over_intact(const TensorDict& td, const TensorDict& partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op) {
-  return write_intact(td, &partner, write, op);
+  const TensorDict* partners = &partner;
+  return write_over_intact(
+      td, c10::ArrayRef<const TensorDict*>(partners),
+      [&](const at::Tensor& flat, c10::ArrayRef<at::Tensor> p) { write(flat, p[0]); }, op);
 }
 
 void bump_versions(const LeafList& leaves) {

@@ -53,6 +53,11 @@ bool write_over_intact(const TensorDict& td, FunctionRef<void(const at::Tensor& 
 /// (intact_partner), whose storage `write` gets second.
 bool write_over_intact(const TensorDict& td, const TensorDict& partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op);
+/// The same with any number of partners, each an intact result laid out as `td`, whose storages
+/// `write` gets in order (`a.addcmul_(b, c)`: two).
+bool write_over_intact(const TensorDict& td, c10::ArrayRef<const TensorDict*> partners,
+                       FunctionRef<void(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)> write,
+                       const char* op);
 /// After an in-place op over packed_storage(leaves): bumps each leaf's version, as the op on each
 /// leaf would have (the storage's flat view has a version counter of its own), so autograd
 /// refuses a backward through a leaf saved before the change.

@@ -99,11 +99,27 @@ std::optional<TensorDict> map_intact_runs(const TensorDictBase& td, FunctionRef<
 std::optional<TensorDict> map_intact_run_pairs(const TensorDictBase& a, const TensorDictBase& b,
                                                FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
                                                size_t result_itemsize, bool filter_empty, bool lock);
+/// map_intact_run_pairs with any number of partners (`a.addcmul(b, c)`: two), each laid out as `a`.
+std::optional<TensorDict> map_intact_run_tuples(const TensorDictBase& a, c10::ArrayRef<const TensorDictBase*> partners,
+                                                FunctionRef<at::Tensor(const at::Tensor&, c10::ArrayRef<at::Tensor>)> fn,
+                                                size_t result_itemsize, bool filter_empty, bool lock);
 /// map_runs_result for a binary elementwise `fn` between leaves `a[i]` and `b[i]`, where b's
 /// leaves lie in runs laid out as a's (same offsets in each run, each run one storage and dtype).
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,
                                                FunctionRef<at::Tensor(const at::Tensor&, const at::Tensor&)> fn,
                                                size_t result_itemsize, bool filter_empty, bool lock);
+
+/// map_run_pairs_result with any number of partners, each laid out as `a`.
+std::optional<TensorDict> map_run_tuples_result(const TensorDictBase& like, const LeafList& a,
+                                                c10::ArrayRef<const LeafList*> partners,
+                                                FunctionRef<at::Tensor(const at::Tensor&, c10::ArrayRef<at::Tensor>)> fn,
+                                                size_t result_itemsize, bool filter_empty, bool lock);
+
+/// An elementwise write over a run's flat reading each partner's flat of that run (the other
+/// operands of an in-place op, in order).
+using WriteWith = FunctionRef<void(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)>;
+/// An elementwise op over a run's flat and each partner's flat of that run.
+using MapWith = FunctionRef<at::Tensor(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)>;
 
 /// An in-place elementwise `write` over the leaves: once over their packed storage
 /// (packed_storage, write_over), else once per run (Padding::Skip); then every leaf's version is
@@ -117,6 +133,10 @@ bool write_packed(const LeafList& a, const LeafList& b,
                   FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write,
                   FunctionRef<NestedKey(size_t)> key_of, const char* op);
 
+/// write_packed with any number of partners (`a.addcmul_(b, c)`: two), each laid out as `a`.
+bool write_packed(const LeafList& a, c10::ArrayRef<const LeafList*> partners, WriteWith write,
+                  FunctionRef<NestedKey(size_t)> key_of, const char* op);
+
 /// An in-place elementwise `write(flat, partner_flat)` once over each run of an intact tree
 /// `td` (Note [Intact runs]) whose runs may be written whole, reading `partner`'s laid out alike
 /// (partner_flat undefined without one), then the version bumps of made leaves with counters of
@@ -125,6 +145,9 @@ bool write_packed(const LeafList& a, const LeafList& b,
 /// error of the failing leaf, named under `op`.
 bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
                        FunctionRef<void(const at::Tensor& flat, const at::Tensor& partner_flat)> write, const char* op);
+/// write_intact_runs with any number of partners, each laid out as `td`.
+bool write_intact_runs(const TensorDict& td, c10::ArrayRef<const TensorDict*> partners, WriteWith write,
+                       const char* op);
 
 /// b's runs laid out as `runs` (a's): one flat per run of `runs`; nullopt when b's leaves do not
 /// lie so.
