@@ -189,6 +189,21 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
     for (size_t i = 0; i < p.leaves.size(); ++i) p.leaves[i].lerp_(p.leaves2[i], 0.5);
   });
   reg("storage/lerp_td_" + suffix, [](Packed& p) { p.storage.lerp_(p.storage2, 0.5); });
+  // addcmul with two tensordicts of the same layout (an optimizer's second moment: the partner
+  // twice), out of place and in place.
+  reg("cpp/addcmul_td" + suffix, [a, b](Packed& p) { DoNotOptimize((p.*a).addcmul(p.*b, p.*b, 0.5)); });
+  reg("floor/addcmul_td" + suffix, [](Packed& p) {
+    std::vector<at::Tensor> out;
+    out.reserve(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(at::addcmul(p.leaves[i], p.leaves2[i], p.leaves2[i], 0.5));
+    DoNotOptimize(out);
+  });
+  reg("storage/addcmul_td" + suffix, [](Packed& p) { DoNotOptimize(at::addcmul(p.storage, p.storage2, p.storage2, 0.5)); });
+  reg("cpp/addcmul_td_" + suffix, [a, b](Packed& p) { (p.*a).addcmul_(p.*b, p.*b, 1e-6); });
+  reg("floor/addcmul_td_" + suffix, [](Packed& p) {
+    for (size_t i = 0; i < p.leaves.size(); ++i) p.leaves[i].addcmul_(p.leaves2[i], p.leaves2[i], 1e-6);
+  });
+  reg("storage/addcmul_td_" + suffix, [](Packed& p) { p.storage.addcmul_(p.storage2, p.storage2, 1e-6); });
   // copy_ (update_) from a tensordict of the same layout: a target network's update, say.
   reg("cpp/copy_td_" + suffix, [a, b](Packed& p) { (p.*a).copy_(p.*b); });
   reg("floor/copy_td_" + suffix, [](Packed& p) {
@@ -335,6 +350,8 @@ void register_grouped(const std::string& suffix, Grouped& (*get)()) {
   grouped_rows("mul_scalar" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td * 0.5); },
                [](T t, T) { DoNotOptimize(t * 0.5); });
   grouped_rows("add_scalar_" + suffix, get, [](Grouped& g) { g.td.add_(1e-6); }, [](T t, T) { t.add_(1e-6); });
+  grouped_rows("addcmul_td_" + suffix, get, [](Grouped& g) { g.td.addcmul_(g.td2, g.td2, 1e-6); },
+               [](T t, T u) { t.addcmul_(u, u, 1e-6); });
   grouped_rows("copy_td_" + suffix, get, [](Grouped& g) { g.td.copy_(g.td2); }, [](T t, T u) { t.copy_(u); });
   grouped_rows("add_td" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td + g.td2); },
                [](T t, T u) { DoNotOptimize(t + u); });
