@@ -367,10 +367,11 @@ TEST_CASE("ops over a tree of runs while other threads read its leaves agree", "
   // are checked after the join.
   const TensorDict x = mixed();
   const TensorDict expected_sum = x * 2 + x * 2, expected_clone = x * 2;
+  const TensorDict expected_fma = (x * 2).addcmul(x * 2, x * 2, 2);
   for (int round = 0; round < 10; ++round) {
     const TensorDict r = consolidate(x) * 2;  // deferred over three runs
     std::vector<int> undefined(2, 0);
-    std::vector<TensorDict> sums(2), clones(2);
+    std::vector<TensorDict> sums(2), clones(2), fmas(2);
     std::vector<std::thread> threads;
     for (int t = 0; t < 2; ++t) {
       threads.emplace_back([&, t] {
@@ -382,6 +383,7 @@ TEST_CASE("ops over a tree of runs while other threads read its leaves agree", "
         for (int i = 0; i < 5; ++i) {
           sums[t] = r + r;
           clones[t] = r.clone();
+          fmas[t] = r.addcmul(r, r, 2);  // three operands' runs compared and read
         }
       });
     }
@@ -390,6 +392,7 @@ TEST_CASE("ops over a tree of runs while other threads read its leaves agree", "
     for (int t = 0; t < 2; ++t) {
       require_same(sums[t], expected_sum);
       require_same(clones[t], expected_clone);
+      require_same(fmas[t], expected_fma);
     }
     CHECK(runs_of(r) == 3);  // read by every thread, still intact
   }
