@@ -9,9 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/LegacyTypeDispatch.h>
-#include <c10/core/InferenceMode.h>
 
-#include <tensordict/errors.h>
 #include <tensordict/tensor_dict_base.h>
 
 #include "backends/in_memory/intact_result.h"
@@ -21,7 +19,6 @@
 #include "core/forward_ad.h"
 #include "core/padding.h"
 #include "core/strided_view.h"
-#include "ops/kernel.h"
 #include "ops/packed.h"
 
 namespace tensordict {

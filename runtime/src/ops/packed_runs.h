@@ -17,6 +17,10 @@
 //   padding splits again as 2-D views that step over it (ops/element_views.h).
 // Integer and bool leaves never run over padding: its bytes read as an integer can make a
 // division raise (by zero) or trap (INT_MIN by -1), and read as a bool need not be 0 or 1.
+//
+// An op may read other operands ("partners": `b` of `a + b`, `b` and `c` of `a.addcmul_(b, c)`)
+// whose runs lie as the first operand's. Finding runs and the out-of-place ops are in
+// packed_runs.cpp, the in-place writes in packed_writes.cpp.
 
 #include <algorithm>
 #include <cstddef>
@@ -78,6 +82,12 @@ enum class Padding { Skip, ReadOver };
 /// kernels (more than one run for two leaves): the per-leaf path is as fast.
 std::optional<PackedRuns> packed_runs(const LeafList& leaves, Padding padding);
 
+/// An elementwise write over a run's flat reading each partner's flat of that run (the other
+/// operands of an in-place op, in order).
+using WriteWith = FunctionRef<void(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)>;
+/// An elementwise op over a run's flat and each partner's flat of that run.
+using MapWith = FunctionRef<at::Tensor(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)>;
+
 /// `fn` once per run of `leaves` (Padding::ReadOver: `fn` is elementwise), its results cut into
 /// leaves laid out as `leaves` (a storage per run). Nullopt when there are no runs, when `fn`
 /// raises a c10::Error (the per-leaf path then names the key), or when a result is too large to
@@ -101,8 +111,7 @@ std::optional<TensorDict> map_intact_run_pairs(const TensorDictBase& a, const Te
                                                size_t result_itemsize, bool filter_empty, bool lock);
 /// map_intact_run_pairs with any number of partners (`a.addcmul(b, c)`: two), each laid out as `a`.
 std::optional<TensorDict> map_intact_run_tuples(const TensorDictBase& a, c10::ArrayRef<const TensorDictBase*> partners,
-                                                FunctionRef<at::Tensor(const at::Tensor&, c10::ArrayRef<at::Tensor>)> fn,
-                                                size_t result_itemsize, bool filter_empty, bool lock);
+                                                MapWith fn, size_t result_itemsize, bool filter_empty, bool lock);
 /// map_runs_result for a binary elementwise `fn` between leaves `a[i]` and `b[i]`, where b's
 /// leaves lie in runs laid out as a's (same offsets in each run, each run one storage and dtype).
 std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const LeafList& a, const LeafList& b,
@@ -112,14 +121,7 @@ std::optional<TensorDict> map_run_pairs_result(const TensorDictBase& like, const
 /// map_run_pairs_result with any number of partners, each laid out as `a`.
 std::optional<TensorDict> map_run_tuples_result(const TensorDictBase& like, const LeafList& a,
                                                 c10::ArrayRef<const LeafList*> partners,
-                                                FunctionRef<at::Tensor(const at::Tensor&, c10::ArrayRef<at::Tensor>)> fn,
-                                                size_t result_itemsize, bool filter_empty, bool lock);
-
-/// An elementwise write over a run's flat reading each partner's flat of that run (the other
-/// operands of an in-place op, in order).
-using WriteWith = FunctionRef<void(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)>;
-/// An elementwise op over a run's flat and each partner's flat of that run.
-using MapWith = FunctionRef<at::Tensor(const at::Tensor& flat, c10::ArrayRef<at::Tensor> partner_flats)>;
+                                                MapWith fn, size_t result_itemsize, bool filter_empty, bool lock);
 
 /// An in-place elementwise `write` over the leaves: once over their packed storage
 /// (packed_storage, write_over), else once per run (Padding::Skip); then every leaf's version is
