@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <ATen/record_function.h>
 
@@ -80,6 +81,23 @@ inline void require_same(const TensorDict& a, const TensorDict& b) {
     REQUIRE(x.sizes() == y.sizes());
     CHECK(at::allclose(x, y, 1e-6, 1e-6, /*equal_nan=*/true));
   }
+}
+
+// Fixture F's shape, small: two levels of 5 float leaves [8, 4] and a deeper leaf [8, 2]; values
+// in [low, low + 1).
+inline TensorDict two_levels(double low) {
+  TensorDict td({}, {8});
+  for (int g = 0; g < 2; ++g)
+    for (int x = 0; x < 5; ++x) td.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::rand({8, 4}) + low);
+  td.set({"g1", "deep", "y"}, at::rand({8, 2}) + low);
+  return td;
+}
+
+// Every leaf of `td`, read (so made) and held.
+inline std::vector<at::Tensor> read_all(const TensorDict& td) {
+  std::vector<at::Tensor> out;
+  for (const Entry& e : td.values(true, true)) out.push_back(e.tensor());
+  return out;
 }
 
 // How many storages the leaves of `td` sit in.

@@ -30,14 +30,8 @@ namespace {
 
 using runs_fixtures::KernelCount;
 using runs_fixtures::mixed;
+using runs_fixtures::read_all;
 using runs_fixtures::require_same;
-
-// Every leaf of `td`, read (so made) and held.
-std::vector<at::Tensor> read_all(const TensorDict& td) {
-  std::vector<at::Tensor> out;
-  for (const Entry& e : td.values(true, true)) out.push_back(e.tensor());
-  return out;
-}
 
 size_t runs_of(const TensorDict& td) {
   const auto runs = in_memory::intact_runs(*td.impl());

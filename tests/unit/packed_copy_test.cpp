@@ -26,24 +26,10 @@ namespace packed_copy_test {
 
 using runs_fixtures::KernelCount;
 using runs_fixtures::mixed;
+using runs_fixtures::read_all;
 using runs_fixtures::require_same;
 
-// Fixture F's shape, small: two levels of 5 float leaves [8, 4], one nested level deeper.
-TensorDict uniform(double offset) {
-  TensorDict td({}, {8});
-  for (int g = 0; g < 2; ++g)
-    for (int x = 0; x < 5; ++x)
-      td.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({8, 4}) + offset);
-  td.set({"g1", "deep", "y"}, at::randn({8, 2}) + offset);
-  return td;
-}
-
-// Every leaf of `td`, read (so made) and held.
-std::vector<at::Tensor> read_all(const TensorDict& td) {
-  std::vector<at::Tensor> out;
-  for (const Entry& e : td.values(true, true)) out.push_back(e.tensor());
-  return out;
-}
+TensorDict uniform(double low) { return runs_fixtures::two_levels(low); }
 
 // Whether the leaves of td's level "g0" are still records (the root holds nested levels only).
 bool unread(const TensorDict& td) {

@@ -24,23 +24,10 @@ namespace packed_ternary_test {
 
 using runs_fixtures::KernelCount;
 using runs_fixtures::mixed;
+using runs_fixtures::read_all;
 using runs_fixtures::require_same;
 
-// Two levels of 5 float leaves [8, 4] and one deeper leaf; values in [low, low + 1).
-TensorDict uniform(double low) {
-  TensorDict td({}, {8});
-  for (int g = 0; g < 2; ++g)
-    for (int x = 0; x < 5; ++x) td.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::rand({8, 4}) + low);
-  td.set({"g1", "deep", "y"}, at::rand({8, 2}) + low);
-  return td;
-}
-
-// Every leaf of `td`, read (so made) and held.
-std::vector<at::Tensor> read_all(const TensorDict& td) {
-  std::vector<at::Tensor> out;
-  for (const Entry& e : td.values(true, true)) out.push_back(e.tensor());
-  return out;
-}
+TensorDict uniform(double low) { return runs_fixtures::two_levels(low); }
 
 int kernels(const char* op, const std::function<void()>& run) { return KernelCount::of(op, run); }
 
