@@ -108,10 +108,13 @@ bool often_refused(at::ScalarType t) { return at::isComplexType(t) || t == at::k
 
 // `write(flat, partner flats)` over each run. False when nothing was written and the per-leaf path
 // is to name the key, as Python's `_foreach` loop does after writing the leaves before it:
+// - Over several runs, each partner's run must have its run's dtype; the per-leaf path takes
+//   any other mix.
 // - The runs go in the order a cast error meets them first: lowest category first, or, with
 //   partners, most below its highest partner's, then the run with the lowest category among it
-//   and its partners (an integer kernel refused, `addcdiv` of integers), then the storage's
-//   order. A cast error then fails the first run, before anything is written.
+//   and its partners, then the storage's order. A cast error, or an integer kernel refused
+//   (`addcdiv` of integers, a true division into integers), then fails the first run, before
+//   anything is written.
 // - A later run of a dtype many kernels lack is tried over an empty slice before any run is
 //   written: a kernel missing for it fails there.
 // - A first run of integers or bools may fail midway (a division by zero): an empty slice tells
@@ -122,6 +125,15 @@ bool often_refused(at::ScalarType t) { return at::isComplexType(t) || t == at::k
 // instructions) on every in-place op that succeeds.
 bool write_each_run(c10::ArrayRef<at::Tensor> flats, c10::ArrayRef<c10::ArrayRef<at::Tensor>> partners,
                     WriteWith write, FunctionRef<void(size_t)> name_failure) {
+  // Over several runs, a partner of another dtype than its run's may make the op fail in a way
+  // no order foresees (`addcdiv` of integer partners into floats, a cast LibTorch asserts on):
+  // the per-leaf path then writes exactly the leaves before the failing key.
+  if (flats.size() > 1) {
+    for (const auto& partner : partners) {
+      for (size_t r = 0; r < flats.size(); ++r)
+        if (partner[r].scalar_type() != flats[r].scalar_type()) return false;
+    }
+  }
   // An insertion sort, stable: std::stable_sort would take a heap buffer for these few runs.
   c10::SmallVector<std::pair<std::pair<int, int>, uint32_t>, 8> order;  // ((rank, lowest), run)
   for (size_t r = 0; r < flats.size(); ++r) {
