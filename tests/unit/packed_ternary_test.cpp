@@ -101,6 +101,11 @@ TEST_CASE("ternary ops over leaves that tile storages by hand, or over part of a
                 [&] { part.addcmul_(cy.get_tensordict("g0"), cz.get_tensordict("g0"), 0.5); }) == 1);
   x.get_tensordict("g0").addcmul_(y.get_tensordict("g0"), z.get_tensordict("g0"), 0.5);
   require_same(cx, x);
+  // Out of place over those parts: one kernel over the run of each, the result cut into leaves.
+  CHECK(kernels("aten::addcmul", [&] { r = part.addcmul(cy.get_tensordict("g0"), cz.get_tensordict("g0"), 2); }) == 1);
+  require_same(r, x.get_tensordict("g0").addcmul(y.get_tensordict("g0"), z.get_tensordict("g0"), 2));
+  CHECK(kernels("aten::lerp", [&] { r = part.lerp(cy.get_tensordict("g0"), cz.get_tensordict("g0") - 2); }) == 1);
+  require_same(r, x.get_tensordict("g0").lerp(y.get_tensordict("g0"), z.get_tensordict("g0") - 2));
 }
 
 TEST_CASE("ternary ops over mixed dtypes and Python's padding: one kernel a run", "[unit][packed][ternary]") {
