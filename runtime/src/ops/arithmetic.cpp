@@ -492,7 +492,7 @@ TensorDict TensorDict::lerp(const TensorDict& end, const TensorDict& weight) con
   if (auto fast = ternary_over_leaves(*this, self, m.first.lhs, m.first.rhs, m.second.rhs, fn)) return std::move(*fast);
   LeafList results = compute(
       m.first.lhs.size(), false, [] { return LeafList(); },
-      [&](size_t i) { return at::lerp(m.first.lhs[i], m.first.rhs[i], m.second.rhs[i]); }, LeafKeys{*self.impl()},
+      [&](size_t i) { return fn(m.first.lhs[i], m.first.rhs[i], m.second.rhs[i]); }, LeafKeys{*self.impl()},
       "lerp");
   RebuildOptions options;
   options.filter_empty = true;
@@ -512,7 +512,7 @@ TensorDict addc(const TensorDict& self_in, const TensorDict& t1, const TensorDic
   LeafList results = compute(
       x.size(), foreach_pays(x) && !needs_autograd(y) && !needs_autograd(z),
       [&] { return mul ? at::_foreach_addcmul(x, y, z, value) : at::_foreach_addcdiv(x, y, z, value); },
-      [&](size_t i) { return mul ? at::addcmul(x[i], y[i], z[i], value) : at::addcdiv(x[i], y[i], z[i], value); },
+      [&](size_t i) { return fn(x[i], y[i], z[i]); },
       LeafKeys{*self.impl()}, mul ? "addcmul" : "addcdiv");
   RebuildOptions options;
   options.filter_empty = true;

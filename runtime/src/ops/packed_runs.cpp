@@ -226,6 +226,18 @@ std::optional<c10::SmallVector<at::Tensor, 4>> partner_flats(const PackedRuns& r
   return flats;
 }
 
+std::optional<c10::SmallVector<c10::SmallVector<at::Tensor, 4>, 2>> partners_flats(const PackedRuns& runs,
+                                                                                 const LeafList& a,
+                                                                                 c10::ArrayRef<const LeafList*> partners) {
+  c10::SmallVector<c10::SmallVector<at::Tensor, 4>, 2> out;
+  for (const LeafList* b : partners) {
+    auto flats = partner_flats(runs, a, *b);
+    if (!flats) return std::nullopt;
+    out.push_back(std::move(*flats));
+  }
+  return out;
+}
+
 std::optional<LeafList> map_runs(const LeafList& leaves, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                                  size_t result_itemsize) {
   const std::optional<PackedRuns> runs = packed_runs(leaves, Padding::ReadOver);
@@ -273,16 +285,12 @@ std::optional<TensorDict> map_intact_run_tuples(const TensorDictBase& a, c10::Ar
   const auto ra = in_memory::intact_runs(a);
   if (!ra) return std::nullopt;
   c10::intrusive_ptr<LevelShape> shape;  // a's, when the layouts were compared through shapes
-  c10::SmallVector<in_memory::IntactRuns, 2> others;
-  for (const TensorDictBase* b : partners) {
-    auto rb = in_memory::intact_runs(*b);
-    if (!rb || !in_memory::runs_laid_out_alike(a, *ra, *b, *rb, others.empty() ? &shape : nullptr)) return std::nullopt;
-    others.push_back(std::move(*rb));
-  }
+  const auto others = in_memory::partners_laid_out_alike(a, *ra, partners, &shape);
+  if (!others) return std::nullopt;
+  c10::SmallVector<c10::ArrayRef<at::Tensor>, 2> partner_runs;
+  for (const auto& rb : *others) partner_runs.emplace_back(rb.storages);
   const auto results = run_each(ra->storages, result_itemsize, [&](size_t r, const at::Tensor& flat) {
-    c10::SmallVector<at::Tensor, 2> partner_flats;
-    for (const auto& rb : others) partner_flats.push_back(rb.storages[r]);
-    return fn(flat, partner_flats);
+    return fn(flat, run_of_each(partner_runs, r));
   });
   if (!results) return std::nullopt;
   for (const at::Tensor& result : *results) {
@@ -307,26 +315,16 @@ std::optional<TensorDict> map_run_tuples_result(const TensorDictBase& like, cons
                                                 size_t result_itemsize, bool filter_empty, bool lock) {
   const std::optional<PackedRuns> runs = packed_runs(a, Padding::ReadOver);
   if (!runs) return std::nullopt;
-  c10::SmallVector<c10::SmallVector<at::Tensor, 4>, 2> partner_runs;
-  for (const LeafList* b : partners) {
-    auto flats = partner_flats(*runs, a, *b);
-    if (!flats) return std::nullopt;
-    partner_runs.push_back(std::move(*flats));
-  }
+  const auto partner_runs = partners_flats(*runs, a, partners);
+  if (!partner_runs) return std::nullopt;
   const auto results = run_each(runs->flats, result_itemsize, [&](size_t r, const at::Tensor& flat) {
-    c10::SmallVector<at::Tensor, 2> run_partners;
-    for (const auto& flats : partner_runs) run_partners.push_back(flats[r]);
-    return fn(flat, run_partners);
+    return fn(flat, run_of_each(*partner_runs, r));
   });
   if (!results) return std::nullopt;
   try {
     return runs_result(
         like, *runs, *results, a,
-        [&](size_t i) {
-          c10::SmallVector<at::Tensor, 2> leaf_partners;
-          for (const LeafList* b : partners) leaf_partners.push_back((*b)[i]);
-          return fn(a[i], leaf_partners);
-        },
+        [&](size_t i) { return fn(a[i], leaves_of_each(partners, i)); },
         filter_empty, lock);
   } catch (const c10::Error&) {
     return std::nullopt;

@@ -151,6 +151,27 @@ bool write_intact_runs(const TensorDict& td, const TensorDict* partner,
 bool write_intact_runs(const TensorDict& td, c10::ArrayRef<const TensorDict*> partners, WriteWith write,
                        const char* op);
 
+/// The flats of run `r` of each partner (`partners[p][r]`), partners holding one flat per run.
+template <typename Partners>
+c10::SmallVector<at::Tensor, 2> run_of_each(const Partners& partners, size_t r) {
+  c10::SmallVector<at::Tensor, 2> out;
+  for (const auto& flats : partners) out.push_back(flats[r]);
+  return out;
+}
+
+/// Leaf `i` of each partner's leaves.
+inline c10::SmallVector<at::Tensor, 2> leaves_of_each(c10::ArrayRef<const LeafList*> partners, size_t i) {
+  c10::SmallVector<at::Tensor, 2> out;
+  for (const LeafList* leaves : partners) out.push_back((*leaves)[i]);
+  return out;
+}
+
+/// Each partner's flats laid out as `runs` (partner_flats for each of them, a's leaves `a`);
+/// nullopt when one's leaves do not lie so.
+std::optional<c10::SmallVector<c10::SmallVector<at::Tensor, 4>, 2>> partners_flats(const PackedRuns& runs,
+                                                                                 const LeafList& a,
+                                                                                 c10::ArrayRef<const LeafList*> partners);
+
 /// b's runs laid out as `runs` (a's): one flat per run of `runs`; nullopt when b's leaves do not
 /// lie so.
 std::optional<c10::SmallVector<at::Tensor, 4>> partner_flats(const PackedRuns& runs, const LeafList& a,

@@ -23,13 +23,6 @@ namespace {
 // Each partner's flat of one run (at most a few partners: no heap).
 using RunPartners = c10::SmallVector<at::Tensor, 2>;
 
-// partners[p][r] for each p.
-RunPartners partners_of(c10::ArrayRef<c10::ArrayRef<at::Tensor>> partners, size_t r) {
-  RunPartners out;
-  for (const auto& runs : partners) out.push_back(runs[r]);
-  return out;
-}
-
 // Whether a partner's run `x` shares bytes with a's run `y`, other than being its own run's very
 // bytes (`a op= a`): written in storage order, one run would read what another already wrote,
 // where leaf by leaf the reads come in key order.
@@ -56,9 +49,7 @@ bool may_fail_midway(const at::Tensor& flat) { return at::isIntegralType(flat.sc
     if (!in_flat(i)) continue;
     try {
       const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], packed.cpp
-      RunPartners leaf_partners;
-      for (const LeafList* p : partners) leaf_partners.push_back((*p)[i]);
-      write(a[i].clone(), leaf_partners);
+      write(a[i].clone(), leaves_of_each(partners, i));
     } catch (...) {
       rethrow_leaf_error(op, [&] { return key_of(i); });
     }
@@ -151,13 +142,13 @@ bool write_each_run(c10::ArrayRef<at::Tensor> flats, c10::ArrayRef<c10::ArrayRef
   }
   for (size_t i = 1; i < order.size(); ++i) {
     const size_t r = order[i].second;
-    if (often_refused(flats[r].scalar_type()) && fails_before_writing(flats[r], partners_of(partners, r), write))
+    if (often_refused(flats[r].scalar_type()) && fails_before_writing(flats[r], run_of_each(partners, r), write))
       return false;
   }
   for (size_t i = 0; i < order.size(); ++i) {
     const size_t r = order[i].second;
     const at::Tensor& flat = flats[r];
-    const RunPartners run_partners = partners_of(partners, r);
+    const RunPartners run_partners = run_of_each(partners, r);
     if (write_over(flat, [&] { write(flat, run_partners); })) continue;
     // Nothing written yet: the per-leaf path names the key.
     if (i == 0 && (!may_fail_midway(flat) || fails_before_writing(flat, run_partners, write))) return false;
@@ -171,13 +162,9 @@ bool write_runs(const LeafList& a, c10::ArrayRef<const LeafList*> partners, Writ
                 FunctionRef<NestedKey(size_t)> key_of, const char* op) {
   const std::optional<PackedRuns> runs = packed_runs(a, Padding::Skip);
   if (!runs) return false;
-  c10::SmallVector<c10::SmallVector<at::Tensor, 4>, 2> partner_runs;
-  for (const LeafList* b : partners) {
-    auto flats = partner_flats(*runs, a, *b);
-    if (!flats) return false;
-    partner_runs.push_back(std::move(*flats));
-  }
-  const c10::SmallVector<c10::ArrayRef<at::Tensor>, 2> partner_refs(partner_runs.begin(), partner_runs.end());
+  const auto partner_runs = partners_flats(*runs, a, partners);
+  if (!partner_runs) return false;
+  const c10::SmallVector<c10::ArrayRef<at::Tensor>, 2> partner_refs(partner_runs->begin(), partner_runs->end());
   if (!runs_writable(runs->flats, partner_refs)) return false;
   const bool written = write_each_run(runs->flats, partner_refs, write, [&](size_t r) {
     // Name the failing leaf without writing any leaf twice.
@@ -194,15 +181,13 @@ bool write_intact_runs(const TensorDict& td, c10::ArrayRef<const TensorDict*> pa
                        const char* op) {
   const auto runs = in_memory::intact_runs(*td.impl());
   if (!runs || !runs->writable) return false;
-  c10::SmallVector<in_memory::IntactRuns, 2> others;
-  for (const TensorDict* partner : partners) {
-    auto other = in_memory::intact_runs(*partner->impl());
-    if (!other || !in_memory::runs_laid_out_alike(*td.impl(), *runs, *partner->impl(), *other)) return false;
-    others.push_back(std::move(*other));
-  }
+  c10::SmallVector<const TensorDictBase*, 2> partner_levels;
+  for (const TensorDict* partner : partners) partner_levels.push_back(partner->impl());
+  const auto others = in_memory::partners_laid_out_alike(*td.impl(), *runs, partner_levels);
+  if (!others) return false;
   const auto& flats = runs->storages;
   c10::SmallVector<c10::ArrayRef<at::Tensor>, 2> partner_runs;
-  for (const auto& other : others) partner_runs.emplace_back(other.storages);
+  for (const auto& other : *others) partner_runs.emplace_back(other.storages);
   if (!runs_writable(flats, partner_runs)) return false;
   // Python's padding of a consolidated root is written with its runs, then put back (when this
   // goes out of scope, also on an error).

@@ -221,5 +221,17 @@ bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const Te
   return true;
 }
 
+std::optional<c10::SmallVector<IntactRuns, 2>> partners_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra,
+                                                                       c10::ArrayRef<const TensorDictBase*> partners,
+                                                                       c10::intrusive_ptr<LevelShape>* a_shape) {
+  c10::SmallVector<IntactRuns, 2> out;
+  for (const TensorDictBase* b : partners) {
+    auto rb = intact_runs(*b);
+    if (!rb || !runs_laid_out_alike(a, ra, *b, *rb, out.empty() ? a_shape : nullptr)) return std::nullopt;
+    out.push_back(std::move(*rb));
+  }
+  return out;
+}
+
 }  // namespace in_memory
 }  // namespace tensordict
