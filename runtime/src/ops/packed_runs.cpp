@@ -285,10 +285,10 @@ std::optional<TensorDict> map_intact_run_tuples(const TensorDictBase& a, c10::Ar
   const auto ra = in_memory::intact_runs(a);
   if (!ra) return std::nullopt;
   c10::intrusive_ptr<LevelShape> shape;  // a's, when the layouts were compared through shapes
-  const auto others = in_memory::partners_laid_out_alike(a, *ra, partners, &shape);
-  if (!others) return std::nullopt;
+  c10::SmallVector<in_memory::IntactRuns, 2> others;
+  if (!in_memory::partners_laid_out_alike(a, *ra, partners, others, &shape)) return std::nullopt;
   c10::SmallVector<c10::ArrayRef<at::Tensor>, 2> partner_runs;
-  for (const auto& rb : *others) partner_runs.emplace_back(rb.storages);
+  for (const auto& rb : others) partner_runs.emplace_back(rb.storages);
   const auto results = run_each(ra->storages, result_itemsize, [&](size_t r, const at::Tensor& flat) {
     return fn(flat, run_of_each(partner_runs, r));
   });

@@ -183,11 +183,11 @@ bool write_intact_runs(const TensorDict& td, c10::ArrayRef<const TensorDict*> pa
   if (!runs || !runs->writable) return false;
   c10::SmallVector<const TensorDictBase*, 2> partner_levels;
   for (const TensorDict* partner : partners) partner_levels.push_back(partner->impl());
-  const auto others = in_memory::partners_laid_out_alike(*td.impl(), *runs, partner_levels);
-  if (!others) return false;
+  c10::SmallVector<in_memory::IntactRuns, 2> others;
+  if (!in_memory::partners_laid_out_alike(*td.impl(), *runs, partner_levels, others)) return false;
   const auto& flats = runs->storages;
   c10::SmallVector<c10::ArrayRef<at::Tensor>, 2> partner_runs;
-  for (const auto& other : *others) partner_runs.emplace_back(other.storages);
+  for (const auto& other : others) partner_runs.emplace_back(other.storages);
   if (!runs_writable(flats, partner_runs)) return false;
   // Python's padding of a consolidated root is written with its runs, then put back (when this
   // goes out of scope, also on an error).

@@ -125,16 +125,15 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   return true;
 }
 
-}  // namespace
-
-std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
+// intact_runs into `runs` (a new IntactRuns), false for nullopt: filled in place, as an
+// IntactRuns is large to move.
+bool find_intact_runs(const TensorDictBase& td, IntactRuns& runs) {
   const TensorDictImpl* level = packed_level(td);
-  if (level == nullptr || detail::forward_ad_open()) return std::nullopt;
+  if (level == nullptr || detail::forward_ad_open()) return false;
   // A consolidated root holds every leaf of its storage: its padding is nobody's.
   const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
-  IntactRuns runs;
   RunsWalk walk{runs, {}};
-  if (!collect_runs(*level, walk) || runs.storages.empty()) return std::nullopt;
+  if (!collect_runs(*level, walk) || runs.storages.empty()) return false;
   runs.canonical = runs.canonical && walk.listed == runs.storages.size();
   walk.held.resize(runs.storages.size());  // a flat a level lists but no leaf views holds nothing
   for (size_t i = 0; i < runs.storages.size(); ++i) {
@@ -147,14 +146,22 @@ std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
     const int64_t gap = flat.numel() - walk.held[i].elements;
     if (flat.dim() != 1 || gap < 0 || (!padded_ok && gap != 0) ||
         gap * static_cast<int64_t>(flat.element_size()) >= 8 * walk.held[i].leaves)
-      return std::nullopt;
+      return false;
     // The padding of a nested level's runs may be a sibling's small leaf.
     runs.writable = runs.writable && (gap == 0 || consolidated_root);
     runs.exact = runs.exact && gap == 0;
   }
   // One storage its leaves tile from its start is intact_packed_storage's.
   if (runs.storages.size() == 1 && runs.storages[0].storage_offset() == 0 && walk.held[0].elements == runs.storages[0].numel())
-    return std::nullopt;
+    return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
+  IntactRuns runs;
+  if (!find_intact_runs(td, runs)) return std::nullopt;
   return runs;
 }
 
@@ -221,16 +228,15 @@ bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const Te
   return true;
 }
 
-std::optional<c10::SmallVector<IntactRuns, 2>> partners_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra,
-                                                                       c10::ArrayRef<const TensorDictBase*> partners,
-                                                                       c10::intrusive_ptr<LevelShape>* a_shape) {
-  c10::SmallVector<IntactRuns, 2> out;
+bool partners_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, c10::ArrayRef<const TensorDictBase*> partners,
+                             c10::SmallVector<IntactRuns, 2>& out, c10::intrusive_ptr<LevelShape>* a_shape) {
   for (const TensorDictBase* b : partners) {
-    auto rb = intact_runs(*b);
-    if (!rb || !runs_laid_out_alike(a, ra, *b, *rb, out.empty() ? a_shape : nullptr)) return std::nullopt;
-    out.push_back(std::move(*rb));
+    const bool first = out.empty();
+    out.emplace_back();
+    if (!find_intact_runs(*b, out.back()) || !runs_laid_out_alike(a, ra, *b, out.back(), first ? a_shape : nullptr))
+      return false;
   }
-  return out;
+  return true;
 }
 
 }  // namespace in_memory

@@ -102,11 +102,11 @@ class KeptPadding {
 /// rather than check it again).
 bool runs_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, const TensorDictBase& b, const IntactRuns& rb,
                          c10::intrusive_ptr<LevelShape>* a_shape = nullptr);
-/// The runs of each of `partners` (the other operands of an op over `a`), each laid out as `a`;
-/// nullopt when one is not. `a_shape` as runs_laid_out_alike's, from the first partner.
-std::optional<c10::SmallVector<IntactRuns, 2>> partners_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra,
-                                                                       c10::ArrayRef<const TensorDictBase*> partners,
-                                                                       c10::intrusive_ptr<LevelShape>* a_shape = nullptr);
+/// Whether each of `partners` (the other operands of an op over `a`) is laid out as `a`; their
+/// runs, in order, into `out` (filled in place: an IntactRuns is large to move). `a_shape` as
+/// runs_laid_out_alike's, from the first partner.
+bool partners_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, c10::ArrayRef<const TensorDictBase*> partners,
+                             c10::SmallVector<IntactRuns, 2>& out, c10::intrusive_ptr<LevelShape>* a_shape = nullptr);
 
 /// A result shaped like `like` (intact_runs found `runs`), its leaves laid out as like's over
 /// `results` (one elementwise result per storage, in the same order), made on first access.
