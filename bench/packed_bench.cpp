@@ -221,6 +221,15 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
                [](const at::Tensor& t) { return t.to(at::kDouble); },
                [](Packed& p) { return p.storage.to(at::kDouble); });
   sum_reduce_rows("sum_reduce" + suffix, [a](Packed& p) { return (p.*a).sum(tensordict::reduce); });
+  // Reductions per leaf (Note [Shape groups]); by hand, the 30 leaves viewed as one tensor.
+  op3("sum0" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).sum(0)); },
+      [](const at::Tensor& t) { return at::sum(t, {0}); },
+      [](Packed& p) { DoNotOptimize(at::sum(p.storage.view({30, 64, 16}), {1})); });
+  op3("mean" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).mean()); }, [](const at::Tensor& t) { return at::mean(t); },
+      [](Packed& p) { DoNotOptimize(at::mean(p.storage.view({30, 1024}), {1})); });
+  op3("sum_features" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).sum(tensordict::FeatureDims{})); },
+      [](const at::Tensor& t) { return at::sum(t, {-1}); },
+      [](Packed& p) { DoNotOptimize(at::sum(p.storage.view({30, 64, 16}), {-1})); });
   reg("cpp/eq_all" + suffix, [eq_a, eq_b](Packed& p) { DoNotOptimize((p.*eq_a == p.*eq_b).all()); });
   reg("floor/eq_all" + suffix, floor_eq_all);
   reg("storage/eq_all" + suffix, [](Packed& p) { DoNotOptimize(at::equal(p.same_storage, p.same_storage2)); });

@@ -170,7 +170,7 @@ inline bool with_leaf_requiring_grad(Program& p, bool grad_mode) {
 inline bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(54)) {
+  switch (p.pick(56)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -485,6 +485,20 @@ inline bool step(Program& p) {
     case 52:
       return binary(p, "addcmul(b, b, -2)", [](const TensorDict& a, const TensorDict& b) { return a.addcmul(b, b, -2); },
                     [](const at::Tensor& x, const at::Tensor& y) { return x.addcmul(y, y, -2); }, true, false);
+    // Reductions per leaf (Note [Shape groups]): over the first batch dim, and over every dim.
+    case 53: {
+      if (dims == 0) return true;
+      p.log << "\n  sum(0)";
+      Model expected = map_model(p.m, [](const at::Tensor& t) { return t.sum(0); }, false);
+      expected.batch.erase(expected.batch.begin());
+      return out_of_place(p, "sum(0)", p.a.sum(0), std::move(expected), /*adopt=*/false);
+    }
+    case 54: {
+      p.log << "\n  mean()";
+      Model expected = map_model(p.m, [](const at::Tensor& t) { return t.mean(); }, false);
+      expected.batch.clear();
+      return out_of_place(p, "mean()", p.a.mean(), std::move(expected), /*adopt=*/false);
+    }
     default:
       p.log << "\n  read some leaves";
       read_some(p, p.a);

@@ -13,6 +13,7 @@
 #include "ops/leafwise.h"
 #include "ops/packed.h"
 #include "ops/packed_runs.h"
+#include "ops/shape_groups.h"
 
 namespace tensordict {
 
@@ -104,23 +105,34 @@ std::vector<int64_t> reduced_batch(c10::IntArrayRef batch, int64_t dim, bool kee
 }
 
 // `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
-// dims unless `nested_extra_dims` is false).
-TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                         c10::IntArrayRef batch, bool nested_extra_dims = true) {
+// dims unless `nested_extra_dims` is false); `group_fn` is the same reduction over a group of
+// leaves (Note [Shape groups]). Errors name the leaf.
+TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                              GroupFn group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true) {
+  const TensorDict src = readable(td);
+  const LeafList leaves = leaves_of(src);
   RebuildOptions options;
   options.batch_size = batch;
   options.nested_extra_dims = nested_extra_dims;
-  return map_each_leaf(td, op, fn, options);
+  const auto per_leaf = [&](size_t i) { return fn(leaves[i]); };
+  if (auto grouped = map_shape_groups(*src.impl(), leaves, group_fn, per_leaf, options)) return std::move(*grouped);
+  LeafList results = compute(leaves.size(), false, [] { return LeafList(); }, per_leaf, LeafKeys{*src.impl()}, op);
+  return rebuild(*src.impl(), std::move(results), options);
 }
 
 TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {
   if (!dim) {
-    return map_leaves_to(
-        td, red_name(r), [&](const at::Tensor& t) { return reduce_full(r, t, x); }, {}, /*nested_extra_dims=*/false);
+    // A group's entries flattened, each reduced whole as its leaf would be.
+    return map_leaves_grouped(
+        td, red_name(r), [&](const at::Tensor& t) { return reduce_full(r, t, x); },
+        [&](const at::Tensor& g, size_t) { return reduce_dim(r, g.reshape({g.size(0), -1}), 1, false, x); }, {},
+        /*nested_extra_dims=*/false);
   }
   const int64_t d = reduction_dim(td, *dim, red_name(r));
   const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
-  return map_leaves_to(td, red_name(r), [&](const at::Tensor& t) { return reduce_dim(r, t, d, keepdim, x); }, batch);
+  return map_leaves_grouped(
+      td, red_name(r), [&](const at::Tensor& t) { return reduce_dim(r, t, d, keepdim, x); },
+      [&](const at::Tensor& g, size_t) { return reduce_dim(r, g, d + 1, keepdim, x); }, batch);
 }
 
 // `leaf` with its feature dims (those past `batch_dims`) flattened into one last dim, or a new
@@ -147,10 +159,15 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
   LeafList leaves;
   std::vector<int64_t> dims;
   collect_with_level_dims(*src.impl(), leaves, dims);
-  LeafList results = compute(
-      leaves.size(), false, [] { return LeafList(); },
-      [&](size_t i) { return reduce_dim(r, features_last(leaves[i], dims[i]), -1, false, x); }, LeafKeys{*src.impl()},
-      red_name(r));
+  const auto per_leaf = [&](size_t i) { return reduce_dim(r, features_last(leaves[i], dims[i]), -1, false, x); };
+  const auto per_group = [&](const at::Tensor& g, size_t first) {
+    // The group's dim 0 comes before the leaves' batch dims.
+    return reduce_dim(r, features_last(g, dims[first] + 1), -1, false, x);
+  };
+  if (auto grouped = map_shape_groups(*src.impl(), leaves, per_group, per_leaf, RebuildOptions(), dims))
+    return std::move(*grouped);
+  LeafList results =
+      compute(leaves.size(), false, [] { return LeafList(); }, per_leaf, LeafKeys{*src.impl()}, red_name(r));
   return ops::rebuild(*src.impl(), std::move(results));
 }
 
@@ -325,20 +342,25 @@ TensorDict TensorDict::logsumexp(std::optional<int64_t> dim, bool keepdim) const
     if (!reduced) batch.push_back(batch_size()[d]);
     else if (keepdim) batch.push_back(1);
   }
-  return map_leaves_to(*this, "logsumexp", [&](const at::Tensor& t) { return at::logsumexp(t, dims, keepdim); },
-                       batch);
+  std::vector<int64_t> group_dims(dims.size());  // past a group's dim 0
+  for (size_t i = 0; i < dims.size(); ++i) group_dims[i] = dims[i] + 1;
+  return map_leaves_grouped(
+      *this, "logsumexp", [&](const at::Tensor& t) { return at::logsumexp(t, dims, keepdim); },
+      [&](const at::Tensor& g, size_t) { return at::logsumexp(g, group_dims, keepdim); }, batch);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
   const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "all", batch_size());
-  return map_leaves_to(*this, "all", [&](const at::Tensor& t) { return at::all(t, d); },
-                       reduced_batch(batch_size(), d, false));
+  return map_leaves_grouped(
+      *this, "all", [&](const at::Tensor& t) { return at::all(t, d); },
+      [&](const at::Tensor& g, size_t) { return at::all(g, d + 1); }, reduced_batch(batch_size(), d, false));
 }
 
 TensorDict TensorDict::any(int64_t dim) const {
   const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "any", batch_size());
-  return map_leaves_to(*this, "any", [&](const at::Tensor& t) { return at::any(t, d); },
-                       reduced_batch(batch_size(), d, false));
+  return map_leaves_grouped(
+      *this, "any", [&](const at::Tensor& t) { return at::any(t, d); },
+      [&](const at::Tensor& g, size_t) { return at::any(g, d + 1); }, reduced_batch(batch_size(), d, false));
 }
 
 }  // namespace tensordict

@@ -1,0 +1,187 @@
+#include "ops/shape_groups.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <c10/util/SmallVector.h>
+
+#include <tensordict/entry.h>
+
+#include "backends/in_memory/level_builder.h"
+#include "core/structure_walk.h"
+
+#include "core/forward_ad.h"
+#include "core/strided_view.h"
+#include "ops/packed_runs.h"
+
+namespace tensordict {
+namespace ops {
+
+namespace {
+
+// A leaf a group may hold: plain strided values, with elements, that nothing tracks (a leaf
+// needing grad, named, or lazily negated or conjugated takes the op itself).
+bool groupable(const at::Tensor& t) {
+  return t.defined() && t.has_storage() && t.layout() == at::kStrided && !t.is_nested() && !t.is_quantized() &&
+         t.numel() > 0 && !t.requires_grad() && !t.has_names() && !t.is_neg() && !t.is_conj();
+}
+
+// The order leaves group in: by storage, dtype, key set, level dims, shape, then place.
+// `ld`: each leaf's level dims (a group's leaves share theirs), 0 when not given.
+struct GroupOrder {
+  const LeafList& leaves;
+  c10::ArrayRef<int64_t> level_dims;
+
+  int64_t ld(uint32_t i) const { return level_dims.empty() ? 0 : level_dims[i]; }
+  // -1, 0 or 1 as a's signature (all but the place) comes before, equals or follows b's.
+  int signature(uint32_t a, uint32_t b) const {
+    const c10::TensorImpl* x = leaves[a].unsafeGetTensorImpl();
+    const c10::TensorImpl* y = leaves[b].unsafeGetTensorImpl();
+    const auto* xs = x->unsafe_storage().unsafeGetStorageImpl();
+    const auto* ys = y->unsafe_storage().unsafeGetStorageImpl();
+    if (xs != ys) return std::less<const void*>()(xs, ys) ? -1 : 1;
+    if (x->dtype() != y->dtype()) return x->dtype().id() < y->dtype().id() ? -1 : 1;
+    if (x->key_set() != y->key_set()) return x->key_set().raw_repr() < y->key_set().raw_repr() ? -1 : 1;
+    if (ld(a) != ld(b)) return ld(a) < ld(b) ? -1 : 1;
+    const c10::IntArrayRef xz = x->sizes(), yz = y->sizes();
+    if (xz.size() != yz.size()) return xz.size() < yz.size() ? -1 : 1;
+    for (size_t d = 0; d < xz.size(); ++d)
+      if (xz[d] != yz[d]) return xz[d] < yz[d] ? -1 : 1;
+    const c10::IntArrayRef xt = x->strides(), yt = y->strides();
+    for (size_t d = 0; d < xt.size(); ++d)
+      if (xt[d] != yt[d]) return xt[d] < yt[d] ? -1 : 1;
+    return 0;
+  }
+  bool operator()(uint32_t a, uint32_t b) const {
+    const int c = signature(a, b);
+    return c != 0 ? c < 0 : leaves[a].storage_offset() < leaves[b].storage_offset();
+  }
+};
+
+// A group: order[begin, begin + count) are its leaves' indices, by place in their storage.
+struct Group {
+  size_t begin;
+  size_t count;
+  int64_t spacing;  // elements from one leaf's start to the next's
+};
+
+// The groups of two or more leaves alike and evenly spaced in one storage, wherever they sit in
+// key order (consolidate lays each dtype's leaves out together, whatever the key order).
+c10::SmallVector<Group, 8> find_groups(const LeafList& leaves, c10::ArrayRef<int64_t> level_dims,
+                                       c10::SmallVector<uint32_t, 32>& order) {
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (groupable(leaves[i])) order.push_back(static_cast<uint32_t>(i));
+  const GroupOrder by{leaves, level_dims};
+  // Usually in order already (one dtype, keys in storage order): checked first, in one pass.
+  if (!std::is_sorted(order.begin(), order.end(), by)) std::sort(order.begin(), order.end(), by);
+  c10::SmallVector<Group, 8> groups;
+  for (size_t i = 0; i < order.size();) {
+    Group g{i, 1, 0};
+    for (size_t j = i + 1; j < order.size() && by.signature(order[i], order[j]) == 0; ++j) {
+      const int64_t step = leaves[order[j]].storage_offset() - leaves[order[j - 1]].storage_offset();
+      if (step <= 0 || (g.count > 1 && step != g.spacing)) break;
+      g.spacing = step;
+      ++g.count;
+    }
+    if (g.count > 1) groups.push_back(g);
+    i += g.count;
+  }
+  return groups;
+}
+
+// What the groups gave: per leaf, its result (a leaf in no group) or its group and place there.
+struct Grouped {
+  LeafList made;                          // per leaf: its result when in no group
+  c10::SmallVector<at::Tensor, 4> outs;   // per group of two or more: group_fn's result
+  std::vector<int32_t> group_of;          // per leaf: index into outs, or -1
+  std::vector<int64_t> offset;            // per grouped leaf: its entry's storage offset
+};
+
+// The level of the result shaped like `like`, its batch size as rebuild() makes it.
+TensorDict build_level(const TensorDictBase& like, const Grouped& g, size_t& next, c10::IntArrayRef new_root,
+                       size_t old_root_dims, bool filter_empty) {
+  const BatchSize batch = detail::nested_batch(new_root, like.batch_size(), old_root_dims);
+  LevelBuilder out(batch, like.device(), like.num_entries());
+  like.for_each([&](const std::string& key, const Entry& entry) {
+    switch (entry.kind()) {
+      case EntryKind::Tensor: {
+        const size_t i = next++;
+        if (g.group_of[i] < 0) {
+          out.append(key, g.made[i]);
+        } else {
+          const at::Tensor& o = g.outs[static_cast<size_t>(g.group_of[i])];
+          out.append_lazy_at(key, o, g.offset[i], o.sizes().slice(1), o.strides().slice(1));
+        }
+        break;
+      }
+      case EntryKind::TensorDict: {
+        TensorDict child = build_level(*entry.tensordict_unchecked().impl(), g, next, new_root, old_root_dims, filter_empty);
+        if (!filter_empty || child.num_keys() != 0) out.append(key, std::move(child));
+        break;
+      }
+      case EntryKind::NonTensor:
+        out.append(key, entry.non_tensor());
+        break;
+      case EntryKind::Undefined:
+        break;
+    }
+  });
+  TensorDict level = out.finish();
+  // As rebuild(): the dim names stay where the batch size does.
+  if (C10_UNLIKELY(!like.dim_names().empty()) && c10::IntArrayRef(batch) == like.batch_size())
+    level.impl()->set_dim_names(like.dim_names());
+  return level;
+}
+
+}  // namespace
+
+std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const LeafList& leaves, GroupFn group_fn,
+                                           FunctionRef<at::Tensor(size_t)> per_leaf, const RebuildOptions& options,
+                                           c10::ArrayRef<int64_t> level_dims) {
+  // Leaves each in a storage of their own (a tensordict never consolidated) are refused after a
+  // few leaves, before any group is looked for.
+  if (leaves.size() < 2 || !in_few_storages(leaves) || detail::forward_ad_open()) return std::nullopt;
+  c10::SmallVector<uint32_t, 32> order;
+  const c10::SmallVector<Group, 8> groups = find_groups(leaves, level_dims, order);
+  if (groups.empty()) return std::nullopt;
+  Grouped g;
+  g.made.resize(leaves.size());
+  g.group_of.assign(leaves.size(), -1);
+  g.offset.assign(leaves.size(), 0);
+  c10::SmallVector<int64_t, 6> sizes, strides;
+  try {
+    for (const Group& group : groups) {
+      const uint32_t first_leaf = order[group.begin];
+      const at::Tensor& first = leaves[first_leaf];
+      sizes.assign({static_cast<int64_t>(group.count)});
+      strides.assign({group.spacing});
+      sizes.append(first.sizes().begin(), first.sizes().end());
+      strides.append(first.strides().begin(), first.strides().end());
+      at::Tensor out = group_fn(detail::strided_view(first, sizes, strides, first.storage_offset()), first_leaf);
+      // Leaves made from the records are plain views (core/strided_view.h): not of a result
+      // autograd tracks, nor of one viewing the operands.
+      if (out.dim() < 1 || out.size(0) != static_cast<int64_t>(group.count) || out.requires_grad() ||
+          out.is_alias_of(first))
+        return std::nullopt;
+      const auto index = static_cast<int32_t>(g.outs.size());
+      for (size_t k = 0; k < group.count; ++k) {
+        const uint32_t leaf = order[group.begin + k];
+        g.group_of[leaf] = index;
+        g.offset[leaf] = out.storage_offset() + static_cast<int64_t>(k) * out.stride(0);
+      }
+      g.outs.push_back(std::move(out));
+    }
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (g.group_of[i] < 0) g.made[i] = per_leaf(i);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  size_t next = 0;
+  const c10::IntArrayRef root = options.batch_size ? *options.batch_size : like.batch_size();
+  // An old root rank beyond any level's rank drops every extra dim (rebuild()'s rule).
+  const size_t old_dims = options.nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
+  return build_level(like, g, next, root, old_dims, options.filter_empty);
+}
+
+}  // namespace ops
+}  // namespace tensordict

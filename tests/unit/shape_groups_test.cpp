@@ -1,0 +1,210 @@
+// Reductions per leaf over leaves of one shape lying evenly spaced in one storage (Note [Shape
+// groups]): one kernel a group, each leaf's result the one the per-leaf path gives (compared
+// with the same op on a copy of the tree whose leaves each have a storage of their own).
+// Kernels are counted with a RecordFunction callback.
+#include "support/catch_torch.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/ops.h>
+
+#include "support/runs_fixtures.h"
+
+using namespace tensordict;
+
+// A namespace of its own, not an anonymous one: the sanitizer build compiles test files together.
+namespace shape_groups_test {
+
+using runs_fixtures::KernelCount;
+using runs_fixtures::read_all;
+using runs_fixtures::require_same;
+
+int kernels(const char* op, const std::function<void()>& run) { return KernelCount::of(op, run); }
+
+// Ten float leaves [8, 4] over two levels, then one [8, 2] deeper: consolidated, the ten are one
+// group and the deep one a leaf of its own.
+TensorDict uniform() { return runs_fixtures::two_levels(0); }
+
+// `td` with every leaf copied into a storage of its own: the per-leaf path's operand.
+TensorDict apart(const TensorDict& td) { return td.clone(); }
+
+TEST_CASE("reductions per leaf of a consolidated tensordict run one kernel a group of one shape",
+          "[unit][shape_groups][reduce]") {
+  const TensorDict x = uniform();
+  const TensorDict a = consolidate(x);
+  const bool read = GENERATE(false, true);
+  INFO("leaves read and held: " << read);
+  std::vector<at::Tensor> held;
+  if (read) held = read_all(a);
+  TensorDict r;
+  SECTION("over every dim of a leaf") {
+    // Without the deep leaf the ten leaves are one group: one call of the dim overload. (The
+    // per-leaf path calls the full overload, which LibTorch records twice.)
+    const TensorDict x10 = x.exclude({NestedKey({"g1", "deep"})});
+    const TensorDict a10 = a.exclude({NestedKey({"g1", "deep"})});
+    CHECK(kernels("aten::sum", [&] { r = a10.sum(); }) == 1);
+    require_same(r, x10.sum());
+    CHECK(r.batch_size().empty());
+    CHECK(kernels("aten::mean", [&] { r = a10.mean(); }) == 1);
+    require_same(r, x10.mean());
+    CHECK(kernels("aten::std", [&] { r = a10.std(); }) <= 2);
+    CHECK(kernels("aten::std", [&] { r = x10.std(); }) >= 10);
+    require_same(r, x10.std());
+    require_same(a.sum(), x.sum());
+    require_same(a.mean(), x.mean());
+    require_same(a.var(std::nullopt, false, false), x.var(std::nullopt, false, false));
+    require_same(a.amax(), x.amax());
+    require_same(a.min(), x.min());
+    require_same(a.norm(), x.norm());
+    require_same(a.prod(), x.prod());
+    require_same(a.nansum(), x.nansum());
+    require_same(a.quantile(0.25), x.quantile(0.25));
+  }
+  SECTION("over a batch dim, keepdim or not") {
+    CHECK(kernels("aten::sum", [&] { r = a.sum(0); }) == 2);
+    require_same(r, x.sum(0));
+    CHECK(kernels("aten::mean", [&] { r = a.mean(-1, /*keepdim=*/true); }) == 2);
+    require_same(r, x.mean(-1, true));
+    CHECK(r.batch_size() == std::vector<int64_t>{1});
+    require_same(a.amax(0), x.amax(0));
+    require_same(a.std(0, false, false), x.std(0, false, false));
+    // LibTorch records logsumexp twice a call: two groups, against 22 per leaf.
+    CHECK(kernels("aten::logsumexp", [&] { r = a.logsumexp(); }) == 4);
+    require_same(r, x.logsumexp());
+  }
+  SECTION("over the features") {
+    CHECK(kernels("aten::sum", [&] { r = a.sum(FeatureDims{}); }) == 2);
+    require_same(r, x.sum(FeatureDims{}));
+    CHECK(r.batch_size() == std::vector<int64_t>{8});
+    require_same(a.mean(FeatureDims{}), x.mean(FeatureDims{}));
+  }
+  SECTION("all and any over a batch dim") {
+    const TensorDict bx = x.gt(0.5);
+    const TensorDict b = consolidate(bx);
+    CHECK(kernels("aten::all", [&] { r = b.all(0); }) == 2);
+    require_same(r, bx.all(0));
+    require_same(b.any(0), bx.any(0));
+  }
+  if (read) CHECK(at::equal(held.front(), x.get({"g0", "x0"})));  // operands untouched
+}
+
+TEST_CASE("shape groups: results are leaves of their own, and a never-consolidated tree is per leaf",
+          "[unit][shape_groups][reduce]") {
+  const TensorDict x = uniform();
+  SECTION("writing one result leaf leaves the others as they were") {
+    TensorDict r = consolidate(x).sum(0);
+    const at::Tensor before = r.get({"g0", "x1"}).clone();
+    r.get({"g0", "x0"}).fill_(-1);
+    CHECK(at::equal(r.get({"g0", "x1"}), before));
+    CHECK(r.get({"g0", "x0"}).eq(-1).all().item<bool>());
+  }
+  SECTION("leaves each in a storage of their own: one kernel a leaf, as before") {
+    TensorDict r;
+    CHECK(kernels("aten::sum", [&] { r = x.sum(0); }) == 11);
+    CHECK(kernels("aten::mean", [&] { r = x.mean(0); }) == 11);
+  }
+}
+
+TEST_CASE("shape groups over leaves laid out otherwise than by consolidate", "[unit][shape_groups][reduce]") {
+  SECTION("padded (Python's layout of odd-sized 4-byte leaves): one group stepping over the padding") {
+    TensorDict x({}, {3});
+    for (int i = 0; i < 6; ++i) x.set("l" + std::to_string(i), at::randn({3}));
+    const TensorDict a = consolidate(x);
+    TensorDict r;
+    CHECK(kernels("aten::sum", [&] { r = a.sum(0); }) == 1);
+    require_same(r, x.sum(0));
+    require_same(a.mean(), x.mean());
+  }
+  SECTION("columns of one tensor (strided, evenly spaced) and overlapping slices") {
+    const at::Tensor base = at::randn({8, 5, 4});
+    TensorDict cols({}, {8});
+    for (int i = 0; i < 5; ++i) cols.set("c" + std::to_string(i), base.select(1, i));
+    TensorDict r;
+    CHECK(kernels("aten::sum", [&] { r = cols.sum(0); }) == 1);
+    require_same(r, apart(cols).sum(0));
+    require_same(cols.amin(FeatureDims{}), apart(cols).amin(FeatureDims{}));
+    const at::Tensor flat = at::randn({40});
+    TensorDict overlapping({}, {4});
+    for (int i = 0; i < 5; ++i) overlapping.set("o" + std::to_string(i), flat.narrow(0, 2 * i, 16).view({4, 4}));
+    CHECK(kernels("aten::mean", [&] { r = overlapping.mean(0); }) == 1);
+    require_same(r, apart(overlapping).mean(0));
+  }
+  SECTION("slices in reverse key order group by place; unevenly spaced ones do not") {
+    const at::Tensor flat = at::randn({64});
+    TensorDict reverse({}, {4});
+    for (int i = 3; i >= 0; --i) reverse.set("r" + std::to_string(3 - i), flat.narrow(0, 16 * i, 16).view({4, 4}));
+    TensorDict r;
+    CHECK(kernels("aten::sum", [&] { r = reverse.sum(0); }) == 1);
+    require_same(r, apart(reverse).sum(0));
+    TensorDict uneven({}, {4});
+    uneven.set("a", flat.narrow(0, 0, 8).view({4, 2}));
+    uneven.set("b", flat.narrow(0, 8, 8).view({4, 2}));
+    uneven.set("c", flat.narrow(0, 20, 8).view({4, 2}));
+    CHECK(kernels("aten::sum", [&] { r = uneven.sum(0); }) == 2);  // a and b, then c
+    require_same(r, apart(uneven).sum(0));
+  }
+  SECTION("float and double leaves alternating in key order: one group a dtype") {
+    TensorDict x({}, {4});
+    for (int i = 0; i < 6; ++i) x.set("l" + std::to_string(i), at::randn({4, 3}, i % 2 ? at::kDouble : at::kFloat));
+    const TensorDict a = consolidate(x);
+    TensorDict r;
+    CHECK(kernels("aten::sum", [&] { r = a.sum(0); }) == 2);
+    require_same(r, x.sum(0));
+    CHECK(r.get("l1").scalar_type() == at::kDouble);
+    require_same(a.logsumexp(), x.logsumexp());
+  }
+  SECTION("mixed dtypes and shapes, nested levels with extra batch dims") {
+    TensorDict x({}, {4});
+    x.set("f0", at::randn({4, 3}));
+    x.set("f1", at::randn({4, 3}));
+    x.set("d0", at::randn({4, 3}, at::kDouble));
+    x.set("i0", at::randint(0, 9, {4, 3}, at::kLong));
+    x.set("i1", at::randint(0, 9, {4, 3}, at::kLong));
+    TensorDict inner({}, {4, 2});
+    inner.set("p", at::randn({4, 2, 3}));
+    inner.set("q", at::randn({4, 2, 3}));
+    x.set("n", inner);
+    const TensorDict a = consolidate(x);
+    require_same(a.sum(), x.sum());
+    require_same(a.sum(0), x.sum(0));
+    require_same(a.amax(FeatureDims{}), x.amax(FeatureDims{}));
+    CHECK(a.sum(FeatureDims{}).get({"n", "p"}).sizes() == c10::IntArrayRef({4, 2}));
+  }
+}
+
+TEST_CASE("shape groups keep autograd and the per-leaf errors", "[unit][shape_groups][reduce]") {
+  SECTION("leaves that need grad take the per-leaf path, and gradients reach them") {
+    TensorDict x = uniform();
+    TensorDict a = consolidate(x);
+    a.unlock_();
+    const at::Tensor leaf = at::randn({8, 4}).requires_grad_();
+    a.set({"g0", "x2"}, leaf);
+    TensorDict r = a.sum();
+    CHECK(r.get({"g0", "x2"}).requires_grad());
+    CHECK_FALSE(r.get({"g0", "x1"}).requires_grad());
+    r.get({"g0", "x2"}).backward();
+    REQUIRE(leaf.grad().defined());
+    CHECK(leaf.grad().eq(1).all().item<bool>());
+    require_same(r, apart(a).sum());
+  }
+  SECTION("an op a group's dtype refuses raises naming the first key, as per leaf") {
+    TensorDict x({}, {4});
+    for (int i = 0; i < 4; ++i) x.set("i" + std::to_string(i), at::randint(0, 9, {4, 2}, at::kLong));
+    const TensorDict a = consolidate(x);
+    try {
+      a.mean();
+      FAIL("mean of int64 leaves did not raise");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("i0"));
+    }
+  }
+}
+
+}  // namespace shape_groups_test
