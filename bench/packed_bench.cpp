@@ -44,6 +44,7 @@ struct Packed {
   // Consolidated tensordicts nobody has read (consolidate makes their leaves when read): the
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
+  at::Tensor mask;  // batch-shaped: every other row
 
   Packed() {
     at::manual_seed(0);
@@ -69,6 +70,7 @@ struct Packed {
     fresh2 = tensordict::consolidate(plain.clone());
     same_fresh = tensordict::consolidate(plain.clone());
     same_fresh2 = tensordict::consolidate(plain.clone());
+    mask = at::arange(64).remainder(2).eq(0);
   }
 };
 
@@ -227,6 +229,15 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
       [](Packed& p) { DoNotOptimize(at::sum(p.storage.view({30, 64, 16}), {1})); });
   op3("mean" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).mean()); }, [](const at::Tensor& t) { return at::mean(t); },
       [](Packed& p) { DoNotOptimize(at::mean(p.storage.view({30, 1024}), {1})); });
+  if (suffix.empty()) {
+    // A batch-shaped mask (Note [Shape groups]): a reset of the rows an episode ended in.
+    op3("masked_fill_", [a](Packed& p) { (p.*a).masked_fill_(p.mask, 0.0); },
+        [](const at::Tensor& t) { return t.masked_fill_(fixture().mask.view({64, 1}), 0.0); },
+        [](Packed& p) { p.storage.view({30, 64, 16}).masked_fill_(p.mask.view({1, 64, 1}), 0.0); });
+    op3("where_scalar", [a](Packed& p) { DoNotOptimize((p.*a).where(p.mask, 0.0)); },
+        [](const at::Tensor& t) { return at::where(fixture().mask.view({64, 1}), t, 0.0); },
+        [](Packed& p) { DoNotOptimize(at::where(p.mask.view({1, 64, 1}), p.storage.view({30, 64, 16}), 0.0)); });
+  }
   op3("sum_features" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).sum(tensordict::FeatureDims{})); },
       [](const at::Tensor& t) { return at::sum(t, {-1}); },
       [](Packed& p) { DoNotOptimize(at::sum(p.storage.view({30, 64, 16}), {-1})); });
@@ -356,6 +367,18 @@ void register_grouped(const std::string& suffix, Grouped& (*get)()) {
   using benchmark::DoNotOptimize;
   using T = const at::Tensor&;
   grouped_rows("exp" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.exp()); }, [](T t, T) { DoNotOptimize(t.exp()); });
+  // A reduction per leaf over a batch dim (Note [Shape groups]); by hand, each run's leaves
+  // (or the padded tree's, stepping over the padding) viewed as one tensor.
+  reg_grouped("cpp/sum0" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.sum(0)); });
+  reg_grouped("floor/sum0" + suffix, get, [](Grouped& g) {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& t : g.leaves) out.push_back(at::sum(t, {0}));
+    DoNotOptimize(out);
+  });
+  reg_grouped("storage/sum0" + suffix, get, [](Grouped& g) {
+    const c10::IntArrayRef leaf = g.leaves.front().sizes();
+    for (const at::Tensor& e : g.elements) DoNotOptimize(at::sum(e.view({-1, leaf[0], leaf[1]}), {1}));
+  });
   grouped_rows("mul_scalar" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td * 0.5); },
                [](T t, T) { DoNotOptimize(t * 0.5); });
   grouped_rows("add_scalar_" + suffix, get, [](Grouped& g) { g.td.add_(1e-6); }, [](T t, T) { t.add_(1e-6); });

@@ -170,7 +170,7 @@ inline bool with_leaf_requiring_grad(Program& p, bool grad_mode) {
 inline bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(56)) {
+  switch (p.pick(57)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -498,6 +498,18 @@ inline bool step(Program& p) {
       Model expected = map_model(p.m, [](const at::Tensor& t) { return t.mean(); }, false);
       expected.batch.clear();
       return out_of_place(p, "mean()", p.a.mean(), std::move(expected), /*adopt=*/false);
+    }
+    case 55: {
+      // A batch-shaped mask (Note [Shape groups] writes a group of leaves at once).
+      if (dims == 0) return true;
+      const at::Tensor mask = at::rand({p.m.batch[0]}).gt(0.5);
+      const auto covering = [mask](const at::Tensor& t) {
+        std::vector<int64_t> shape(static_cast<size_t>(t.dim()), 1);
+        shape[0] = mask.size(0);
+        return mask.view(shape);
+      };
+      return in_place(p, "masked_fill_", [&](TensorDict& a) { a.masked_fill_(mask, -3.0); },
+                      [&](const at::Tensor& t) { return t.masked_fill(covering(t), -3.0); });
     }
     default:
       p.log << "\n  read some leaves";

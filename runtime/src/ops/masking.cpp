@@ -9,6 +9,7 @@
 #include "core/format.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
+#include "ops/shape_groups.h"
 
 namespace tensordict {
 
@@ -70,17 +71,25 @@ TensorDict TensorDict::where(const at::Tensor& condition, const at::Tensor& othe
   check_batch_prefix(*this, condition, "where");
   TD_CHECK(other.defined(), ValueError, "where: the tensor operand is undefined");
   // As torch.where (and Python): `other` broadcasts against each leaf from the right.
+  const auto one = [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); };
+  // A group of leaves (Note [Shape groups]) broadcasts `other` as each leaf does while `other`
+  // reaches no further left than the leaves' own dims.
+  bool within_leaves = true;
+  for (const Entry& e : values(true, true))
+    within_leaves = within_leaves && (!e.is_tensor() || other.dim() <= e.tensor_unchecked().dim());
+  if (!within_leaves) return ops::keep_lock(per_leaf(*this, "where", one), *this);
   return ops::keep_lock(
-      per_leaf(*this, "where",
-               [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); }),
+      map_leaves_grouped(*this, "where", one,
+                         [&](const at::Tensor& g, size_t) { return at::where(group_operand(condition, g), g, other); }),
       *this);
 }
 
 TensorDict TensorDict::where(const at::Tensor& condition, const c10::Scalar& other) const {
   check_batch_prefix(*this, condition, "where");
   return ops::keep_lock(
-      per_leaf(*this, "where",
-               [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); }),
+      map_leaves_grouped(
+          *this, "where", [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); },
+          [&](const at::Tensor& g, size_t) { return at::where(group_operand(condition, g), g, other); }),
       *this);
 }
 
@@ -96,8 +105,9 @@ TensorDict where(const at::Tensor& condition, const TensorDict& input, const c10
 TensorDict TensorDict::masked_fill(const at::Tensor& mask, const c10::Scalar& value) const {
   check_batch_prefix(*this, mask, "masked_fill");
   check_bool(mask, "masked_fill");
-  return per_leaf(*this, "masked_fill",
-                  [&](const at::Tensor& leaf) { return leaf.masked_fill(right_expand(mask, leaf), value); });
+  return map_leaves_grouped(
+      *this, "masked_fill", [&](const at::Tensor& leaf) { return leaf.masked_fill(right_expand(mask, leaf), value); },
+      [&](const at::Tensor& g, size_t) { return g.masked_fill(group_operand(mask, g), value); });
 }
 
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
@@ -105,10 +115,12 @@ TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& 
   check_bool(mask, "masked_fill_");
   InPlaceTarget target(*this);
   LeafList leaves = leaves_of(target.tree());
-  compute_(
-      leaves.size(), false, [] { return false; },
-      [&](size_t i) { leaves[i].masked_fill_(right_expand(mask, leaves[i]), value); }, LeafKeys{*target.tree().impl()},
-      "masked_fill_");
+  const auto one = [&](size_t i) { leaves[i].masked_fill_(right_expand(mask, leaves[i]), value); };
+  // One kernel a group of leaves (Note [Shape groups]); a value written where the mask is set
+  // is the same whatever order overlapping leaves take.
+  if (!write_shape_groups(
+          leaves, [&](const at::Tensor& g) { g.masked_fill_(group_operand(mask, g), value); }, one, mask))
+    compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, "masked_fill_");
   target.commit();
   return *this;
 }

@@ -106,31 +106,26 @@ std::vector<int64_t> reduced_batch(c10::IntArrayRef batch, int64_t dim, bool kee
 
 // `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
 // dims unless `nested_extra_dims` is false); `group_fn` is the same reduction over a group of
-// leaves (Note [Shape groups]). Errors name the leaf.
-TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                              GroupFn group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true) {
-  const TensorDict src = readable(td);
-  const LeafList leaves = leaves_of(src);
+// leaves (Note [Shape groups]).
+TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                         GroupFn group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true) {
   RebuildOptions options;
   options.batch_size = batch;
   options.nested_extra_dims = nested_extra_dims;
-  const auto per_leaf = [&](size_t i) { return fn(leaves[i]); };
-  if (auto grouped = map_shape_groups(*src.impl(), leaves, group_fn, per_leaf, options)) return std::move(*grouped);
-  LeafList results = compute(leaves.size(), false, [] { return LeafList(); }, per_leaf, LeafKeys{*src.impl()}, op);
-  return rebuild(*src.impl(), std::move(results), options);
+  return map_leaves_grouped(td, op, fn, group_fn, options);
 }
 
 TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {
   if (!dim) {
     // A group's entries flattened, each reduced whole as its leaf would be.
-    return map_leaves_grouped(
+    return map_leaves_to(
         td, red_name(r), [&](const at::Tensor& t) { return reduce_full(r, t, x); },
         [&](const at::Tensor& g, size_t) { return reduce_dim(r, g.reshape({g.size(0), -1}), 1, false, x); }, {},
         /*nested_extra_dims=*/false);
   }
   const int64_t d = reduction_dim(td, *dim, red_name(r));
   const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
-  return map_leaves_grouped(
+  return map_leaves_to(
       td, red_name(r), [&](const at::Tensor& t) { return reduce_dim(r, t, d, keepdim, x); },
       [&](const at::Tensor& g, size_t) { return reduce_dim(r, g, d + 1, keepdim, x); }, batch);
 }
@@ -344,21 +339,21 @@ TensorDict TensorDict::logsumexp(std::optional<int64_t> dim, bool keepdim) const
   }
   std::vector<int64_t> group_dims(dims.size());  // past a group's dim 0
   for (size_t i = 0; i < dims.size(); ++i) group_dims[i] = dims[i] + 1;
-  return map_leaves_grouped(
+  return map_leaves_to(
       *this, "logsumexp", [&](const at::Tensor& t) { return at::logsumexp(t, dims, keepdim); },
       [&](const at::Tensor& g, size_t) { return at::logsumexp(g, group_dims, keepdim); }, batch);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
   const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "all", batch_size());
-  return map_leaves_grouped(
+  return map_leaves_to(
       *this, "all", [&](const at::Tensor& t) { return at::all(t, d); },
       [&](const at::Tensor& g, size_t) { return at::all(g, d + 1); }, reduced_batch(batch_size(), d, false));
 }
 
 TensorDict TensorDict::any(int64_t dim) const {
   const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "any", batch_size());
-  return map_leaves_grouped(
+  return map_leaves_to(
       *this, "any", [&](const at::Tensor& t) { return at::any(t, d); },
       [&](const at::Tensor& g, size_t) { return at::any(g, d + 1); }, reduced_batch(batch_size(), d, false));
 }

@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <functional>
 
+#include <ATen/MemoryOverlap.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 
 #include <tensordict/entry.h>
+#include <tensordict/errors.h>
 
 #include "backends/in_memory/level_builder.h"
 #include "core/structure_walk.h"
 
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
+#include "ops/kernel.h"
 #include "ops/packed_runs.h"
 
 namespace tensordict {
@@ -181,6 +185,97 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
   // An old root rank beyond any level's rank drops every extra dim (rebuild()'s rule).
   const size_t old_dims = options.nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
   return build_level(like, g, next, root, old_dims, options.filter_empty);
+}
+
+TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                              GroupFn group_fn, const RebuildOptions& options) {
+  const TensorDict src = readable(td);
+  const LeafList leaves = leaves_of(src);
+  const auto per_leaf = [&](size_t i) { return fn(leaves[i]); };
+  if (auto grouped = map_shape_groups(*src.impl(), leaves, group_fn, per_leaf, options)) return std::move(*grouped);
+  LeafList results = compute(leaves.size(), false, [] { return LeafList(); }, per_leaf, LeafKeys{*src.impl()}, op);
+  return rebuild(*src.impl(), std::move(results), options);
+}
+
+namespace {
+
+// How many elements past its first one a leaf reaches, plus one (strides are not negative).
+int64_t extent(const at::Tensor& t) {
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return last + 1;
+}
+
+// A leaf write_shape_groups may write: as a group's, or without elements; one that overlaps
+// itself would make LibTorch refuse the write, an inference tensor outside inference mode too.
+bool writable(const at::Tensor& t, const at::Tensor& first, bool inference_mode) {
+  if (!t.defined() || !t.has_storage() || t.layout() != at::kStrided || t.is_nested() || t.is_quantized() ||
+      t.requires_grad() || t.has_names() || t.is_neg() || t.is_conj())
+    return false;
+  if (t.scalar_type() != first.scalar_type() || t.device() != first.device()) return false;
+  if (t.is_inference() && !inference_mode) return false;
+  return at::has_internal_overlap(t) != at::MemOverlap::Yes;
+}
+
+}  // namespace
+
+bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tensor& group)> write,
+                        FunctionRef<void(size_t)> write_leaf, const at::Tensor& reads) {
+  if (leaves.size() < 2 || !in_few_storages(leaves) || detail::forward_ad_open()) return false;
+  const bool inference_mode = c10::InferenceMode::is_enabled();
+  const c10::StorageImpl* read_storage =
+      reads.defined() && reads.has_storage() ? reads.storage().unsafeGetStorageImpl() : nullptr;
+  for (const at::Tensor& t : leaves) {
+    if (!writable(t, leaves.front(), inference_mode)) return false;
+    if (t.storage().unsafeGetStorageImpl() == read_storage) return false;  // the mask is a leaf
+  }
+  c10::SmallVector<uint32_t, 32> order;
+  const c10::SmallVector<Group, 8> groups = find_groups(leaves, {}, order);
+  if (groups.empty()) return false;
+  // A group's leaves must not overlap each other: its view would write some elements twice.
+  for (const Group& group : groups)
+    if (group.spacing < extent(leaves[order[group.begin]])) return false;
+  std::vector<bool> grouped(leaves.size(), false);
+  c10::SmallVector<int64_t, 6> sizes, strides;
+  bool wrote = false;
+  const auto bump_grouped = [&] {
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (grouped[i]) leaves[i].unsafeGetTensorImpl()->bump_version();
+  };
+  try {
+    for (const Group& group : groups) {
+      const at::Tensor& first = leaves[order[group.begin]];
+      sizes.assign({static_cast<int64_t>(group.count)});
+      strides.assign({group.spacing});
+      sizes.append(first.sizes().begin(), first.sizes().end());
+      strides.append(first.strides().begin(), first.strides().end());
+      write(detail::strided_view(first, sizes, strides, first.storage_offset()));
+      wrote = true;
+      for (size_t k = 0; k < group.count; ++k) grouped[order[group.begin + k]] = true;
+    }
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (grouped[i]) continue;
+      write_leaf(i);
+      wrote = true;
+    }
+  } catch (const c10::Error& e) {
+    if (!wrote) return false;
+    // Not expected: every leaf has the first one's dtype and device, so the first kernel would
+    // have raised too.
+    bump_grouped();
+    TD_THROW(RuntimeError, "an in-place write over groups of leaves failed after some were written: ",
+             e.what_without_backtrace());
+  }
+  bump_grouped();
+  return true;
+}
+
+at::Tensor group_operand(const at::Tensor& t, const at::Tensor& group) {
+  c10::SmallVector<int64_t, 8> shape{1};
+  shape.append(t.sizes().begin(), t.sizes().end());
+  const int64_t trailing = group.dim() - 1 - t.dim();
+  if (trailing > 0) shape.append(static_cast<size_t>(trailing), 1);
+  return t.view(shape);
 }
 
 }  // namespace ops
