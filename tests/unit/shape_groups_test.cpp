@@ -5,6 +5,7 @@
 #include "support/catch_torch.h"
 
 #include <functional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -294,6 +295,33 @@ TEST_CASE("masked_fill, masked_fill_ and where with a batch-shaped mask run one 
     }
     CHECK(a.get({"g0", "x0"}).masked_select(mask.view({8, 1}).expand({8, 4})).eq(9).all().item<bool>());
     CHECK(at::equal(a.get({"g0", "x3"}), after));
+  }
+}
+
+}  // namespace shape_groups_test
+
+namespace shape_groups_test {
+
+TEST_CASE("shape groups under concurrent readers: one tree reduced by four threads, one result read by four",
+          "[unit][shape_groups][reduce]") {
+  const TensorDict x = uniform();
+  const TensorDict a = consolidate(x);  // nobody has read its leaves: the threads make them
+  const TensorDict expected = x.sum(0);
+  std::vector<TensorDict> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t) threads.emplace_back([&, t] { results[t] = a.sum(0); });
+  for (std::thread& t : threads) t.join();
+  for (const TensorDict& r : results) require_same(r, expected);
+  // One result whose leaves nobody has made, read by four threads at once.
+  const TensorDict shared = a.mean();
+  std::vector<std::vector<at::Tensor>> seen(4);
+  threads.clear();
+  for (size_t t = 0; t < 4; ++t) threads.emplace_back([&, t] { seen[t] = read_all(shared); });
+  for (std::thread& t : threads) t.join();
+  const std::vector<at::Tensor> mean_leaves = read_all(x.mean());
+  for (const auto& leaves : seen) {
+    REQUIRE(leaves.size() == mean_leaves.size());
+    for (size_t i = 0; i < leaves.size(); ++i) CHECK(at::allclose(leaves[i], mean_leaves[i], 1e-6, 1e-6));
   }
 }
 
