@@ -80,6 +80,17 @@ TEST_CASE("reductions per leaf of a consolidated tensordict run one kernel a gro
     CHECK(kernels("aten::logsumexp", [&] { r = a.logsumexp(); }) == 4);
     require_same(r, x.logsumexp());
   }
+  SECTION("max and min over a batch dim: values and indices") {
+    ValuesIndices got, want = x.max(-1, /*keepdim=*/true);
+    CHECK(kernels("aten::max", [&] { got = a.max(-1, true); }) == 2);
+    require_same(got.values, want.values);
+    require_same(got.indices, want.indices);
+    CHECK(got.indices.get({"g0", "x3"}).scalar_type() == at::kLong);
+    got = a.min(0);
+    want = x.min(0);
+    require_same(got.values, want.values);
+    require_same(got.indices, want.indices);
+  }
   SECTION("over the features") {
     CHECK(kernels("aten::sum", [&] { r = a.sum(FeatureDims{}); }) == 2);
     require_same(r, x.sum(FeatureDims{}));

@@ -228,6 +228,43 @@ ValuesIndices max_min(const TensorDict& td, bool max, int64_t dim, bool keepdim)
   const int64_t d = reduction_dim(td, dim, op);
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
+  const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
+  RebuildOptions options;
+  options.batch_size = c10::IntArrayRef(batch);
+  // Groups of leaves (Note [Shape groups]): the values' pass keeps each group's indices, by its
+  // first leaf, and each other leaf's, for the indices' pass over the same groups.
+  std::vector<std::pair<size_t, at::Tensor>> group_indices;
+  const auto of_leaf = [&](size_t i) { return max ? at::max(leaves[i], d, keepdim) : at::min(leaves[i], d, keepdim); };
+  LeafList single_indices(leaves.size());  // of the leaves in no group, from the values' pass
+  const auto one = [&](size_t i) {
+    auto [v, index] = of_leaf(i);
+    single_indices[i] = std::move(index);
+    return v;
+  };
+  const auto one_index = [&](size_t i) {
+    return single_indices[i].defined() ? single_indices[i] : std::get<1>(of_leaf(i));
+  };
+  std::optional<TensorDict> grouped_values = map_shape_groups(
+      *src.impl(), leaves,
+      [&](const at::Tensor& g, size_t first) {
+        auto [v, i] = max ? at::max(g, d + 1, keepdim) : at::min(g, d + 1, keepdim);
+        group_indices.emplace_back(first, std::move(i));
+        return v;
+      },
+      one, options);
+  if (grouped_values) {
+    std::optional<TensorDict> grouped_indices = map_shape_groups(
+        *src.impl(), leaves,
+        [&](const at::Tensor&, size_t first) {
+          at::Tensor found;
+          for (const auto& [f, i] : group_indices)
+            if (f == first) found = i;
+          TORCH_CHECK(found.defined(), "no indices kept for this group");  // the same groups: not reached
+          return found;
+        },
+        one_index, options);
+    if (grouped_indices) return ValuesIndices{std::move(*grouped_values), std::move(*grouped_indices)};
+  }
   LeafList values(leaves.size()), indices(leaves.size());
   compute_(
       leaves.size(), false, [] { return false; },
@@ -235,9 +272,6 @@ ValuesIndices max_min(const TensorDict& td, bool max, int64_t dim, bool keepdim)
         std::tie(values[i], indices[i]) = max ? at::max(leaves[i], d, keepdim) : at::min(leaves[i], d, keepdim);
       },
       LeafKeys{*src.impl()}, op);
-  const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
-  RebuildOptions options;
-  options.batch_size = c10::IntArrayRef(batch);
   return ValuesIndices{ops::rebuild(*src.impl(), values, options), ops::rebuild(*src.impl(), indices, options)};
 }
 
