@@ -23,6 +23,7 @@
 #include "backends/in_memory/intact_result.h"
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
+#include "core/structure_walk.h"
 #include "ops/packed_runs.h"
 
 namespace tensordict {
@@ -210,9 +211,17 @@ LeafList unpack_like(const at::Tensor& flat, const LeafList& leaves) {
   return out;
 }
 
-TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
-                       bool filter_empty, bool lock, bool packed) {
-  LevelBuilder out(like.batch_size(), like.device(), like.num_entries());
+namespace {
+
+// result_like over one level: `new_root` and `old_root_dims` as rebuild() takes them, or, when
+// `keep` is set, each level's own batch size and names.
+TensorDict result_level(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
+                        bool filter_empty, bool lock, bool packed, bool keep, c10::IntArrayRef new_root,
+                        size_t old_root_dims) {
+  const BatchSize batch =
+      keep ? BatchSize(like.batch_size().begin(), like.batch_size().end())
+           : detail::nested_batch(new_root, like.batch_size(), old_root_dims);
+  LevelBuilder out(batch, like.device(), like.num_entries());
   if (packed) out.mark_packed_result();
   like.for_each([&](const std::string& key, const Entry& entry) {
     switch (entry.kind()) {
@@ -220,7 +229,8 @@ TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder
         add_leaf(out, key);
         break;
       case EntryKind::TensorDict: {
-        TensorDict child = result_like(*entry.tensordict_unchecked().impl(), add_leaf, filter_empty, lock, packed);
+        TensorDict child = result_level(*entry.tensordict_unchecked().impl(), add_leaf, filter_empty, lock, packed, keep,
+                                        new_root, old_root_dims);
         if (!filter_empty || child.num_keys() != 0) {
           if (lock) out.add_locked_child(child);
           out.append(key, std::move(child));
@@ -234,7 +244,24 @@ TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder
         break;
     }
   });
-  return out.finish_like(like, lock);
+  if (keep) return out.finish_like(like, lock);
+  if (lock) out.set_locked(true);
+  TensorDict level = out.finish();
+  // As rebuild(): the dim names stay where the batch size does.
+  if (C10_UNLIKELY(!like.dim_names().empty()) && c10::IntArrayRef(batch) == like.batch_size())
+    level.impl()->set_dim_names(like.dim_names());
+  return level;
+}
+
+}  // namespace
+
+TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder&, const std::string&)> add_leaf,
+                       bool filter_empty, bool lock, bool packed, const RebuildOptions* reshaped) {
+  if (reshaped == nullptr) return result_level(like, add_leaf, filter_empty, lock, packed, true, {}, 0);
+  const c10::IntArrayRef root = reshaped->batch_size ? *reshaped->batch_size : like.batch_size();
+  // An old root rank beyond any level's rank drops every extra dim (rebuild()'s rule).
+  const size_t old_dims = reshaped->nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
+  return result_level(like, add_leaf, filter_empty, lock, packed, false, root, old_dims);
 }
 
 TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, const LeafList& leaves,

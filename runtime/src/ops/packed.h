@@ -78,9 +78,11 @@ TensorDict packed_result(const TensorDictBase& like, const at::Tensor& flat, con
 /// A tree shaped like `like` (its batch sizes, dim names, nested levels and non-tensor entries),
 /// whose tensor leaves `add_leaf(level, key)` adds, in key order (depth first): the frame of every
 /// packed result. `filter_empty` drops nested levels left without entries, `lock` builds it
-/// locked; `packed` marks its levels as a packed op's result (Note [Intact results]).
+/// locked; `packed` marks its levels as a packed op's result (Note [Intact results]). `reshaped`,
+/// when given, sets the batch sizes as rebuild() does (RebuildOptions::batch_size and
+/// nested_extra_dims; a level keeps its dim names only where its batch size stays).
 TensorDict result_like(const TensorDictBase& like, FunctionRef<void(LevelBuilder& level, const std::string& key)> add_leaf,
-                       bool filter_empty, bool lock, bool packed);
+                       bool filter_empty, bool lock, bool packed, const RebuildOptions* reshaped = nullptr);
 
 /// fn(flat), an out-of-place op over a whole packed storage, for a result laid out like the
 /// operand; undefined when `flat` is undefined, when `fn` raises a c10::Error (the per-leaf path

@@ -7,15 +7,13 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 
-#include <tensordict/entry.h>
 #include <tensordict/errors.h>
 
 #include "backends/in_memory/level_builder.h"
-#include "core/structure_walk.h"
-
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
 #include "ops/kernel.h"
+#include "ops/packed.h"
 #include "ops/packed_runs.h"
 
 namespace tensordict {
@@ -101,42 +99,6 @@ struct Grouped {
   std::vector<int64_t> offset;            // per grouped leaf: its entry's storage offset
 };
 
-// The level of the result shaped like `like`, its batch size as rebuild() makes it.
-TensorDict build_level(const TensorDictBase& like, const Grouped& g, size_t& next, c10::IntArrayRef new_root,
-                       size_t old_root_dims, bool filter_empty) {
-  const BatchSize batch = detail::nested_batch(new_root, like.batch_size(), old_root_dims);
-  LevelBuilder out(batch, like.device(), like.num_entries());
-  like.for_each([&](const std::string& key, const Entry& entry) {
-    switch (entry.kind()) {
-      case EntryKind::Tensor: {
-        const size_t i = next++;
-        if (g.group_of[i] < 0) {
-          out.append(key, g.made[i]);
-        } else {
-          const at::Tensor& o = g.outs[static_cast<size_t>(g.group_of[i])];
-          out.append_lazy_at(key, o, g.offset[i], o.sizes().slice(1), o.strides().slice(1));
-        }
-        break;
-      }
-      case EntryKind::TensorDict: {
-        TensorDict child = build_level(*entry.tensordict_unchecked().impl(), g, next, new_root, old_root_dims, filter_empty);
-        if (!filter_empty || child.num_keys() != 0) out.append(key, std::move(child));
-        break;
-      }
-      case EntryKind::NonTensor:
-        out.append(key, entry.non_tensor());
-        break;
-      case EntryKind::Undefined:
-        break;
-    }
-  });
-  TensorDict level = out.finish();
-  // As rebuild(): the dim names stay where the batch size does.
-  if (C10_UNLIKELY(!like.dim_names().empty()) && c10::IntArrayRef(batch) == like.batch_size())
-    level.impl()->set_dim_names(like.dim_names());
-  return level;
-}
-
 }  // namespace
 
 std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const LeafList& leaves, GroupFn group_fn,
@@ -181,10 +143,18 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
     return std::nullopt;
   }
   size_t next = 0;
-  const c10::IntArrayRef root = options.batch_size ? *options.batch_size : like.batch_size();
-  // An old root rank beyond any level's rank drops every extra dim (rebuild()'s rule).
-  const size_t old_dims = options.nested_extra_dims ? like.batch_size().size() : SIZE_MAX / 2;
-  return build_level(like, g, next, root, old_dims, options.filter_empty);
+  return result_like(
+      like,
+      [&](LevelBuilder& out, const std::string& key) {
+        const size_t i = next++;
+        if (g.group_of[i] < 0) {
+          out.append(key, g.made[i]);
+        } else {
+          const at::Tensor& o = g.outs[static_cast<size_t>(g.group_of[i])];
+          out.append_lazy_at(key, o, g.offset[i], o.sizes().slice(1), o.strides().slice(1));
+        }
+      },
+      options.filter_empty, /*lock=*/false, /*packed=*/false, &options);
 }
 
 TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
