@@ -44,7 +44,8 @@ struct Packed {
   // Consolidated tensordicts nobody has read (consolidate makes their leaves when read): the
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
-  at::Tensor mask;  // batch-shaped: every other row
+  at::Tensor mask;    // batch-shaped: every other row
+  at::Tensor weight;  // batch-shaped, near 1 (in-place products stay finite)
 
   Packed() {
     at::manual_seed(0);
@@ -71,6 +72,7 @@ struct Packed {
     same_fresh = tensordict::consolidate(plain.clone());
     same_fresh2 = tensordict::consolidate(plain.clone());
     mask = at::arange(64).remainder(2).eq(0);
+    weight = 1 + at::rand({64}) * 1e-6;
   }
 };
 
@@ -234,6 +236,13 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
     op3("masked_fill_", [a](Packed& p) { (p.*a).masked_fill_(p.mask, 0.0); },
         [](const at::Tensor& t) { return t.masked_fill_(fixture().mask.view({64, 1}), 0.0); },
         [](Packed& p) { p.storage.view({30, 64, 16}).masked_fill_(p.mask.view({1, 64, 1}), 0.0); });
+    // A tensor of the batch shape (a per-sample weight), out of place and in place.
+    op3("mul_batch", [a](Packed& p) { DoNotOptimize(p.*a * p.weight); },
+        [](const at::Tensor& t) { return t * fixture().weight.view({64, 1}); },
+        [](Packed& p) { DoNotOptimize(p.storage.view({30, 64, 16}) * p.weight.view({1, 64, 1})); });
+    op3("mul_batch_", [a](Packed& p) { (p.*a).mul_(p.weight); },
+        [](const at::Tensor& t) { return t.mul_(fixture().weight.view({64, 1})); },
+        [](Packed& p) { p.storage.view({30, 64, 16}).mul_(p.weight.view({1, 64, 1})); });
     op3("where_scalar", [a](Packed& p) { DoNotOptimize((p.*a).where(p.mask, 0.0)); },
         [](const at::Tensor& t) { return at::where(fixture().mask.view({64, 1}), t, 0.0); },
         [](Packed& p) { DoNotOptimize(at::where(p.mask.view({1, 64, 1}), p.storage.view({30, 64, 16}), 0.0)); });

@@ -170,7 +170,7 @@ inline bool with_leaf_requiring_grad(Program& p, bool grad_mode) {
 inline bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(57)) {
+  switch (p.pick(58)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -510,6 +510,17 @@ inline bool step(Program& p) {
       };
       return in_place(p, "masked_fill_", [&](TensorDict& a) { a.masked_fill_(mask, -3.0); },
                       [&](const at::Tensor& t) { return t.masked_fill(covering(t), -3.0); });
+    }
+    case 56: {
+      // A tensor of the batch shape, in place (Note [Shape groups] writes a group at once).
+      const at::Tensor w = at::rand(p.m.batch) + 0.5;
+      const auto covering = [w](const at::Tensor& t) {
+        std::vector<int64_t> shape(w.sizes().begin(), w.sizes().end());
+        shape.resize(static_cast<size_t>(t.dim()), 1);
+        return w.view(shape);
+      };
+      return in_place(p, "mul_(w)", [&](TensorDict& a) { a.mul_(w); },
+                      [&](const at::Tensor& t) { return t * covering(t); });
     }
     default:
       p.log << "\n  read some leaves";

@@ -337,3 +337,72 @@ TEST_CASE("shape groups under concurrent readers: one tree reduced by four threa
 }
 
 }  // namespace shape_groups_test
+
+namespace shape_groups_test {
+
+TEST_CASE("td op a batch-shaped tensor runs one kernel a group, out of place and in place",
+          "[unit][shape_groups][arith]") {
+  const TensorDict x = uniform();
+  const at::Tensor w = at::rand({8}) + 0.5;
+  SECTION("out of place, and in place over a read tree") {
+    const TensorDict a = consolidate(x);
+    TensorDict r;
+    CHECK(kernels("aten::mul", [&] { r = a * w; }) == 2);  // ten leaves, then the deep one
+    require_same(r, x * w);
+    CHECK(kernels("aten::sub", [&] { r = a.sub(w, 2); }) == 2);
+    require_same(r, x.sub(w, 2));
+    TensorDict b = consolidate(x);
+    const std::vector<at::Tensor> held = read_all(b);
+    const auto version = held.front()._version();
+    CHECK(kernels("aten::mul_", [&] { b.mul_(w); }) == 2);
+    CHECK(held.front()._version() > version);
+    TensorDict y = x.clone();
+    y.mul_(w);
+    require_same(b, y);
+    CHECK(at::equal(held.front(), y.get({"g0", "x0"})));
+  }
+  SECTION("an operand that needs grad: per leaf, and the gradient reaches it") {
+    const at::Tensor wg = w.clone().requires_grad_();
+    const TensorDict a = consolidate(x);
+    TensorDict r;
+    CHECK(kernels("aten::mul", [&] { r = a * wg; }) == 11);
+    REQUIRE(r.get({"g0", "x0"}).requires_grad());
+    r.get({"g0", "x0"}).sum().backward();
+    REQUIRE(wg.grad().defined());
+    CHECK(at::allclose(wg.grad(), x.get({"g0", "x0"}).sum(1)));
+    TensorDict b = consolidate(x);
+    {
+      const at::NoGradGuard no_grad;  // in place into leaves that need no grad
+      CHECK(kernels("aten::mul_", [&] { b.mul_(wg); }) == 11);
+    }
+    TensorDict y = x.clone();
+    y.mul_(w);
+    require_same(b, y);
+  }
+  SECTION("in place over leaves that overlap, or with a leaf as the operand: per leaf, in key order") {
+    const at::Tensor base = at::arange(40, at::kFloat);
+    const auto tree = [](const at::Tensor& flat) {
+      TensorDict o({}, {4});
+      for (int i = 0; i < 5; ++i) o.set("o" + std::to_string(i), flat.narrow(0, 2 * i, 16).view({4, 4}));
+      return o;
+    };
+    const at::Tensor mine = base.clone(), theirs = base.clone();
+    TensorDict o = tree(mine);
+    const at::Tensor v = at::tensor({1.5f, 2.0f, 0.5f, 3.0f});
+    CHECK(kernels("aten::add_", [&] { o.add_(v); }) == 5);
+    TensorDict p = tree(theirs);
+    for (int i = 0; i < 5; ++i) p.get("o" + std::to_string(i)).add_(v.view({4, 1}));
+    CHECK(at::equal(mine, theirs));
+    // A bool leaf of the tree as the mask of masked_fill_ was covered above; here a float leaf
+    // of one consolidated tree as the operand of its own add_.
+    TensorDict s({}, {4});
+    for (int i = 0; i < 4; ++i) s.set("s" + std::to_string(i), at::rand({4}));
+    TensorDict c = consolidate(s);
+    TensorDict expected = s.clone();
+    CHECK(kernels("aten::add_", [&] { c.add_(c.get("s1")); }) == 4);
+    expected.add_(expected.get("s1"));
+    require_same(c, expected);
+  }
+}
+
+}  // namespace shape_groups_test

@@ -15,6 +15,7 @@
 #include "ops/leafwise.h"
 #include "ops/packed.h"
 #include "ops/packed_runs.h"
+#include "ops/shape_groups.h"
 
 namespace tensordict {
 
@@ -207,18 +208,30 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   AlignedTensor aligned(td, other, name);
   const TensorDict src = readable(td);
   LeafList leaves = leaves_of(src);
-  LeafList operands;
-  operands.reserve(leaves.size());
-  for (const auto& t : leaves) operands.push_back(aligned.operand(t));
-  LeafList results = compute(
-      leaves.size(), foreach_pays(leaves) && !needs_autograd(operands),
-      [&] { return foreach_arith(op, leaves, operands, alpha); },
-      [&](size_t i) { return arith(op, leaves[i], operands[i], alpha); }, LeafKeys{*src.impl()}, name);
+  const auto one = [&](size_t i) { return arith(op, leaves[i], aligned.operand(leaves[i]), alpha); };
   RebuildOptions options;
   options.batch_size = c10::IntArrayRef(aligned.batch_size());
   // v0.14 maps a tensor of one or more dims over the leaves with _fast_apply, which keeps empty
   // nested levels (finding A16); a 0-dim tensor takes the scalar path, which drops them (A5).
   options.filter_empty = other.dim() == 0;
+  // One kernel a group of leaves of one shape (Note [Shape groups]), the operand given the
+  // group's leading dim; an operand that needs grad takes the per-leaf path (autograd).
+  if (auto grouped = other.requires_grad() ? std::nullopt : map_shape_groups(
+          *src.impl(), leaves,
+          [&](const at::Tensor& g, size_t first) {
+            return arith(op, g, aligned.operand(leaves[first]).unsqueeze(0), alpha);
+          },
+          one, options))
+    return keep_lock(std::move(*grouped), td);
+  const bool foreach = foreach_pays(leaves);
+  LeafList operands;  // for the `_foreach_*` kernel only: the loop aligns each as it goes
+  if (foreach) {
+    operands.reserve(leaves.size());
+    for (const auto& t : leaves) operands.push_back(aligned.operand(t));
+  }
+  LeafList results = compute(
+      leaves.size(), foreach && !needs_autograd(operands), [&] { return foreach_arith(op, leaves, operands, alpha); },
+      one, LeafKeys{*src.impl()}, name);
   return keep_lock(rebuild(*src.impl(), std::move(results), options), td);
 }
 
@@ -229,10 +242,12 @@ void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, cons
            " would change the batch size ", td.batch_size(), " of an in-place operation");
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
-  compute_(
-      leaves.size(), false, [] { return false; },
-      [&](size_t i) { arith_(op, leaves[i], aligned.operand(leaves[i]), alpha); }, LeafKeys{*target.tree().impl()},
-      name);
+  const auto one = [&](size_t i) { arith_(op, leaves[i], aligned.operand(leaves[i]), alpha); };
+  const auto per_group = [&](const at::Tensor& g, size_t first) {
+    arith_(op, g, aligned.operand(leaves[first]).unsqueeze(0), alpha);
+  };
+  if (!write_shape_groups(leaves, per_group, one, other))  // Note [Shape groups]
+    compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, name);
   target.commit();
 }
 

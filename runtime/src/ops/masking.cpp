@@ -77,7 +77,7 @@ TensorDict TensorDict::where(const at::Tensor& condition, const at::Tensor& othe
   bool within_leaves = true;
   for (const Entry& e : values(true, true))
     within_leaves = within_leaves && (!e.is_tensor() || other.dim() <= e.tensor_unchecked().dim());
-  if (!within_leaves) return ops::keep_lock(per_leaf(*this, "where", one), *this);
+  if (!within_leaves || other.requires_grad()) return ops::keep_lock(per_leaf(*this, "where", one), *this);
   return ops::keep_lock(
       map_leaves_grouped(*this, "where", one,
                          [&](const at::Tensor& g, size_t) { return at::where(group_operand(condition, g), g, other); }),
@@ -116,10 +116,9 @@ TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& 
   InPlaceTarget target(*this);
   LeafList leaves = leaves_of(target.tree());
   const auto one = [&](size_t i) { leaves[i].masked_fill_(right_expand(mask, leaves[i]), value); };
-  // One kernel a group of leaves (Note [Shape groups]); a value written where the mask is set
-  // is the same whatever order overlapping leaves take.
+  // One kernel a group of leaves (Note [Shape groups]).
   if (!write_shape_groups(
-          leaves, [&](const at::Tensor& g) { g.masked_fill_(group_operand(mask, g), value); }, one, mask))
+          leaves, [&](const at::Tensor& g, size_t) { g.masked_fill_(group_operand(mask, g), value); }, one, mask))
     compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, "masked_fill_");
   target.commit();
   return *this;

@@ -28,35 +28,38 @@ bool groupable(const at::Tensor& t) {
          t.numel() > 0 && !t.requires_grad() && !t.has_names() && !t.is_neg() && !t.is_conj();
 }
 
-// The order leaves group in: by storage, dtype, key set, level dims, shape, then place.
-// `ld`: each leaf's level dims (a group's leaves share theirs), 0 when not given.
-struct GroupOrder {
-  const LeafList& leaves;
-  c10::ArrayRef<int64_t> level_dims;
+// What a group's leaves share (all but their place), read once a leaf; ordered by storage,
+// dtype, key set, level dims, then shape.
+struct Signature {
+  const c10::StorageImpl* storage;
+  uint64_t keys;   // the key set's bits
+  int64_t dtype;   // its ScalarType
+  int64_t level_dims;
+  c10::IntArrayRef sizes, strides;
+  int64_t offset;  // the place: not part of the signature
 
-  int64_t ld(uint32_t i) const { return level_dims.empty() ? 0 : level_dims[i]; }
-  // -1, 0 or 1 as a's signature (all but the place) comes before, equals or follows b's.
-  int signature(uint32_t a, uint32_t b) const {
-    const c10::TensorImpl* x = leaves[a].unsafeGetTensorImpl();
-    const c10::TensorImpl* y = leaves[b].unsafeGetTensorImpl();
-    const auto* xs = x->unsafe_storage().unsafeGetStorageImpl();
-    const auto* ys = y->unsafe_storage().unsafeGetStorageImpl();
-    if (xs != ys) return std::less<const void*>()(xs, ys) ? -1 : 1;
-    if (x->dtype() != y->dtype()) return x->dtype().id() < y->dtype().id() ? -1 : 1;
-    if (x->key_set() != y->key_set()) return x->key_set().raw_repr() < y->key_set().raw_repr() ? -1 : 1;
-    if (ld(a) != ld(b)) return ld(a) < ld(b) ? -1 : 1;
-    const c10::IntArrayRef xz = x->sizes(), yz = y->sizes();
-    if (xz.size() != yz.size()) return xz.size() < yz.size() ? -1 : 1;
-    for (size_t d = 0; d < xz.size(); ++d)
-      if (xz[d] != yz[d]) return xz[d] < yz[d] ? -1 : 1;
-    const c10::IntArrayRef xt = x->strides(), yt = y->strides();
-    for (size_t d = 0; d < xt.size(); ++d)
-      if (xt[d] != yt[d]) return xt[d] < yt[d] ? -1 : 1;
-    return 0;
+  explicit Signature(const at::Tensor& t, int64_t ld) {
+    const c10::TensorImpl* x = t.unsafeGetTensorImpl();
+    storage = x->unsafe_storage().unsafeGetStorageImpl();
+    keys = x->key_set().raw_repr();
+    dtype = static_cast<int64_t>(t.scalar_type());
+    level_dims = ld;
+    sizes = x->sizes();
+    strides = x->strides();
+    offset = x->storage_offset();
   }
-  bool operator()(uint32_t a, uint32_t b) const {
-    const int c = signature(a, b);
-    return c != 0 ? c < 0 : leaves[a].storage_offset() < leaves[b].storage_offset();
+  // -1, 0 or 1 as this signature comes before, equals or follows `o`'s.
+  int compare(const Signature& o) const {
+    if (storage != o.storage) return std::less<const void*>()(storage, o.storage) ? -1 : 1;
+    if (keys != o.keys) return keys < o.keys ? -1 : 1;
+    if (dtype != o.dtype) return dtype < o.dtype ? -1 : 1;
+    if (level_dims != o.level_dims) return level_dims < o.level_dims ? -1 : 1;
+    if (sizes.size() != o.sizes.size()) return sizes.size() < o.sizes.size() ? -1 : 1;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] != o.sizes[d]) return sizes[d] < o.sizes[d] ? -1 : 1;
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (strides[d] != o.strides[d]) return strides[d] < o.strides[d] ? -1 : 1;
+    return 0;
   }
 };
 
@@ -71,16 +74,37 @@ struct Group {
 // key order (consolidate lays each dtype's leaves out together, whatever the key order).
 c10::SmallVector<Group, 8> find_groups(const LeafList& leaves, c10::ArrayRef<int64_t> level_dims,
                                        c10::SmallVector<uint32_t, 32>& order) {
-  for (size_t i = 0; i < leaves.size(); ++i)
-    if (groupable(leaves[i])) order.push_back(static_cast<uint32_t>(i));
-  const GroupOrder by{leaves, level_dims};
+  c10::SmallVector<Signature, 32> sig;  // of order[k], once sorted
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!groupable(leaves[i])) continue;
+    order.push_back(static_cast<uint32_t>(i));
+    sig.emplace_back(leaves[i], level_dims.empty() ? 0 : level_dims[i]);
+  }
+  const auto before = [&](size_t a, size_t b) {
+    const int c = sig[a].compare(sig[b]);
+    return c != 0 ? c < 0 : sig[a].offset < sig[b].offset;
+  };
   // Usually in order already (one dtype, keys in storage order): checked first, in one pass.
-  if (!std::is_sorted(order.begin(), order.end(), by)) std::sort(order.begin(), order.end(), by);
+  bool sorted = true;
+  for (size_t k = 1; k < order.size() && sorted; ++k) sorted = !before(k, k - 1);
+  if (!sorted) {
+    c10::SmallVector<uint32_t, 32> by(order.size());
+    for (size_t k = 0; k < by.size(); ++k) by[k] = static_cast<uint32_t>(k);
+    std::sort(by.begin(), by.end(), before);
+    c10::SmallVector<uint32_t, 32> sorted_order;
+    c10::SmallVector<Signature, 32> sorted_sig;
+    for (uint32_t k : by) {
+      sorted_order.push_back(order[k]);
+      sorted_sig.push_back(sig[k]);
+    }
+    order = std::move(sorted_order);
+    sig = std::move(sorted_sig);
+  }
   c10::SmallVector<Group, 8> groups;
   for (size_t i = 0; i < order.size();) {
     Group g{i, 1, 0};
-    for (size_t j = i + 1; j < order.size() && by.signature(order[i], order[j]) == 0; ++j) {
-      const int64_t step = leaves[order[j]].storage_offset() - leaves[order[j - 1]].storage_offset();
+    for (size_t j = i + 1; j < order.size() && sig[i].compare(sig[j]) == 0; ++j) {
+      const int64_t step = sig[j].offset - sig[j - 1].offset;
       if (step <= 0 || (g.count > 1 && step != g.spacing)) break;
       g.spacing = step;
       ++g.count;
@@ -176,6 +200,26 @@ int64_t extent(const at::Tensor& t) {
   return last + 1;
 }
 
+// Whether no two leaves share an element (per leaf, each would then see the other's write).
+bool apart(const LeafList& leaves) {
+  struct Span {
+    const c10::StorageImpl* storage;
+    int64_t begin, end;
+    bool operator<(const Span& o) const {
+      return storage != o.storage ? std::less<const void*>()(storage, o.storage) : begin < o.begin;
+    }
+  };
+  c10::SmallVector<Span, 32> spans;
+  for (const at::Tensor& t : leaves) {
+    if (t.numel() == 0) continue;
+    spans.push_back(Span{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.storage_offset() + extent(t)});
+  }
+  if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].storage == spans[i - 1].storage && spans[i].begin < spans[i - 1].end) return false;
+  return true;
+}
+
 // A leaf write_shape_groups may write: as a group's, or without elements; one that overlaps
 // itself would make LibTorch refuse the write, an inference tensor outside inference mode too.
 bool writable(const at::Tensor& t, const at::Tensor& first, bool inference_mode) {
@@ -189,22 +233,21 @@ bool writable(const at::Tensor& t, const at::Tensor& first, bool inference_mode)
 
 }  // namespace
 
-bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tensor& group)> write,
+bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tensor& group, size_t first)> write,
                         FunctionRef<void(size_t)> write_leaf, const at::Tensor& reads) {
   if (leaves.size() < 2 || !in_few_storages(leaves) || detail::forward_ad_open()) return false;
   const bool inference_mode = c10::InferenceMode::is_enabled();
+  if (reads.defined() && reads.requires_grad()) return false;  // each leaf would join the graph
   const c10::StorageImpl* read_storage =
       reads.defined() && reads.has_storage() ? reads.storage().unsafeGetStorageImpl() : nullptr;
   for (const at::Tensor& t : leaves) {
     if (!writable(t, leaves.front(), inference_mode)) return false;
-    if (t.storage().unsafeGetStorageImpl() == read_storage) return false;  // the mask is a leaf
+    if (t.storage().unsafeGetStorageImpl() == read_storage) return false;  // the operand is a leaf
   }
+  if (!apart(leaves)) return false;
   c10::SmallVector<uint32_t, 32> order;
   const c10::SmallVector<Group, 8> groups = find_groups(leaves, {}, order);
   if (groups.empty()) return false;
-  // A group's leaves must not overlap each other: its view would write some elements twice.
-  for (const Group& group : groups)
-    if (group.spacing < extent(leaves[order[group.begin]])) return false;
   std::vector<bool> grouped(leaves.size(), false);
   c10::SmallVector<int64_t, 6> sizes, strides;
   bool wrote = false;
@@ -219,7 +262,7 @@ bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tenso
       strides.assign({group.spacing});
       sizes.append(first.sizes().begin(), first.sizes().end());
       strides.append(first.strides().begin(), first.strides().end());
-      write(detail::strided_view(first, sizes, strides, first.storage_offset()));
+      write(detail::strided_view(first, sizes, strides, first.storage_offset()), order[group.begin]);
       wrote = true;
       for (size_t k = 0; k < group.count; ++k) grouped[order[group.begin + k]] = true;
     }

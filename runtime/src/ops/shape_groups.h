@@ -48,15 +48,15 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
 TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                               GroupFn group_fn, const RebuildOptions& options = {});
 
-/// In place, for writes that give the same whatever order overlapping leaves are written in (a
-/// value written where a mask says: masked_fill_): `write(view)` once a group of two or more
-/// leaves (writing them through their group's view, then bumping each leaf's version as an
+/// In place: `write(view, first)` once a group of two or more leaves (writing them through their
+/// group's view, `first` the index of the first of them; then each leaf's version is bumped as an
 /// in-place op on it would), `write_leaf(i)` for every other leaf. Only where no kernel can fail
-/// once another has written: every leaf plain (as a group's), of one dtype and device, not
-/// overlapping itself, not an inference tensor outside inference mode, and none in the storage
-/// of `reads` (the op's other tensor operand). False, nothing written, when it declines or the
-/// first kernel raises a c10::Error: the caller's per-leaf path then runs, and names the key.
-bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tensor& group)> write,
+/// once another has written, and the order leaves are written in changes nothing: every leaf
+/// plain (as a group's), of one dtype and device, not overlapping itself or another, not an
+/// inference tensor outside inference mode; `reads` (the op's other tensor operand) needing no
+/// grad and in no leaf's storage. False, nothing written, when it declines or the first kernel
+/// raises a c10::Error: the caller's per-leaf path then runs, and names the key.
+bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tensor& group, size_t first)> write,
                         FunctionRef<void(size_t)> write_leaf, const at::Tensor& reads);
 
 /// `per_leaf`'s operand shaped for a group: `t` (covering a leaf's leading dims, as a mask does)
