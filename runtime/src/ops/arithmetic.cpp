@@ -202,6 +202,14 @@ void arith_td_(const TensorDict& a, const TensorDict& b, Arith op, const c10::Sc
       [&](const LeafList& x, const LeafList& y) { return foreach_arith_(op, x, y, alpha); });
 }
 
+// The operand of `leaf op tensor` for a group of leaves like `leaf` (Note [Shape groups]): a
+// leading 1 for the group's dim, unless it has no dims (it then promotes as a 0-dim tensor
+// next to the group as next to each leaf).
+at::Tensor group_operand(const AlignedTensor& aligned, const at::Tensor& leaf) {
+  at::Tensor o = aligned.operand(leaf);
+  return o.dim() == 0 ? o : o.unsqueeze(0);
+}
+
 // `td op tensor`: the tensor is broadcast with the batch size and left-aligned to the batch dims.
 TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, false);
@@ -214,13 +222,13 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   // v0.14 maps a tensor of one or more dims over the leaves with _fast_apply, which keeps empty
   // nested levels (finding A16); a 0-dim tensor takes the scalar path, which drops them (A5).
   options.filter_empty = other.dim() == 0;
-  // One kernel a group of leaves of one shape (Note [Shape groups]), the operand given the
-  // group's leading dim; an operand that needs grad takes the per-leaf path (autograd).
-  if (auto grouped = other.requires_grad() ? std::nullopt : map_shape_groups(
+  // One kernel a group of leaves of one shape (Note [Shape groups]). Per leaf where autograd
+  // records the op (an operand that needs grad), or where the operand would widen the leaves'
+  // rank (a tensor broadcasting the batch size to more dims).
+  const bool groups = !other.requires_grad() && aligned.batch_size().size() == td.batch_size().size();
+  if (auto grouped = !groups ? std::nullopt : map_shape_groups(
           *src.impl(), leaves,
-          [&](const at::Tensor& g, size_t first) {
-            return arith(op, g, aligned.operand(leaves[first]).unsqueeze(0), alpha);
-          },
+          [&](const at::Tensor& g, size_t first) { return arith(op, g, group_operand(aligned, leaves[first]), alpha); },
           one, options))
     return keep_lock(std::move(*grouped), td);
   const bool foreach = foreach_pays(leaves);
@@ -244,7 +252,7 @@ void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, cons
   LeafList leaves = leaves_of(target.tree());
   const auto one = [&](size_t i) { arith_(op, leaves[i], aligned.operand(leaves[i]), alpha); };
   const auto per_group = [&](const at::Tensor& g, size_t first) {
-    arith_(op, g, aligned.operand(leaves[first]).unsqueeze(0), alpha);
+    arith_(op, g, group_operand(aligned, leaves[first]), alpha);
   };
   if (!write_shape_groups(leaves, per_group, one, other))  // Note [Shape groups]
     compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, name);

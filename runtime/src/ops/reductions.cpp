@@ -115,7 +115,22 @@ TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::T
   return map_leaves_grouped(td, op, fn, group_fn, options);
 }
 
+// Whether a group's rows reduce as each leaf would, bit for bit. Not std and var: LibTorch
+// reduces a leaf to one value with another algorithm than a group's rows (1-2 ulp apart in
+// double), so they stay per leaf.
+bool groups_exact(Red r) { return r != Red::Std && r != Red::Var; }
+
 TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {
+  if (!groups_exact(r)) {
+    RebuildOptions options;
+    const int64_t d = dim ? reduction_dim(td, *dim, red_name(r)) : 0;
+    const std::vector<int64_t> batch = dim ? reduced_batch(td.batch_size(), d, keepdim) : std::vector<int64_t>();
+    options.batch_size = c10::IntArrayRef(batch);
+    options.nested_extra_dims = dim.has_value();
+    return map_each_leaf(td, red_name(r), [&](const at::Tensor& t) {
+      return dim ? reduce_dim(r, t, d, keepdim, x) : reduce_full(r, t, x);
+    }, options);
+  }
   if (!dim) {
     // A group's entries flattened, each reduced whole as its leaf would be.
     return map_leaves_to(
@@ -159,8 +174,10 @@ TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
     // The group's dim 0 comes before the leaves' batch dims.
     return reduce_dim(r, features_last(g, dims[first] + 1), -1, false, x);
   };
-  if (auto grouped = map_shape_groups(*src.impl(), leaves, per_group, per_leaf, RebuildOptions(), dims))
-    return std::move(*grouped);
+  if (groups_exact(r)) {
+    if (auto grouped = map_shape_groups(*src.impl(), leaves, per_group, per_leaf, RebuildOptions(), dims))
+      return std::move(*grouped);
+  }
   LeafList results =
       compute(leaves.size(), false, [] { return LeafList(); }, per_leaf, LeafKeys{*src.impl()}, red_name(r));
   return ops::rebuild(*src.impl(), std::move(results));

@@ -4,6 +4,8 @@
 #include <functional>
 
 #include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 
@@ -21,11 +23,20 @@ namespace ops {
 
 namespace {
 
-// A leaf a group may hold: plain strided values, with elements, that nothing tracks (a leaf
-// needing grad, named, or lazily negated or conjugated takes the op itself).
+// A leaf a group may hold: plain contiguous values, with elements, that nothing tracks (a leaf
+// needing grad, named, or lazily negated or conjugated takes the op itself). Three more rules
+// keep the group's result the per-leaf one exactly:
+// - at least one dim: next to a 0-dim operand, a 0-dim leaf's dtype promotes as the operand's
+//   kind, a group's (1-dim) as a dimensioned tensor's;
+// - contiguous: LibTorch lays an elementwise result out in its input's stride order, so a
+//   group of interleaved leaves would give results laid out otherwise than each leaf's;
+// - fewer elements than LibTorch splits a reduction over threads at (GRAIN_SIZE), or one
+//   thread: a leaf reduced to one value in parallel sums in another order than a group's row.
+//   Dispatch costs little next to leaves that large anyway.
 bool groupable(const at::Tensor& t) {
   return t.defined() && t.has_storage() && t.layout() == at::kStrided && !t.is_nested() && !t.is_quantized() &&
-         t.numel() > 0 && !t.requires_grad() && !t.has_names() && !t.is_neg() && !t.is_conj();
+         t.dim() > 0 && t.numel() > 0 && t.is_contiguous() && !t.requires_grad() && !t.has_names() && !t.is_neg() &&
+         !t.is_conj() && (t.numel() < at::internal::GRAIN_SIZE || at::get_num_threads() == 1);
 }
 
 // What a group's leaves share (all but their place), read once a leaf; ordered by storage,
@@ -150,8 +161,9 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
       at::Tensor out = group_fn(detail::strided_view(first, sizes, strides, first.storage_offset()), first_leaf);
       // Leaves made from the records are plain views (core/strided_view.h): not of a result
       // autograd tracks, nor of one viewing the operands.
+      // Each entry contiguous, as a leaf's own result (the leaves are) would be.
       if (out.dim() < 1 || out.size(0) != static_cast<int64_t>(group.count) || out.requires_grad() ||
-          out.is_alias_of(first))
+          out.is_alias_of(first) || !out.is_contiguous())
         return std::nullopt;
       const auto index = static_cast<int32_t>(g.outs.size());
       for (size_t k = 0; k < group.count; ++k) {
