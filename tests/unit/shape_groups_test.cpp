@@ -461,3 +461,46 @@ TEST_CASE("shape groups keep the per-leaf dtypes, shapes and values (a review's 
 }
 
 }  // namespace shape_groups_test
+
+namespace shape_groups_test {
+
+TEST_CASE("where between two tensordicts runs one kernel a group whose partners lie alike",
+          "[unit][shape_groups][masking]") {
+  const TensorDict x = uniform(), y = runs_fixtures::two_levels(5);
+  const at::Tensor mask = at::arange(8).remainder(3).eq(1);
+  const TensorDict a = consolidate(x);
+  TensorDict r;
+  SECTION("both consolidated, one layout") {
+    const TensorDict b = consolidate(y);
+    CHECK(kernels("aten::where", [&] { r = a.where(mask, b); }) == 2);
+    require_same(r, x.where(mask, y));
+    read_all(b);
+    CHECK(kernels("aten::where", [&] { r = a.where(mask, b); }) == 2);
+    require_same(r, x.where(mask, y));
+  }
+  SECTION("the other of another dtype: the result promotes as per leaf") {
+    const TensorDict yd = y.to(at::kDouble);
+    const TensorDict b = consolidate(yd);
+    CHECK(kernels("aten::where", [&] { r = a.where(mask, b); }) == 2);
+    CHECK(r.get({"g0", "x1"}).scalar_type() == at::kDouble);
+    require_same(r, x.where(mask, yd));
+  }
+  SECTION("the other never consolidated: per leaf") {
+    CHECK(kernels("aten::where", [&] { r = a.where(mask, y); }) == 11);
+    require_same(r, x.where(mask, y));
+  }
+  SECTION("the other laid out in another key order: the groups its leaves break go per leaf") {
+    TensorDict shuffled({}, {8});
+    for (int g = 1; g >= 0; --g)
+      for (int i = 4; i >= 0; --i) {
+        const std::string group = "g" + std::to_string(g), leaf = "x" + std::to_string(i);
+        shuffled.set({group, leaf}, y.get({group, leaf}));
+      }
+    shuffled.set({"g1", "deep", "y"}, y.get({"g1", "deep", "y"}));
+    const TensorDict b = consolidate(shuffled);
+    r = a.where(mask, b);
+    require_same(r, x.where(mask, y));
+  }
+}
+
+}  // namespace shape_groups_test

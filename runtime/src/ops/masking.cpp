@@ -60,10 +60,17 @@ TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& othe
     TD_THROW(KeyError, e.message(), " where() needs the same keys on both sides unless a pad value is given.");
   }
   std::vector<int64_t> batch = broadcast_batch(batch_size(), other.batch_size(), "where");
-  LeafList results = compute(
-      m.lhs.size(), false, [] { return LeafList(); },
-      [&](size_t i) { return at::where(right_expand(condition, m.lhs[i]), m.lhs[i], m.rhs[i]); },
-      PairKeys{a, b, def}, "where");
+  const auto one = [&](size_t i) { return at::where(right_expand(condition, m.lhs[i]), m.lhs[i], m.rhs[i]); };
+  // Strictly matched at one batch size, the result is shaped like `a`: leaves of one shape side
+  // by side, their partners too, take one kernel a group (Note [Shape groups]).
+  if (!pad && a.batch_size() == b.batch_size()) {
+    if (auto grouped = map_shape_group_pairs(
+            *a.impl(), m.lhs, m.rhs,
+            [&](const at::Tensor& g, const at::Tensor& h, size_t) { return at::where(group_operand(condition, g), g, h); },
+            one))
+      return std::move(*grouped);
+  }
+  LeafList results = compute(m.lhs.size(), false, [] { return LeafList(); }, one, PairKeys{a, b, def}, "where");
   return rebuild_pair(a, b, def, std::move(results), batch);
 }
 

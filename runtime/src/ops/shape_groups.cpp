@@ -136,9 +136,42 @@ struct Grouped {
 
 }  // namespace
 
-std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const LeafList& leaves, GroupFn group_fn,
-                                           FunctionRef<at::Tensor(size_t)> per_leaf, const RebuildOptions& options,
-                                           c10::ArrayRef<int64_t> level_dims) {
+namespace {
+
+// The view of a group's leaves (order[group.begin, group.begin + count) of `leaves`): [count,
+// *leaf sizes] with strides [spacing, *leaf strides].
+at::Tensor group_view(const LeafList& leaves, c10::ArrayRef<uint32_t> order, const Group& group) {
+  const at::Tensor& first = leaves[order[group.begin]];
+  c10::SmallVector<int64_t, 6> sizes{static_cast<int64_t>(group.count)}, strides{group.spacing};
+  sizes.append(first.sizes().begin(), first.sizes().end());
+  strides.append(first.strides().begin(), first.strides().end());
+  return detail::strided_view(first, sizes, strides, first.storage_offset());
+}
+
+// The same view over each leaf's partner (the other operand's leaf at its key), when they are
+// of one rank with the leaves and, in the group's order, alike and evenly spaced in one storage;
+// undefined otherwise (the group's leaves then go per leaf).
+at::Tensor partner_view(const LeafList& leaves, const LeafList& partners, c10::ArrayRef<uint32_t> order,
+                        const Group& group) {
+  const at::Tensor& first = partners[order[group.begin]];
+  if (!groupable(first) || first.dim() != leaves[order[group.begin]].dim()) return at::Tensor();
+  const Signature like(first, 0);
+  int64_t spacing = 0;
+  for (size_t k = 1; k < group.count; ++k) {
+    const at::Tensor& p = partners[order[group.begin + k]];
+    if (!groupable(p)) return at::Tensor();
+    const Signature next(p, 0);
+    const int64_t step = next.offset - partners[order[group.begin + k - 1]].storage_offset();
+    if (like.compare(next) != 0 || step <= 0 || (k > 1 && step != spacing)) return at::Tensor();
+    spacing = step;
+  }
+  return group_view(partners, order, Group{group.begin, group.count, spacing});
+}
+
+// map_shape_groups and map_shape_group_pairs: `partners` null for the first.
+std::optional<TensorDict> map_groups(const TensorDictBase& like, const LeafList& leaves, const LeafList* partners,
+                                     PairGroupFn group_fn, FunctionRef<at::Tensor(size_t)> per_leaf,
+                                     const RebuildOptions& options, c10::ArrayRef<int64_t> level_dims) {
   // Leaves each in a storage of their own (a tensordict never consolidated) are refused after a
   // few leaves, before any group is looked for.
   if (leaves.size() < 2 || !in_few_storages(leaves) || detail::forward_ad_open()) return std::nullopt;
@@ -149,21 +182,21 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
   g.made.resize(leaves.size());
   g.group_of.assign(leaves.size(), -1);
   g.offset.assign(leaves.size(), 0);
-  c10::SmallVector<int64_t, 6> sizes, strides;
   try {
     for (const Group& group : groups) {
       const uint32_t first_leaf = order[group.begin];
-      const at::Tensor& first = leaves[first_leaf];
-      sizes.assign({static_cast<int64_t>(group.count)});
-      strides.assign({group.spacing});
-      sizes.append(first.sizes().begin(), first.sizes().end());
-      strides.append(first.strides().begin(), first.strides().end());
-      at::Tensor out = group_fn(detail::strided_view(first, sizes, strides, first.storage_offset()), first_leaf);
+      at::Tensor partner;
+      if (partners != nullptr) {
+        partner = partner_view(leaves, *partners, order, group);
+        if (!partner.defined()) continue;  // its leaves go per leaf
+      }
+      at::Tensor out = group_fn(group_view(leaves, order, group), partner, first_leaf);
       // Leaves made from the records are plain views (core/strided_view.h): not of a result
-      // autograd tracks, nor of one viewing the operands.
-      // Each entry contiguous, as a leaf's own result (the leaves are) would be.
+      // autograd tracks, nor of one viewing the operands. Each entry contiguous, as a leaf's
+      // own result (the leaves are) would be.
       if (out.dim() < 1 || out.size(0) != static_cast<int64_t>(group.count) || out.requires_grad() ||
-          out.is_alias_of(first) || !out.is_contiguous())
+          out.is_alias_of(leaves[first_leaf]) || (partner.defined() && out.is_alias_of(partner)) ||
+          !out.is_contiguous())
         return std::nullopt;
       const auto index = static_cast<int32_t>(g.outs.size());
       for (size_t k = 0; k < group.count; ++k) {
@@ -173,6 +206,7 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
       }
       g.outs.push_back(std::move(out));
     }
+    if (g.outs.empty()) return std::nullopt;
     for (size_t i = 0; i < leaves.size(); ++i)
       if (g.group_of[i] < 0) g.made[i] = per_leaf(i);
   } catch (const c10::Error&) {
@@ -191,6 +225,24 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
         }
       },
       options.filter_empty, /*lock=*/false, /*packed=*/false, &options);
+}
+
+}  // namespace
+
+std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const LeafList& leaves, GroupFn group_fn,
+                                           FunctionRef<at::Tensor(size_t)> per_leaf, const RebuildOptions& options,
+                                           c10::ArrayRef<int64_t> level_dims) {
+  return map_groups(
+      like, leaves, nullptr, [&](const at::Tensor& g, const at::Tensor&, size_t first) { return group_fn(g, first); },
+      per_leaf, options, level_dims);
+}
+
+std::optional<TensorDict> map_shape_group_pairs(const TensorDictBase& like, const LeafList& leaves,
+                                                const LeafList& partners, PairGroupFn group_fn,
+                                                FunctionRef<at::Tensor(size_t)> per_leaf,
+                                                const RebuildOptions& options) {
+  if (partners.size() != leaves.size()) return std::nullopt;
+  return map_groups(like, leaves, &partners, group_fn, per_leaf, options, {});
 }
 
 TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
@@ -261,7 +313,6 @@ bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tenso
   const c10::SmallVector<Group, 8> groups = find_groups(leaves, {}, order);
   if (groups.empty()) return false;
   std::vector<bool> grouped(leaves.size(), false);
-  c10::SmallVector<int64_t, 6> sizes, strides;
   bool wrote = false;
   const auto bump_grouped = [&] {
     for (size_t i = 0; i < leaves.size(); ++i)
@@ -269,12 +320,7 @@ bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tenso
   };
   try {
     for (const Group& group : groups) {
-      const at::Tensor& first = leaves[order[group.begin]];
-      sizes.assign({static_cast<int64_t>(group.count)});
-      strides.assign({group.spacing});
-      sizes.append(first.sizes().begin(), first.sizes().end());
-      strides.append(first.strides().begin(), first.strides().end());
-      write(detail::strided_view(first, sizes, strides, first.storage_offset()), order[group.begin]);
+      write(group_view(leaves, order, group), order[group.begin]);
       wrote = true;
       for (size_t k = 0; k < group.count; ++k) grouped[order[group.begin + k]] = true;
     }

@@ -42,6 +42,18 @@ std::optional<TensorDict> map_shape_groups(const TensorDictBase& like, const Lea
                                            FunctionRef<at::Tensor(size_t)> per_leaf, const RebuildOptions& options,
                                            c10::ArrayRef<int64_t> level_dims = {});
 
+using PairGroupFn = FunctionRef<at::Tensor(const at::Tensor& group, const at::Tensor& partner_group, size_t first)>;
+
+/// map_shape_groups for an op with a second operand per leaf: `partners[i]`, leaf i's partner
+/// (the other tensordict's leaf at its key). A group runs `group_fn(view, partner_view, first)`
+/// where its leaves' partners, in the group's order, are of the leaves' rank, alike and evenly
+/// spaced in one storage (`partner_view` their [count, *partner sizes]); its leaves go per leaf
+/// otherwise.
+std::optional<TensorDict> map_shape_group_pairs(const TensorDictBase& like, const LeafList& leaves,
+                                                const LeafList& partners, PairGroupFn group_fn,
+                                                FunctionRef<at::Tensor(size_t)> per_leaf,
+                                                const RebuildOptions& options = {});
+
 /// `fn(leaf)` for every leaf of `td`, rebuilt with `options` (map_each_leaf), through
 /// map_shape_groups with `group_fn` the same op over a group; per leaf, naming the key of a
 /// failing leaf, where it declines.
