@@ -243,6 +243,15 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
     op3("mul_batch_", [a](Packed& p) { (p.*a).mul_(p.weight); },
         [](const at::Tensor& t) { return t.mul_(fixture().weight.view({64, 1})); },
         [](Packed& p) { p.storage.view({30, 64, 16}).mul_(p.weight.view({1, 64, 1})); });
+    reg("cpp/where_td", [a, b](Packed& p) { DoNotOptimize((p.*a).where(p.mask, p.*b)); });
+    reg("floor/where_td", [](Packed& p) {
+      std::vector<at::Tensor> out;
+      for (size_t i = 0; i < p.leaves.size(); ++i) out.push_back(at::where(p.mask.view({64, 1}), p.leaves[i], p.leaves2[i]));
+      DoNotOptimize(out);
+    });
+    reg("storage/where_td", [](Packed& p) {
+      DoNotOptimize(at::where(p.mask.view({1, 64, 1}), p.storage.view({30, 64, 16}), p.storage2.view({30, 64, 16})));
+    });
     op3("where_scalar", [a](Packed& p) { DoNotOptimize((p.*a).where(p.mask, 0.0)); },
         [](const at::Tensor& t) { return at::where(fixture().mask.view({64, 1}), t, 0.0); },
         [](Packed& p) { DoNotOptimize(at::where(p.mask.view({1, 64, 1}), p.storage.view({30, 64, 16}), 0.0)); });
