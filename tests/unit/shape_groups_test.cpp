@@ -118,6 +118,13 @@ TEST_CASE("shape groups: results are leaves of their own, and a never-consolidat
     CHECK(at::equal(r.get({"g0", "x1"}), before));
     CHECK(r.get({"g0", "x0"}).eq(-1).all().item<bool>());
   }
+  SECTION("a result over one group is one storage its leaves tile: the next op is one kernel") {
+    const TensorDict a10 = consolidate(x.exclude({NestedKey({"g1", "deep"})}));
+    const TensorDict r = a10.sum(0);
+    TensorDict e;
+    CHECK(kernels("aten::exp", [&] { e = r.exp(); }) == 1);
+    require_same(e, x.exclude({NestedKey({"g1", "deep"})}).sum(0).exp());
+  }
   SECTION("leaves each in a storage of their own: one kernel a leaf, as before") {
     TensorDict r;
     CHECK(kernels("aten::sum", [&] { r = x.sum(0); }) == 11);
