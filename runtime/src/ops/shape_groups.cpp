@@ -134,10 +134,6 @@ struct Grouped {
   std::vector<int64_t> offset;            // per grouped leaf: its entry's storage offset
 };
 
-}  // namespace
-
-namespace {
-
 // The view of a group's leaves (order[group.begin, group.begin + count) of `leaves`): [count,
 // *leaf sizes] with strides [spacing, *leaf strides].
 at::Tensor group_view(const LeafList& leaves, c10::ArrayRef<uint32_t> order, const Group& group) {
