@@ -82,15 +82,19 @@ struct LazyLeaves {
 
   /// `storage`: which flat the leaf views (flat_index).
   void add(uint32_t slot, int64_t offset, c10::IntArrayRef sizes, c10::IntArrayRef strides, uint32_t storage = 0) {
-    const size_t dim = sizes.size(), at = records.size();
-    records.resize(at + 3 + 2 * dim);
-    int64_t* r = records.data() + at;
-    r[0] = static_cast<int64_t>(slot | (static_cast<uint64_t>(storage) << 32));
-    r[1] = offset;
-    r[2] = static_cast<int64_t>(dim);
-    std::copy(sizes.begin(), sizes.end(), r + 3);
-    std::copy(strides.begin(), strides.end(), r + 3 + dim);
-    count(storage, c10::multiply_integers(sizes));
+    // Appended field by field: the records are reserved for the level's leaves, so each append
+    // is a store (a resize would zero-fill first, and copying a leaf's few sizes call memmove).
+    const size_t dim = sizes.size();
+    records.push_back(static_cast<int64_t>(slot | (static_cast<uint64_t>(storage) << 32)));
+    records.push_back(offset);
+    records.push_back(static_cast<int64_t>(dim));
+    int64_t elements_of_leaf = 1;
+    for (const int64_t s : sizes) {
+      records.push_back(s);
+      elements_of_leaf *= s;
+    }
+    for (const int64_t s : strides) records.push_back(s);
+    count(storage, elements_of_leaf);
   }
   /// Counts a leaf of `leaf_elements` over flat `storage` (add, or records copied whole).
   void count(uint32_t storage, int64_t leaf_elements) {
