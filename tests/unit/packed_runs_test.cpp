@@ -153,6 +153,26 @@ TEST_CASE("in-place ops over mixed dtypes write each dtype's run once, versions 
   require_same(c, plain);
 }
 
+TEST_CASE("an in-place op a packed storage's dtype refuses bumps no version, as per leaf", "[unit][packed][runs]") {
+  // Bool leaves tiling one storage: mul_(2) cannot cast its result back, before any element is
+  // written, so no held leaf's version moves (a helper's fuzz found it bumped).
+  const at::Tensor base = at::rand({2, 3}).gt(0.5);
+  TensorDict td({}, {3});
+  td.set("a", base[0]);
+  td.set("b", base[1]);
+  const at::Tensor a = td.get("a");
+  const auto version = a._version();
+  const at::Tensor before = base.clone();
+  try {
+    td.mul_(2);
+    FAIL("mul_(2) of bool leaves did not raise");
+  } catch (const tensordict::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'a'"));
+  }
+  CHECK(a._version() == version);
+  CHECK(at::equal(base, before));
+}
+
 TEST_CASE("reductions, all() and any() over mixed dtypes read each run once", "[unit][packed][runs]") {
   const TensorDict plain = mixed();
   const TensorDict c = consolidate(plain);

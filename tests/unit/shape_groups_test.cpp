@@ -456,6 +456,17 @@ TEST_CASE("shape groups keep the per-leaf dtypes, shapes and values (a review's 
     CHECK(r.batch_size() == std::vector<int64_t>{3, 4});
     require_same(r, x * w);
   }
+  SECTION("leaves with another stride on a size-1 dim: per leaf, results laid out as each leaf's") {
+    const at::Tensor base = at::randn({2, 1, 3});
+    TensorDict td({}, {3});
+    td.set("a", base[0].t());  // [3, 1], strides [1, 3]: contiguous, but not the standard strides
+    td.set("b", base[1].t());
+    const at::Tensor w = at::randn({3});
+    const TensorDict r = td.mul(w);
+    CHECK(r.get("a").strides() == at::mul(base[0].t(), w.view({3, 1})).strides());
+    const TensorDict s = td.where(at::ones({3}, at::kBool), td);
+    CHECK(s.get("b").strides() == at::where(at::ones({3, 1}, at::kBool), base[1].t(), base[1].t()).strides());
+  }
   SECTION("std and var of double leaves, bit for bit") {
     at::manual_seed(1);
     TensorDict x({}, {3});

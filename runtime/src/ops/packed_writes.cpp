@@ -239,7 +239,10 @@ bool write_packed(const LeafList& a, c10::ArrayRef<const LeafList*> partners, Wr
         bump_versions(a);
         return true;
       }
-      if (may_fail_midway(fa) && !(fa.is_inference() && !c10::InferenceMode::is_enabled())) {
+      // An integer kernel may have written part of the storage (a division by zero); a dtype
+      // error comes before any element, and the per-leaf path then bumps no version either.
+      if (may_fail_midway(fa) && !(fa.is_inference() && !c10::InferenceMode::is_enabled()) &&
+          !fails_before_writing(fa, flats, write)) {
         bump_versions(a);
         name_failing_leaf(fa, a, partners, [](size_t) { return true; }, write, key_of, op);
       }

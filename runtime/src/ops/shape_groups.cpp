@@ -28,15 +28,26 @@ namespace {
 // keep the group's result the per-leaf one exactly:
 // - at least one dim: next to a 0-dim operand, a 0-dim leaf's dtype promotes as the operand's
 //   kind, a group's (1-dim) as a dimensioned tensor's;
-// - contiguous: LibTorch lays an elementwise result out in its input's stride order, so a
-//   group of interleaved leaves would give results laid out otherwise than each leaf's;
+// - contiguous, with the standard strides even on dims of size 1: LibTorch lays an elementwise
+//   result out in its input's stride order, so a group of interleaved leaves (or of leaves with
+//   another stride on a size-1 dim) would give results laid out otherwise than each leaf's;
 // - fewer elements than LibTorch splits a reduction over threads at (GRAIN_SIZE), or one
 //   thread: a leaf reduced to one value in parallel sums in another order than a group's row.
 //   Dispatch costs little next to leaves that large anyway.
+bool standard_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
 bool groupable(const at::Tensor& t) {
   return t.defined() && t.has_storage() && t.layout() == at::kStrided && !t.is_nested() && !t.is_quantized() &&
-         t.dim() > 0 && t.numel() > 0 && t.is_contiguous() && !t.requires_grad() && !t.has_names() && !t.is_neg() &&
-         !t.is_conj() && (t.numel() < at::internal::GRAIN_SIZE || at::get_num_threads() == 1);
+         t.dim() > 0 && t.numel() > 0 && standard_strides(t.sizes(), t.strides()) && !t.requires_grad() &&
+         !t.has_names() && !t.is_neg() && !t.is_conj() &&
+         (t.numel() < at::internal::GRAIN_SIZE || at::get_num_threads() == 1);
 }
 
 // What a group's leaves share (all but their place), read once a leaf; ordered by storage,
@@ -192,7 +203,7 @@ std::optional<TensorDict> map_groups(const TensorDictBase& like, const LeafList&
       // own result (the leaves are) would be.
       if (out.dim() < 1 || out.size(0) != static_cast<int64_t>(group.count) || out.requires_grad() ||
           out.is_alias_of(leaves[first_leaf]) || (partner.defined() && out.is_alias_of(partner)) ||
-          !out.is_contiguous())
+          !standard_strides(out.sizes(), out.strides()))
         return std::nullopt;
       const auto index = static_cast<int32_t>(g.outs.size());
       for (size_t k = 0; k < group.count; ++k) {
