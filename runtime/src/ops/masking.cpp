@@ -79,16 +79,16 @@ TensorDict TensorDict::where(const at::Tensor& condition, const at::Tensor& othe
   TD_CHECK(other.defined(), ValueError, "where: the tensor operand is undefined");
   // As torch.where (and Python): `other` broadcasts against each leaf from the right.
   const auto one = [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); };
+  if (other.requires_grad()) return ops::keep_lock(per_leaf(*this, "where", one), *this);
   // A group of leaves (Note [Shape groups]) broadcasts `other` as each leaf does while `other`
-  // reaches no further left than the leaves' own dims.
-  bool within_leaves = true;
-  for (const Entry& e : values(true, true))
-    within_leaves = within_leaves && (!e.is_tensor() || other.dim() <= e.tensor_unchecked().dim());
-  if (!within_leaves || other.requires_grad()) return ops::keep_lock(per_leaf(*this, "where", one), *this);
-  return ops::keep_lock(
-      map_leaves_grouped(*this, "where", one,
-                         [&](const at::Tensor& g, size_t) { return at::where(group_operand(condition, g), g, other); }),
-      *this);
+  // reaches no further left than the leaves' own dims; otherwise the group is refused (a
+  // c10::Error before its kernel: map_shape_groups then goes per leaf).
+  return ops::keep_lock(map_leaves_grouped(*this, "where", one,
+                                           [&](const at::Tensor& g, size_t) {
+                                             TORCH_CHECK(other.dim() < g.dim(), "where: other reaches the group dim");
+                                             return at::where(group_operand(condition, g), g, other);
+                                           }),
+                        *this);
 }
 
 TensorDict TensorDict::where(const at::Tensor& condition, const c10::Scalar& other) const {

@@ -107,42 +107,34 @@ std::vector<int64_t> reduced_batch(c10::IntArrayRef batch, int64_t dim, bool kee
 // `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
 // dims unless `nested_extra_dims` is false); `group_fn` is the same reduction over a group of
 // leaves (Note [Shape groups]).
-TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                         GroupFn group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true) {
-  RebuildOptions options;
-  options.batch_size = batch;
-  options.nested_extra_dims = nested_extra_dims;
-  return map_leaves_grouped(td, op, fn, group_fn, options);
-}
-
 // Whether a group's rows reduce as each leaf would, bit for bit. Not std and var: LibTorch
 // reduces a leaf to one value with another algorithm than a group's rows (1-2 ulp apart in
 // double), so they stay per leaf.
 bool groups_exact(Red r) { return r != Red::Std && r != Red::Var; }
 
+// `group`: whether groups may take `group_fn` (groups_exact), else every leaf takes `fn`.
+TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
+                         GroupFn group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true, bool group = true) {
+  RebuildOptions options;
+  options.batch_size = batch;
+  options.nested_extra_dims = nested_extra_dims;
+  return group ? map_leaves_grouped(td, op, fn, group_fn, options) : map_each_leaf(td, op, fn, options);
+}
+
 TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {
-  if (!groups_exact(r)) {
-    RebuildOptions options;
-    const int64_t d = dim ? reduction_dim(td, *dim, red_name(r)) : 0;
-    const std::vector<int64_t> batch = dim ? reduced_batch(td.batch_size(), d, keepdim) : std::vector<int64_t>();
-    options.batch_size = c10::IntArrayRef(batch);
-    options.nested_extra_dims = dim.has_value();
-    return map_each_leaf(td, red_name(r), [&](const at::Tensor& t) {
-      return dim ? reduce_dim(r, t, d, keepdim, x) : reduce_full(r, t, x);
-    }, options);
-  }
   if (!dim) {
     // A group's entries flattened, each reduced whole as its leaf would be.
     return map_leaves_to(
         td, red_name(r), [&](const at::Tensor& t) { return reduce_full(r, t, x); },
         [&](const at::Tensor& g, size_t) { return reduce_dim(r, g.reshape({g.size(0), -1}), 1, false, x); }, {},
-        /*nested_extra_dims=*/false);
+        /*nested_extra_dims=*/false, groups_exact(r));
   }
   const int64_t d = reduction_dim(td, *dim, red_name(r));
   const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
   return map_leaves_to(
       td, red_name(r), [&](const at::Tensor& t) { return reduce_dim(r, t, d, keepdim, x); },
-      [&](const at::Tensor& g, size_t) { return reduce_dim(r, g, d + 1, keepdim, x); }, batch);
+      [&](const at::Tensor& g, size_t) { return reduce_dim(r, g, d + 1, keepdim, x); }, batch,
+      /*nested_extra_dims=*/true, groups_exact(r));
 }
 
 // `leaf` with its feature dims (those past `batch_dims`) flattened into one last dim, or a new
