@@ -138,6 +138,31 @@ TEST_CASE("erase and rename keep lookups right on both sides of the threshold", 
   for (size_t i = 4; i < 19; ++i) CHECK(position(td, keys[i]) == static_cast<int64_t>(i - 4));
 }
 
+TEST_CASE("a small level erases a key at any position, each scan length, and keeps the others in order",
+          "[unit][slots]") {
+  // The lookup scans four hashes a step, then the rest one by one; an erase looks from the last
+  // slot back. Every level size up to the index threshold, every position.
+  const std::vector<std::string> keys = awkward_keys();
+  for (size_t count = 1; count <= 16; ++count) {
+    for (size_t gone = 0; gone < count; ++gone) {
+      TensorDict td({}, {2});
+      for (size_t i = 0; i < count; ++i) td.set(keys[i], at::full({2}, static_cast<double>(i)));
+      td.erase(keys[gone]);
+      INFO("count " << count << ", erased #" << gone);
+      REQUIRE(td.num_keys() == count - 1);
+      CHECK_FALSE(td.contains(keys[gone]));
+      CHECK_THROWS_AS(td.erase(keys[gone]), KeyError);
+      for (size_t i = 0; i < count; ++i) {
+        if (i == gone) continue;
+        CHECK(position(td, keys[i]) == static_cast<int64_t>(i < gone ? i : i - 1));
+        CHECK(td.get(keys[i])[0].item<double>() == static_cast<double>(i));
+      }
+      td.set(keys[gone], at::full({2}, -1.0));  // back, at the end
+      CHECK(position(td, keys[gone]) == static_cast<int64_t>(count - 1));
+    }
+  }
+}
+
 TEST_CASE("erase_if_present says whether it removed the key, scanned or indexed, and erase raises on a missing one",
           "[unit][slots][errors]") {
   const std::vector<std::string> keys = awkward_keys();

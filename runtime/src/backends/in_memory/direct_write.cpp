@@ -27,7 +27,7 @@ C10_ALWAYS_INLINE TensorDictImpl* as_open_level(TensorDictBase* level) {
 
 /// The level holding `key.back()` when every level down to it is open for direct writes, else
 /// nullptr.
-TensorDictImpl* open_level_of(TensorDictBase& root, KeyRef key) {
+C10_ALWAYS_INLINE TensorDictImpl* open_level_of(TensorDictBase& root, const KeyRef& key) {
   if (key.empty()) return nullptr;
   TensorDictImpl* level = as_open_level(&root);
   for (size_t i = 0; level != nullptr && i + 1 < key.size(); ++i) {
@@ -43,7 +43,7 @@ TensorDictImpl* open_level_of(TensorDictBase& root, KeyRef key) {
 
 }  // namespace
 
-bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value) {
+bool try_set_tensor(TensorDictBase& root, const KeyRef& key, at::Tensor& value) {
   TensorDictImpl* level = open_level_of(root, key);
   if (level == nullptr || !detail::storable_as_is(*level, value)) return false;
   const std::string_view name = key.back();
@@ -57,7 +57,7 @@ bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value) {
   return true;
 }
 
-bool try_erase(TensorDictBase& root, KeyRef key) {
+bool try_erase(TensorDictBase& root, const KeyRef& key) {
   TensorDictImpl* level = open_level_of(root, key);
   return level != nullptr && level->erase_ready(key.back());
 }

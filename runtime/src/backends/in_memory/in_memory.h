@@ -40,9 +40,9 @@ bool write_leaf_at(TensorDictBase& dest, std::string_view key, size_t position, 
 /// Note [Direct writes]: `root.set(key, value)` done directly when `root` is an in-memory tree
 /// open for it all the way down to `key`'s level and `value` is storable there as is (value moved
 /// from). False, nothing changed and value untouched, otherwise: the caller takes the general path.
-bool try_set_tensor(TensorDictBase& root, KeyRef key, at::Tensor& value);
+bool try_set_tensor(TensorDictBase& root, const KeyRef& key, at::Tensor& value);
 /// The same for `root.erase(key)`; false also when the key is missing (the general path raises).
-bool try_erase(TensorDictBase& root, KeyRef key);
+bool try_erase(TensorDictBase& root, const KeyRef& key);
 /// select_'s last step on `level` when it is in memory: only `kept` (distinct keys it holds) stay,
 /// in that order, the level rebuilt at once. False, nothing changed, for other backends.
 bool keep_in_order(TensorDictBase& level, const std::vector<std::string>& kept);

@@ -131,8 +131,9 @@ class TensorDictImpl final : public TensorDictBase {
     if (C10_LIKELY(index_.empty())) {
       // No tombstones without an index.
       const Slot* slots = slots_;
-      for (size_t i = 0, n = size_; i < n; ++i) {
-        if (slots[i].hash == hash && in_memory::key_equals_inline(slots[i].key, key)) return static_cast<int64_t>(i);
+      const size_t n = size_;
+      for (size_t i = next_hash_match(slots, 0, n, hash); i < n; i = next_hash_match(slots, i + 1, n, hash)) {
+        if (in_memory::key_equals_inline(slots[i].key, key)) return static_cast<int64_t>(i);
       }
       return -1;
     }
@@ -309,13 +310,32 @@ class TensorDictImpl final : public TensorDictBase {
         slots_(reinterpret_cast<Slot*>(this + 1)),
         capacity_(static_cast<uint32_t>(slots.capacity)) {}
 
+  /// The first slot from `i` on whose hash is `hash`, or `n`: four slots a step (a compare and a
+  /// branch each), since most lookups of a small level compare every slot's hash.
+  static C10_ALWAYS_INLINE size_t next_hash_match(const Slot* slots, size_t i, size_t n, uint32_t hash) {
+    for (; i + 4 <= n; i += 4) {
+      if (slots[i].hash == hash) return i;
+      if (slots[i + 1].hash == hash) return i + 1;
+      if (slots[i + 2].hash == hash) return i + 2;
+      if (slots[i + 3].hash == hash) return i + 3;
+    }
+    for (; i < n; ++i) {
+      if (slots[i].hash == hash) return i;
+    }
+    return n;
+  }
   void grow(size_t min_capacity);
   /// Removes `key` from a built level without an index (at most 16 slots, no tombstones): the
   /// slots after it shift. False when it is not there.
   bool erase_scanned(std::string_view key) {
-    const int64_t found = find_ready_slot(key, in_memory::key_hash(key));
-    if (found < 0) return false;
-    const auto i = static_cast<uint32_t>(found);
+    // From the last slot back: the key erased is most often one set lately (a temporary entry
+    // set, used, then erased), and then the erase neither scans nor shifts the other slots.
+    const uint32_t hash = in_memory::key_hash(key);
+    uint32_t i = size_;
+    do {
+      if (i == 0) return false;
+      --i;
+    } while (slots_[i].hash != hash || !in_memory::key_equals_inline(slots_[i].key, key));
     bump_layout_version();
     std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
     slots_[--size_].~Slot();
