@@ -4,10 +4,12 @@
 #include <ATen/ATen.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
+#include "backends/in_memory/grouped_result.h"
 #include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/intact_runs.h"
 #include "core/batch_dim.h"
 #include "core/format.h"
+#include "core/strided_view.h"
 #include "ops/element_views.h"
 #include "ops/kernel.h"
 #include "ops/leafwise.h"
@@ -104,21 +106,40 @@ std::vector<int64_t> reduced_batch(c10::IntArrayRef batch, int64_t dim, bool kee
   return out;
 }
 
-// `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
-// dims unless `nested_extra_dims` is false); `group_fn` is the same reduction over a group of
-// leaves (Note [Shape groups]).
 // Whether a group's rows reduce as each leaf would, bit for bit. Not std and var: LibTorch
 // reduces a leaf to one value with another algorithm than a group's rows (1-2 ulp apart in
 // double), so they stay per leaf.
 bool groups_exact(Red r) { return r != Red::Std && r != Red::Var; }
 
+using GroupReduction = FunctionRef<at::Tensor(const at::Tensor& group)>;
+
+// `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
+// dims unless `nested_extra_dims` is false); `group_fn` is the same reduction over a group of
+// leaves (Note [Shape groups]), first from an intact tree's shape (Note [Grouped results]).
 // `group`: whether groups may take `group_fn` (groups_exact), else every leaf takes `fn`.
 TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                         GroupFn group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true, bool group = true) {
+                         GroupReduction group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true,
+                         bool group = true) {
   RebuildOptions options;
   options.batch_size = batch;
   options.nested_extra_dims = nested_extra_dims;
-  return group ? map_leaves_grouped(td, op, fn, group_fn, options) : map_each_leaf(td, op, fn, options);
+  if (!group) return map_each_leaf(td, op, fn, options);
+  if (auto grouped = in_memory::reduce_intact_groups(*td.impl(), group_fn, {batch, nested_extra_dims}))
+    return std::move(*grouped);
+  return map_leaves_grouped(td, op, fn, [&](const at::Tensor& g, size_t) { return group_fn(g); }, options);
+}
+
+// A group's leaves as the rows of [count, leaf elements]: a plain view, since a group's leaves
+// have the standard strides (Note [Shape groups]; a reshape through the dispatcher costs as
+// much as a small reduction).
+at::Tensor group_rows(const at::Tensor& g) {
+  int64_t elements = 1;
+  for (int64_t d = g.dim() - 1; d >= 1; --d) {
+    if (g.stride(d) != elements) return g.reshape({g.size(0), -1});
+    elements *= g.size(d);
+  }
+  const int64_t sizes[] = {g.size(0), elements}, strides[] = {g.stride(0), 1};
+  return detail::strided_view(g, sizes, strides, g.storage_offset());
 }
 
 TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bool keepdim, const Extra& x) {
@@ -126,14 +147,14 @@ TensorDict reduce_td(const TensorDict& td, Red r, std::optional<int64_t> dim, bo
     // A group's entries flattened, each reduced whole as its leaf would be.
     return map_leaves_to(
         td, red_name(r), [&](const at::Tensor& t) { return reduce_full(r, t, x); },
-        [&](const at::Tensor& g, size_t) { return reduce_dim(r, g.reshape({g.size(0), -1}), 1, false, x); }, {},
+        [&](const at::Tensor& g) { return reduce_dim(r, group_rows(g), 1, false, x); }, {},
         /*nested_extra_dims=*/false, groups_exact(r));
   }
   const int64_t d = reduction_dim(td, *dim, red_name(r));
   const std::vector<int64_t> batch = reduced_batch(td.batch_size(), d, keepdim);
   return map_leaves_to(
       td, red_name(r), [&](const at::Tensor& t) { return reduce_dim(r, t, d, keepdim, x); },
-      [&](const at::Tensor& g, size_t) { return reduce_dim(r, g, d + 1, keepdim, x); }, batch,
+      [&](const at::Tensor& g) { return reduce_dim(r, g, d + 1, keepdim, x); }, batch,
       /*nested_extra_dims=*/true, groups_exact(r));
 }
 
@@ -384,21 +405,21 @@ TensorDict TensorDict::logsumexp(std::optional<int64_t> dim, bool keepdim) const
   for (size_t i = 0; i < dims.size(); ++i) group_dims[i] = dims[i] + 1;
   return map_leaves_to(
       *this, "logsumexp", [&](const at::Tensor& t) { return at::logsumexp(t, dims, keepdim); },
-      [&](const at::Tensor& g, size_t) { return at::logsumexp(g, group_dims, keepdim); }, batch);
+      [&](const at::Tensor& g) { return at::logsumexp(g, group_dims, keepdim); }, batch);
 }
 
 TensorDict TensorDict::all(int64_t dim) const {
   const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "all", batch_size());
   return map_leaves_to(
       *this, "all", [&](const at::Tensor& t) { return at::all(t, d); },
-      [&](const at::Tensor& g, size_t) { return at::all(g, d + 1); }, reduced_batch(batch_size(), d, false));
+      [&](const at::Tensor& g) { return at::all(g, d + 1); }, reduced_batch(batch_size(), d, false));
 }
 
 TensorDict TensorDict::any(int64_t dim) const {
   const int64_t d = detail::wrap_batch_dim<RuntimeError>(dim, batch_dims(), "any", batch_size());
   return map_leaves_to(
       *this, "any", [&](const at::Tensor& t) { return at::any(t, d); },
-      [&](const at::Tensor& g, size_t) { return at::any(g, d + 1); }, reduced_batch(batch_size(), d, false));
+      [&](const at::Tensor& g) { return at::any(g, d + 1); }, reduced_batch(batch_size(), d, false));
 }
 
 }  // namespace tensordict

@@ -258,6 +258,8 @@ c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const Tenso
   return made;
 }
 
+c10::intrusive_ptr<LevelShape> intern_shape(c10::intrusive_ptr<LevelShape> fresh) { return intern(std::move(fresh)); }
+
 void require_leaf_record(const LazyLeaves* layout, const std::string& key) {
   TD_CHECK(layout != nullptr, RuntimeError, "the leaf '", key,
            "' of an elementwise operation's operand was written while the operation read it");

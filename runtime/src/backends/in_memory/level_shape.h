@@ -14,6 +14,8 @@
 // readers hold it without a lock), so a renamed nested level costs one new shape, not one an op.
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +31,7 @@
 namespace tensordict {
 
 class TensorDictImpl;
+struct GroupPlan;
 
 struct LevelShape : c10::intrusive_ptr_target {
   struct Field {
@@ -56,12 +59,22 @@ struct LevelShape : c10::intrusive_ptr_target {
   /// its flats alike at every level, Note [Intact runs]).
   FlatCounts per_flat, tree_per_flat;
 
+  /// What grouped reductions over a tree of this shape made from it (Note [Grouped results],
+  /// grouped_result.h), kept for the next: its leaves' groups, and the result shapes by what
+  /// the reduction did. Under derived_mutex; a root's only.
+  mutable std::mutex derived_mutex;
+  mutable bool plan_made = false;
+  mutable std::shared_ptr<const GroupPlan> group_plan;  // null: its leaves do not group
+  mutable std::vector<std::pair<std::vector<int64_t>, c10::intrusive_ptr<LevelShape>>> derived;
+
   /// When the last level holding it goes (the interning table's weak reference may outlive it).
   void release_resources() override {
     fields.clear();
     records.clear();
     per_flat = {};
     tree_per_flat = {};
+    group_plan.reset();
+    derived.clear();
   }
 };
 
@@ -73,6 +86,9 @@ namespace in_memory {
 /// trees laid out alike (and without non-tensors) get the same object, so same_shape() compares
 /// pointers.
 c10::intrusive_ptr<LevelShape> shape_of(const TensorDictImpl& level, const TensorDictBase& outer);
+/// `fresh` (a shape just made) or an identical one already in use, so that trees laid out alike
+/// share one shape; nested shapes must be interned first.
+c10::intrusive_ptr<LevelShape> intern_shape(c10::intrusive_ptr<LevelShape> fresh);
 /// Whether two shapes describe the same tree: keys, kinds and order, leaf records, and the batch
 /// sizes of nested levels (the roots' are the caller's to compare).
 bool same_shape(const LevelShape& a, const LevelShape& b);

@@ -1,0 +1,264 @@
+#include "backends/in_memory/grouped_result.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>  // GRAIN_SIZE
+#include <c10/util/SmallVector.h>
+
+#include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/lazy_leaves.h"
+#include "backends/in_memory/level_shape.h"
+#include "backends/in_memory/tensor_dict_impl.h"
+#include "core/structure_walk.h"
+#include "core/strided_view.h"
+
+namespace tensordict {
+namespace in_memory {
+
+namespace {
+
+// Kept per operand shape: more reductions than this of one tree make their result shape each time.
+constexpr size_t kMaxDerivedShapes = 8;
+
+bool grouped_strides_standard(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+std::vector<int64_t> standard_strides_of(c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t step = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= sizes[d];
+  }
+  return strides;
+}
+
+// fn(record) for every leaf of the tree `shape` describes, in the walk order of GroupPlan.
+template <typename Fn>
+void for_each_record(const LevelShape& shape, Fn&& fn) {
+  const int64_t* r = shape.records.data();
+  const int64_t* end = r + shape.records.size();
+  while (r != end) fn(LazyLeaves::read(r));
+  for (uint32_t i : shape.nested) for_each_record(*shape.fields[i].child, fn);
+}
+
+// The groups of the leaves `shape` describes; null when a leaf cannot group (no dims, no
+// elements, other than the standard strides, or over another storage than the first).
+std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
+  struct Leaf {
+    int64_t offset;
+    c10::IntArrayRef sizes, strides;
+    uint32_t index;
+  };
+  std::vector<Leaf> leaves;
+  leaves.reserve(shape.tree_leaves);
+  bool usable = true;
+  for_each_record(shape, [&](const LazyLeaves::Record& r) {
+    if (r.storage != 0 || r.sizes.empty() || c10::multiply_integers(r.sizes) == 0 ||
+        !grouped_strides_standard(r.sizes, r.strides))
+      usable = false;
+    leaves.push_back(Leaf{r.offset, r.sizes, r.strides, static_cast<uint32_t>(leaves.size())});
+  });
+  if (!usable || leaves.empty()) return nullptr;
+  std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
+    if (a.sizes != b.sizes)
+      return std::lexicographical_compare(a.sizes.begin(), a.sizes.end(), b.sizes.begin(), b.sizes.end());
+    return a.offset < b.offset;
+  });
+  auto plan = std::make_shared<GroupPlan>();
+  plan->group_of.resize(leaves.size());
+  plan->place.resize(leaves.size());
+  for (size_t i = 0; i < leaves.size();) {
+    GroupPlan::Group g;
+    g.offset = leaves[i].offset;
+    g.count = 1;
+    g.sizes = leaves[i].sizes.vec();
+    g.strides = leaves[i].strides.vec();
+    g.numel = c10::multiply_integers(g.sizes);
+    g.spacing = g.numel;  // a group of one: the view's standard stride
+    size_t j = i + 1;
+    for (; j < leaves.size() && leaves[j].sizes == leaves[i].sizes; ++j) {
+      const int64_t step = leaves[j].offset - leaves[j - 1].offset;
+      if (step <= 0 || (g.count > 1 && step != g.spacing)) break;
+      g.spacing = step;
+      ++g.count;
+    }
+    const auto index = static_cast<uint32_t>(plan->groups.size());
+    for (size_t k = i; k < j; ++k) {
+      plan->group_of[leaves[k].index] = index;
+      plan->place[leaves[k].index] = static_cast<uint32_t>(k - i);
+    }
+    plan->groups.push_back(std::move(g));
+    i = j;
+  }
+  return plan;
+}
+
+std::shared_ptr<const GroupPlan> plan_of(const LevelShape& shape) {
+  std::lock_guard<std::mutex> guard(shape.derived_mutex);
+  if (!shape.plan_made) {
+    shape.group_plan = make_plan(shape);
+    shape.plan_made = true;
+  }
+  return shape.group_plan;
+}
+
+// What a result's shape is made from: the groups, the sizes of each group's entries, and the
+// root's batch size before and after.
+struct Derivation {
+  const GroupPlan& plan;
+  std::vector<std::vector<int64_t>> entry_sizes, entry_strides;  // per group
+  std::vector<int64_t> entry_numel;
+  const GroupedReduction& how;
+  size_t old_root_dims;
+
+  std::vector<int64_t> batch_of(c10::IntArrayRef level_batch) const {
+    if (!how.nested_extra_dims) return how.root.vec();
+    const BatchSize batch = detail::nested_batch(how.root, level_batch, old_root_dims);
+    return std::vector<int64_t>(batch.begin(), batch.end());
+  }
+};
+
+// The result's shape for the level `shape` describes; `leaf` counts the leaves in walk order.
+c10::intrusive_ptr<LevelShape> derive(const LevelShape& shape, const Derivation& d, size_t& leaf) {
+  auto out = c10::make_intrusive<LevelShape>();
+  out->batch_size = d.batch_of(shape.batch_size);
+  out->device = shape.device;
+  if (out->batch_size == shape.batch_size) out->names = shape.names;  // as rebuild(): names stay with the batch size
+  out->over_runs = d.plan.groups.size() > 1;
+  out->has_empty_level = shape.has_empty_level;
+  const int64_t* r = shape.records.data();
+  const int64_t* end = r + shape.records.size();
+  while (r != end) {
+    const LazyLeaves::Record record = LazyLeaves::read(r);
+    const uint32_t g = d.plan.group_of[leaf];
+    const int64_t numel = d.entry_numel[g];
+    const std::vector<int64_t>& sizes = d.entry_sizes[g];
+    out->records.push_back(static_cast<int64_t>(record.slot | (static_cast<uint64_t>(g) << 32)));
+    out->records.push_back(static_cast<int64_t>(d.plan.place[leaf]) * numel);
+    out->records.push_back(static_cast<int64_t>(sizes.size()));
+    out->records.insert(out->records.end(), sizes.begin(), sizes.end());
+    out->records.insert(out->records.end(), d.entry_strides[g].begin(), d.entry_strides[g].end());
+    out->per_flat.add(g, numel, 1);
+    ++out->leaves;
+    out->elements += numel;
+    ++leaf;
+  }
+  out->tree_per_flat = out->per_flat;
+  out->tree_elements = out->elements;
+  out->tree_leaves = out->leaves;
+  out->fields.reserve(shape.fields.size());
+  // Nested levels in slot order, after this level's leaves: the plan's walk order.
+  for (size_t i = 0; i < shape.fields.size(); ++i) {
+    const LevelShape::Field& f = shape.fields[i];
+    LevelShape::Field copy{f.key, f.hash, f.kind, {}, f.value};
+    if (f.kind == EntryKind::TensorDict) {
+      copy.child = derive(*f.child, d, leaf);
+      out->nested.push_back(static_cast<uint32_t>(i));
+      out->tree_elements += copy.child->tree_elements;
+      out->tree_leaves += copy.child->tree_leaves;
+      const FlatCounts& below = copy.child->tree_per_flat;
+      for (size_t k = 0; k < below.size(); ++k) out->tree_per_flat.add(k, below.elements[k], below.leaves[k]);
+    }
+    out->fields.push_back(std::move(copy));
+  }
+  return intern_shape(std::move(out));
+}
+
+// The result shape for `key` (what the reduction did), kept with the operand's shape; made from
+// the groups' results `outs` when there is none yet.
+c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std::vector<int64_t>& key,
+                                             const GroupPlan& plan, c10::ArrayRef<at::Tensor> outs,
+                                             const GroupedReduction& how, size_t old_root_dims) {
+  {
+    std::lock_guard<std::mutex> guard(shape.derived_mutex);
+    for (const auto& [k, kept] : shape.derived) {
+      if (k == key) return kept;
+    }
+  }
+  Derivation d{plan, {}, {}, {}, how, old_root_dims};
+  for (const at::Tensor& out : outs) {
+    d.entry_sizes.push_back(out.sizes().slice(1).vec());
+    d.entry_strides.push_back(standard_strides_of(out.sizes().slice(1)));
+    d.entry_numel.push_back(c10::multiply_integers(out.sizes().slice(1)));
+  }
+  size_t leaf = 0;
+  c10::intrusive_ptr<LevelShape> made = derive(shape, d, leaf);
+  std::lock_guard<std::mutex> guard(shape.derived_mutex);
+  if (shape.derived.size() < kMaxDerivedShapes) shape.derived.emplace_back(key, made);
+  return made;
+}
+
+}  // namespace
+
+std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
+                                               FunctionRef<at::Tensor(const at::Tensor&)> group_fn,
+                                               const GroupedReduction& how) {
+  const TensorDictImpl* level = packed_level(td);
+  if (level == nullptr) return std::nullopt;
+  const at::Tensor flat = intact_packed_storage(td);  // checks the made leaves; none under forward AD
+  // Leaves that need grad, named, or lazily negated or conjugated take the op itself, as in
+  // Note [Shape groups].
+  if (!flat.defined() || flat.requires_grad() || flat.has_names() || flat.is_neg() || flat.is_conj() ||
+      flat.layout() != at::kStrided || flat.is_quantized())
+    return std::nullopt;
+  const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
+  if (!shape) return std::nullopt;
+  const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
+  if (!plan) return std::nullopt;
+  // A leaf LibTorch reduces over threads sums in another order than a group's row.
+  if (at::get_num_threads() > 1) {
+    for (const GroupPlan::Group& g : plan->groups)
+      if (g.numel >= at::internal::GRAIN_SIZE) return std::nullopt;
+  }
+  c10::SmallVector<at::Tensor, 4> outs;
+  // What the result's shape depends on besides the operand's: the batch sizes, and the sizes of
+  // each group's entries.
+  std::vector<int64_t> key{how.nested_extra_dims, static_cast<int64_t>(how.root.size())};
+  key.insert(key.end(), how.root.begin(), how.root.end());
+  try {
+    for (const GroupPlan::Group& g : plan->groups) {
+      c10::SmallVector<int64_t, 6> sizes{g.count}, strides{g.spacing};
+      sizes.append(g.sizes.begin(), g.sizes.end());
+      strides.append(g.strides.begin(), g.strides.end());
+      at::Tensor out = group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset));
+      // Each entry a contiguous tensor of its own, as a leaf's own result is; the results
+      // viewed whole as the result's storages.
+      if (!out.defined() || out.dim() < 1 || out.size(0) != g.count || out.requires_grad() ||
+          out.storage_offset() != 0 || out.is_alias_of(flat) || !grouped_strides_standard(out.sizes(), out.strides()) ||
+          (!outs.empty() && (out.scalar_type() != outs.front().scalar_type() || out.device() != outs.front().device())))
+        return std::nullopt;
+      key.push_back(out.dim());
+      key.insert(key.end(), out.sizes().begin() + 1, out.sizes().end());
+      outs.push_back(std::move(out));
+    }
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  c10::intrusive_ptr<LevelShape> result = derived_shape(*shape, key, *plan, outs, how, td.batch_size().size());
+  std::vector<at::Tensor> flats;
+  flats.reserve(outs.size());
+  for (const at::Tensor& out : outs) {
+    // Its whole storage as one dim (a plain view, as the leaves made from it are).
+    const int64_t numel[] = {out.numel()}, one[] = {1};
+    flats.push_back(out.dim() == 1 ? out : detail::strided_view(out, numel, one, 0));
+  }
+  at::Tensor first = std::move(flats.front());
+  flats.erase(flats.begin());
+  const std::vector<int64_t> root_batch = result->batch_size;
+  const DimNames names = result->names;
+  return TensorDict(TensorDictImpl::make_deferred(std::move(result), std::move(first), std::move(flats), root_batch,
+                                                  td.device(), names, /*locked=*/false));
+}
+
+}  // namespace in_memory
+}  // namespace tensordict

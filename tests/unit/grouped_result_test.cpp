@@ -1,0 +1,372 @@
+// Reductions per leaf over an intact packed tree, grouped from its shape (Note [Grouped
+// results]): the result is one deferred level over the groups' results, and each leaf, level,
+// batch size, name and non-tensor entry is what the per-leaf path gives, bit for bit (compared
+// with the same op on a copy of the tree whose leaves each have a storage of their own).
+#include "support/catch_torch.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/ops.h>
+
+#include "backends/in_memory/tensor_dict_impl.h"
+#include "support/runs_fixtures.h"
+
+using namespace tensordict;
+
+// A namespace of its own, not an anonymous one: the sanitizer build compiles test files together.
+namespace grouped_result_test {
+
+using runs_fixtures::KernelCount;
+
+// Root batch [6], named "t". Leaves of several shapes over three levels: a, b, c and m.r of
+// [6, 4] (one group across levels), d of [6] (a group of one), e of [6, 2, 3]; the level n of
+// batch [6, 2] with p and q of [6, 2, 5]; a non-tensor entry and an empty level. `nan` puts NaNs
+// in a and p.
+TensorDict mixed_tree(bool nan = false) {
+  TensorDict x({}, {6});
+  x.set("c", at::randn({6, 4}));
+  x.set("a", at::randn({6, 4}));
+  x.set("d", at::randn({6}));
+  x.set("b", at::randn({6, 4}));
+  x.set("e", at::randn({6, 2, 3}));
+  x.set_non_tensor("info", json::Value("episode"));
+  TensorDict n({}, {6, 2});
+  n.set("p", at::randn({6, 2, 5}));
+  n.set("q", at::randn({6, 2, 5}));
+  x.set("n", n);
+  x.set({"m", "r"}, at::randn({6, 4}));
+  x.set("empty", TensorDict({}, {6}));
+  if (nan) {
+    x.get("a").index_put_({1, 2}, NAN);
+    x.get({"n", "p"}).index_put_({0, 1, 3}, NAN);
+  }
+  x.refine_names({std::string("t")});
+  return x;
+}
+
+// The bits of `t` as integers: signed zeros told apart, every NaN as one (LibTorch's full
+// max() of a leaf holding a NaN returns another NaN payload than its max over a dim, which a
+// group runs; no op but a bit view tells them apart).
+at::Tensor bits(const at::Tensor& t) {
+  const at::Tensor c = t.is_floating_point() ? t.masked_fill(t.isnan(), NAN).contiguous() : t.contiguous();
+  switch (t.scalar_type()) {
+    case at::kFloat: return c.view(at::kInt);
+    case at::kDouble: return c.view(at::kLong);
+    default: return c;
+  }
+}
+
+// Same keys in the same order, kinds, batch sizes and names at every level; leaves of one dtype,
+// sizes and strides, bit for bit.
+void require_identical(const TensorDict& got, const TensorDict& want) {
+  REQUIRE(got.batch_size() == want.batch_size());
+  CHECK((got.names() == want.names()));
+  const std::vector<NestedKey> keys = want.keys();
+  REQUIRE((got.keys() == keys));
+  for (const NestedKey& k : keys) {
+    INFO(k.repr());
+    const Entry g = got.get_entry(k), w = want.get_entry(k);
+    REQUIRE(g.kind() == w.kind());
+    if (w.is_tensor()) {
+      const at::Tensor x = g.tensor(), y = w.tensor();
+      REQUIRE(x.scalar_type() == y.scalar_type());
+      REQUIRE(x.sizes() == y.sizes());
+      CHECK(x.strides() == y.strides());
+      CHECK(x.requires_grad() == y.requires_grad());
+      CHECK(at::equal(bits(x), bits(y)));
+    } else if (w.is_tensordict()) {
+      require_identical(g.tensordict(), w.tensordict());
+    } else {
+      CHECK(got.get_non_tensor(k) == want.get_non_tensor(k));
+    }
+  }
+}
+
+const TensorDictImpl& level_of(const TensorDict& td) { return static_cast<const TensorDictImpl&>(*td.impl()); }
+bool deferred(const TensorDict& td) { return level_of(td).is_deferred(); }
+
+TEST_CASE("reductions of an intact tree group from its shape, each result the per-leaf one",
+          "[unit][grouped_result][reduce]") {
+  at::manual_seed(3);
+  const bool nan = GENERATE(false, true);
+  const TensorDict x = mixed_tree(nan);
+  const TensorDict a = consolidate(x);
+  const bool read = GENERATE(false, true);
+  INFO("NaNs: " << nan << ", leaves read first: " << read);
+  std::vector<at::Tensor> held;
+  if (read) held = runs_fixtures::read_all(a);
+  using Op = std::function<TensorDict(const TensorDict&)>;
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"sum()", [](const TensorDict& t) { return t.sum(); }},
+      {"sum(0)", [](const TensorDict& t) { return t.sum(0); }},
+      {"sum(-1, keepdim)", [](const TensorDict& t) { return t.sum(-1, true); }},
+      {"mean()", [](const TensorDict& t) { return t.mean(); }},
+      {"mean(0, keepdim)", [](const TensorDict& t) { return t.mean(0, true); }},
+      {"nansum(0)", [](const TensorDict& t) { return t.nansum(0); }},
+      {"nanmean()", [](const TensorDict& t) { return t.nanmean(); }},
+      {"prod(0)", [](const TensorDict& t) { return t.prod(0); }},
+      {"amax()", [](const TensorDict& t) { return t.amax(); }},
+      {"amin(0)", [](const TensorDict& t) { return t.amin(0); }},
+      {"max()", [](const TensorDict& t) { return t.max(); }},
+      {"min()", [](const TensorDict& t) { return t.min(); }},
+      {"norm()", [](const TensorDict& t) { return t.norm(); }},
+      {"logsumexp()", [](const TensorDict& t) { return t.logsumexp(); }},
+      {"quantile(0.25, 0)", [](const TensorDict& t) { return t.quantile(0.25, 0); }},
+  };
+  for (const auto& [name, op] : ops) {
+    INFO(name);
+    const TensorDict got = op(a);
+    require_identical(got, op(x.clone()));
+    // Nothing of the result built yet: its levels are made as they are read (above).
+    CHECK(deferred(op(a)));
+  }
+  // Five groups, one kernel each: the [6, 4] leaves c and a (keys in storage order: c, a, d, b,
+  // ...), then b and m.r (another spacing), d of [6], e, and n.p with n.q.
+  CHECK(KernelCount::of("aten::sum", [&] { a.sum(0); }) == 5);
+  if (read) CHECK(at::equal(held.front(), x.get(x.keys(true, true).front())));  // operands untouched
+}
+
+TEST_CASE("a grouped result's shape is made once and shared by trees laid out alike",
+          "[unit][grouped_result][reduce]") {
+  // Without its non-tensor entry: shapes holding one are not shared between trees (their values
+  // are not compared), only between the results of one tree.
+  const TensorDict x = mixed_tree().exclude({NestedKey("info")});
+  const TensorDict a = consolidate(x);
+  TensorDict r1 = a.sum(0);
+  const TensorDict r2 = a.sum(0);
+  const TensorDict r3 = consolidate(x.clone()).sum(0);
+  CHECK(level_of(r1).shape() != nullptr);
+  CHECK(level_of(r1).shape() == level_of(r2).shape());
+  CHECK(level_of(r1).shape() == level_of(r3).shape());
+  const TensorDict with_info = consolidate(mixed_tree());
+  CHECK(level_of(with_info.sum(0)).shape() == level_of(with_info.sum(0)).shape());
+  CHECK(level_of(a.sum(0, true)).shape() != level_of(r1).shape());  // other batch sizes
+  CHECK(level_of(a.mean()).shape() != level_of(r1).shape());
+  // Results of one shape are leaves of their own.
+  const at::Tensor before = r2.get("a").clone();
+  r1.get("a").fill_(-7);
+  r1.get({"n", "p"}).fill_(-7);
+  CHECK(at::equal(r2.get("a"), before));
+  CHECK(r1.get("b").ne(-7).all().item<bool>());
+  CHECK(r1.get({"n", "q"}).ne(-7).all().item<bool>());
+  // A result written to is a tree like any: its shape no longer shared.
+  r1.set("new", at::zeros({}));
+  CHECK(level_of(r1).shape() == nullptr);
+  CHECK(level_of(r2).shape() != nullptr);
+  require_identical(a.sum(0), x.clone().sum(0));
+}
+
+TEST_CASE("ops over a grouped result: one storage, or several runs", "[unit][grouped_result][reduce]") {
+  const TensorDict x = mixed_tree();
+  const TensorDict a = consolidate(x);
+  SECTION("several groups: the result's leaves lie in one storage a group") {
+    const TensorDict r = a.sum(0);
+    require_identical(r.exp(), x.clone().sum(0).exp());
+    require_identical(r + r, x.clone().sum(0) + x.clone().sum(0));
+    require_identical(r.mul(2).mean(), x.clone().sum(0).mul(2).mean());
+    require_identical(r.sum(), x.clone().sum(0).sum());
+    CHECK(consolidate(r).get("a").equal(r.get("a")));
+  }
+  SECTION("one group: the result is one storage its leaves tile, and the next op one kernel") {
+    TensorDict y({}, {6});
+    for (int i = 0; i < 5; ++i) y.set({"g", "l" + std::to_string(i)}, at::randn({6, 3}));
+    const TensorDict r = consolidate(y).mean(0);
+    CHECK(deferred(r));
+    TensorDict e;
+    CHECK(KernelCount::of("aten::exp", [&] { e = r.exp(); }) == 1);
+    require_identical(e, y.clone().mean(0).exp());
+    CHECK(KernelCount::of("aten::sum", [&] { e = r.sum(); }) == 1);
+    require_identical(e, y.clone().mean(0).sum());
+  }
+}
+
+TEST_CASE("grouped results step aside where the per-leaf path differs or raises",
+          "[unit][grouped_result][reduce][errors]") {
+  SECTION("a leaf made to need grad: autograd records the per-leaf ops") {
+    TensorDict x({}, {4});
+    x.set("a", at::randn({4, 3}));
+    x.set("b", at::randn({4, 3}));
+    const TensorDict a = consolidate(x);
+    at::Tensor leaf = a.get("a");
+    leaf.requires_grad_(true);
+    const TensorDict r = a.sum(0);
+    CHECK_FALSE(deferred(r));
+    REQUIRE(r.get("a").requires_grad());
+    r.get("a").sum().backward();
+    CHECK(leaf.grad().defined());
+    {
+      const at::NoGradGuard no_grad;  // the check asks for grad in grad mode only
+      require_identical(a.sum(0), x.clone().sum(0));
+    }
+  }
+  SECTION("a leaf without elements: per leaf") {
+    TensorDict x({}, {4});
+    x.set("a", at::randn({4, 3}));
+    x.set("z", at::randn({4, 0}));
+    const TensorDict r = consolidate(x).sum(0);
+    CHECK_FALSE(deferred(r));
+    require_identical(r, x.clone().sum(0));
+  }
+  SECTION("leaves LibTorch reduces over threads: per leaf, where the sum order would differ") {
+    const int threads = at::get_num_threads();
+    at::set_num_threads(2);
+    TensorDict x({}, {2});
+    x.set("a", at::randn({2, 40000}));
+    x.set("b", at::randn({2, 40000}));
+    const TensorDict r = consolidate(x).sum();
+    const TensorDict want = x.clone().sum();
+    at::set_num_threads(threads);
+    CHECK_FALSE(deferred(r));
+    require_identical(r, want);
+  }
+  SECTION("a kernel that raises: the per-leaf path names the key") {
+    TensorDict x({}, {4});
+    x.set("steps", at::arange(8).view({4, 2}));
+    x.set("more", at::arange(8).view({4, 2}));
+    const TensorDict a = consolidate(x);
+    try {
+      a.mean(0);
+      FAIL("mean of int64 leaves raised nothing");
+    } catch (const std::exception& e) {
+      INFO(e.what());
+      CHECK(std::strstr(e.what(), "'steps'") != nullptr);
+    }
+  }
+  SECTION("a locked operand: the result is unlocked, as per leaf") {
+    TensorDict a = consolidate(mixed_tree());
+    a.lock_();
+    const TensorDict r = a.sum(0);
+    CHECK(deferred(r));
+    CHECK_FALSE(r.is_locked());
+    require_identical(r, a.clone().sum(0));
+  }
+}
+
+TEST_CASE("grouped results from many threads at once", "[unit][grouped_result][reduce][threads]") {
+  const TensorDict x = mixed_tree();
+  const TensorDict a = consolidate(x);
+  const TensorDict want = x.clone().sum(0);
+  std::vector<TensorDict> got(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = a.sum(0); });
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  std::vector<at::Tensor> read(got.size());
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { read[i] = got[0].get({"n", "q"}); });
+  for (std::thread& t : threads) t.join();
+  for (const TensorDict& r : got) require_identical(r, want);
+  for (const at::Tensor& t : read) CHECK(t.is_same(read.front()));
+}
+
+}  // namespace grouped_result_test
+
+namespace grouped_result_test {
+
+// A random tree of one dtype: root batch of 1-2 dims, leaves drawn from a few shapes (so that
+// groups form, and break where spacings differ), nested levels with extra batch dims, an empty
+// level now and then.
+TensorDict random_tree(std::mt19937& rng, at::ScalarType dtype) {
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::vector<int64_t> batch{1 + pick(4)};
+  if (pick(3) == 0) batch.push_back(1 + pick(3));
+  const std::vector<std::vector<int64_t>> features = {{}, {3}, {2}, {2, 2}, {1}};
+  const auto leaf = [&](const std::vector<int64_t>& level_batch) {
+    std::vector<int64_t> sizes = level_batch;
+    const auto& f = features[static_cast<size_t>(pick(static_cast<int>(features.size())))];
+    sizes.insert(sizes.end(), f.begin(), f.end());
+    at::Tensor t = dtype == at::kBool ? at::rand(sizes).gt(0.5) : at::randn(sizes).mul(4).to(dtype);
+    if (at::isFloatingType(dtype) && pick(4) == 0 && t.numel() > 0) t.view({-1})[0] = NAN;
+    return t;
+  };
+  TensorDict x({}, batch);
+  const int leaves = 1 + pick(6);
+  for (int i = 0; i < leaves; ++i) x.set("l" + std::to_string(pick(9)), leaf(batch));
+  for (int n = pick(3); n > 0; --n) {
+    std::vector<int64_t> inner = batch;
+    if (pick(2) == 0) inner.push_back(1 + pick(3));
+    TensorDict level({}, inner);
+    for (int i = pick(4); i > 0; --i) level.set("m" + std::to_string(pick(5)), leaf(inner));
+    x.set("n" + std::to_string(n), level);
+  }
+  return x;
+}
+
+TEST_CASE("grouped results over random consolidated trees match the per-leaf ones",
+          "[unit][grouped_result][reduce][differential]") {
+  // TD_GROUPED_ROUNDS and TD_GROUPED_SEED run more.
+  const char* rounds_env = std::getenv("TD_GROUPED_ROUNDS");
+  const char* seed_env = std::getenv("TD_GROUPED_SEED");
+  const int rounds = rounds_env != nullptr ? std::atoi(rounds_env) : 150;
+  const unsigned seed = seed_env != nullptr ? static_cast<unsigned>(std::atoi(seed_env)) : 20261129u;
+  std::mt19937 rng(seed);
+  at::manual_seed(seed);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<at::ScalarType> dtypes = {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kBool};
+  using Reduction = std::function<TensorDict(const TensorDict&, std::optional<int64_t>, bool)>;
+  const std::vector<std::pair<const char*, Reduction>> ops = {
+      {"sum", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.sum(d, k); }},
+      {"mean", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.mean(d, k); }},
+      {"nansum", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.nansum(d, k); }},
+      {"nanmean", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.nanmean(d, k); }},
+      {"prod", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.prod(d, k); }},
+      {"amax", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.amax(d, k); }},
+      {"amin", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.amin(d, k); }},
+      {"norm", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.norm(d, k); }},
+      {"quantile", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.quantile(0.3, d, k); }},
+      {"logsumexp", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.logsumexp(d, k); }},
+      {"all", [](const TensorDict& t, std::optional<int64_t> d, bool) { return t.all(d.value_or(0)); }},
+      {"any", [](const TensorDict& t, std::optional<int64_t> d, bool) { return t.any(d.value_or(-1)); }},
+  };
+  size_t grouped = 0, compared = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const at::ScalarType dtype = dtypes[static_cast<size_t>(pick(static_cast<int>(dtypes.size())))];
+    const TensorDict x = random_tree(rng, dtype);
+    TensorDict a = consolidate(x);
+    std::vector<at::Tensor> held;
+    if (pick(2) == 0) held = runs_fixtures::read_all(a);
+    if (pick(4) == 0) a.lock_();
+    for (int step = 0; step < 4; ++step) {
+      const auto& [name, op] = ops[static_cast<size_t>(pick(static_cast<int>(ops.size())))];
+      std::optional<int64_t> dim;
+      if (pick(2) == 0) dim = pick(static_cast<int>(x.batch_dims()));
+      const bool keepdim = pick(2) == 0;
+      INFO("round " << round << ", " << name << "(" << (dim ? std::to_string(*dim) : "none") << ", keepdim "
+                    << keepdim << ") over " << c10::toString(dtype));
+      TensorDict want, got;
+      bool want_raised = false, got_raised = false;
+      try {
+        want = op(x.clone(), dim, keepdim);
+      } catch (const std::exception&) {
+        want_raised = true;
+      }
+      try {
+        got = op(a, dim, keepdim);
+      } catch (const std::exception&) {
+        got_raised = true;
+      }
+      REQUIRE(got_raised == want_raised);
+      if (want_raised) continue;
+      grouped += deferred(got) ? 1 : 0;
+      ++compared;
+      require_identical(got, want);
+      if (pick(3) == 0 && at::isFloatingType(got.get(got.keys(true, true).front()).scalar_type()))
+        require_identical(got.exp(), want.exp());  // over the result's one or several storages
+    }
+  }
+  // Most reductions took the grouped path (the rest: leaves without elements, errors).
+  CHECK(grouped * 2 > compared);
+}
+
+}  // namespace grouped_result_test
