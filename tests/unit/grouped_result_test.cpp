@@ -274,10 +274,11 @@ TEST_CASE("grouped results from many threads at once", "[unit][grouped_result][r
 
 namespace grouped_result_test {
 
-// A random tree of one dtype: root batch of 1-2 dims, leaves drawn from a few shapes (so that
-// groups form, and break where spacings differ), nested levels with extra batch dims, an empty
-// level now and then.
-TensorDict random_tree(std::mt19937& rng, at::ScalarType dtype) {
+// A random tree of one dtype, or of float and double leaves (`mixed`: runs, Note [Intact runs]):
+// root batch of 1-2 dims, leaves drawn from a few shapes (so that groups form, and break where
+// spacings differ; odd sizes make consolidate pad), nested levels with extra batch dims, an
+// empty level now and then.
+TensorDict random_tree(std::mt19937& rng, at::ScalarType one_dtype, bool mixed) {
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   std::vector<int64_t> batch{1 + pick(4)};
   if (pick(3) == 0) batch.push_back(1 + pick(3));
@@ -286,6 +287,7 @@ TensorDict random_tree(std::mt19937& rng, at::ScalarType dtype) {
     std::vector<int64_t> sizes = level_batch;
     const auto& f = features[static_cast<size_t>(pick(static_cast<int>(features.size())))];
     sizes.insert(sizes.end(), f.begin(), f.end());
+    const at::ScalarType dtype = mixed ? (pick(2) == 0 ? at::kFloat : at::kDouble) : one_dtype;
     at::Tensor t = dtype == at::kBool ? at::rand(sizes).gt(0.5) : at::randn(sizes).mul(4).to(dtype);
     if (at::isFloatingType(dtype) && pick(4) == 0 && t.numel() > 0) t.view({-1})[0] = NAN;
     return t;
@@ -332,7 +334,8 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
   size_t grouped = 0, compared = 0;
   for (int round = 0; round < rounds; ++round) {
     const at::ScalarType dtype = dtypes[static_cast<size_t>(pick(static_cast<int>(dtypes.size())))];
-    const TensorDict x = random_tree(rng, dtype);
+    const bool mixed = pick(3) == 0;
+    const TensorDict x = random_tree(rng, dtype, mixed);
     TensorDict a = consolidate(x);
     std::vector<at::Tensor> held;
     if (pick(2) == 0) held = runs_fixtures::read_all(a);
@@ -343,7 +346,7 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
       if (pick(2) == 0) dim = pick(static_cast<int>(x.batch_dims()));
       const bool keepdim = pick(2) == 0;
       INFO("round " << round << ", " << name << "(" << (dim ? std::to_string(*dim) : "none") << ", keepdim "
-                    << keepdim << ") over " << c10::toString(dtype));
+                    << keepdim << ") over " << (mixed ? "float and double" : c10::toString(dtype)));
       TensorDict want, got;
       bool want_raised = false, got_raised = false;
       try {

@@ -9,6 +9,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "backends/in_memory/intact_result.h"
+#include "backends/in_memory/intact_runs.h"
 #include "backends/in_memory/lazy_leaves.h"
 #include "backends/in_memory/level_shape.h"
 #include "backends/in_memory/tensor_dict_impl.h"
@@ -52,9 +53,10 @@ void for_each_record(const LevelShape& shape, Fn&& fn) {
 }
 
 // The groups of the leaves `shape` describes; null when a leaf cannot group (no dims, no
-// elements, other than the standard strides, or over another storage than the first).
+// elements, or other than the standard strides).
 std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   struct Leaf {
+    uint32_t storage;
     int64_t offset;
     c10::IntArrayRef sizes, strides;
     uint32_t index;
@@ -63,13 +65,14 @@ std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   leaves.reserve(shape.tree_leaves);
   bool usable = true;
   for_each_record(shape, [&](const LazyLeaves::Record& r) {
-    if (r.storage != 0 || r.sizes.empty() || c10::multiply_integers(r.sizes) == 0 ||
-        !grouped_strides_standard(r.sizes, r.strides))
+    if (r.sizes.empty() || c10::multiply_integers(r.sizes) == 0 || !grouped_strides_standard(r.sizes, r.strides))
       usable = false;
-    leaves.push_back(Leaf{r.offset, r.sizes, r.strides, static_cast<uint32_t>(leaves.size())});
+    leaves.push_back(Leaf{r.storage, r.offset, r.sizes, r.strides, static_cast<uint32_t>(leaves.size())});
   });
   if (!usable || leaves.empty()) return nullptr;
+  const auto alike = [](const Leaf& a, const Leaf& b) { return a.storage == b.storage && a.sizes == b.sizes; };
   std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
+    if (a.storage != b.storage) return a.storage < b.storage;
     if (a.sizes != b.sizes)
       return std::lexicographical_compare(a.sizes.begin(), a.sizes.end(), b.sizes.begin(), b.sizes.end());
     return a.offset < b.offset;
@@ -79,6 +82,7 @@ std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   plan->place.resize(leaves.size());
   for (size_t i = 0; i < leaves.size();) {
     GroupPlan::Group g;
+    g.storage = leaves[i].storage;
     g.offset = leaves[i].offset;
     g.count = 1;
     g.sizes = leaves[i].sizes.vec();
@@ -86,7 +90,7 @@ std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
     g.numel = c10::multiply_integers(g.sizes);
     g.spacing = g.numel;  // a group of one: the view's standard stride
     size_t j = i + 1;
-    for (; j < leaves.size() && leaves[j].sizes == leaves[i].sizes; ++j) {
+    for (; j < leaves.size() && alike(leaves[j], leaves[i]); ++j) {
       const int64_t step = leaves[j].offset - leaves[j - 1].offset;
       if (step <= 0 || (g.count > 1 && step != g.spacing)) break;
       g.spacing = step;
@@ -205,16 +209,29 @@ std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
                                                const GroupedReduction& how) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr) return std::nullopt;
-  const at::Tensor flat = intact_packed_storage(td);  // checks the made leaves; none under forward AD
+  // The tree's storages, as its records number them; each check of the made leaves included
+  // (none under forward AD).
+  c10::SmallVector<at::Tensor, 4> storages;
+  if (at::Tensor flat = intact_packed_storage(td); flat.defined()) {
+    storages.push_back(std::move(flat));
+  } else {
+    std::optional<IntactRuns> runs = intact_runs(td);
+    if (!runs || !runs->canonical) return std::nullopt;
+    storages = std::move(runs->storages);
+  }
   // Leaves that need grad, named, or lazily negated or conjugated take the op itself, as in
   // Note [Shape groups].
-  if (!flat.defined() || flat.requires_grad() || flat.has_names() || flat.is_neg() || flat.is_conj() ||
-      flat.layout() != at::kStrided || flat.is_quantized())
-    return std::nullopt;
+  for (const at::Tensor& s : storages) {
+    if (s.requires_grad() || s.has_names() || s.is_neg() || s.is_conj() || s.layout() != at::kStrided ||
+        s.is_quantized())
+      return std::nullopt;
+  }
   const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
   if (!shape) return std::nullopt;
   const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
   if (!plan) return std::nullopt;
+  for (const GroupPlan::Group& g : plan->groups)
+    if (g.storage >= storages.size()) return std::nullopt;
   // A leaf LibTorch reduces over threads sums in another order than a group's row.
   if (at::get_num_threads() > 1) {
     for (const GroupPlan::Group& g : plan->groups)
@@ -230,12 +247,13 @@ std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
       c10::SmallVector<int64_t, 6> sizes{g.count}, strides{g.spacing};
       sizes.append(g.sizes.begin(), g.sizes.end());
       strides.append(g.strides.begin(), g.strides.end());
+      const at::Tensor& flat = storages[g.storage];
       at::Tensor out = group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset));
       // Each entry a contiguous tensor of its own, as a leaf's own result is; the results
       // viewed whole as the result's storages.
       if (!out.defined() || out.dim() < 1 || out.size(0) != g.count || out.requires_grad() ||
           out.storage_offset() != 0 || out.is_alias_of(flat) || !grouped_strides_standard(out.sizes(), out.strides()) ||
-          (!outs.empty() && (out.scalar_type() != outs.front().scalar_type() || out.device() != outs.front().device())))
+          (!outs.empty() && out.device() != outs.front().device()))
         return std::nullopt;
       key.push_back(out.dim());
       key.insert(key.end(), out.sizes().begin() + 1, out.sizes().end());

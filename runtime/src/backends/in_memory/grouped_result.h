@@ -1,6 +1,7 @@
 #pragma once
 // Note [Grouped results]: a reduction per leaf over an intact packed tree (a consolidated
-// tensordict of one dtype, or a packed op's result over one storage, Note [Intact results])
+// tensordict, or a packed op's result over its storage or runs, Notes [Intact results] and
+// [Intact runs])
 // runs one kernel a group of leaves of one shape (Note [Shape groups], ops/shape_groups.h), as
 // over any tree. Here the groups are read from the tree's shape (Note [Shared shapes]) instead
 // of from its leaves, and the result is one deferred level over the groups' results: no leaf of
@@ -26,11 +27,12 @@
 namespace tensordict {
 
 /// The groups of an intact tree's leaves, read from its shape: leaves of one shape, contiguous,
-/// evenly spaced in its one storage. Leaves are numbered in the shape's walk order (a level's
+/// evenly spaced in one of its storages. Leaves are numbered in the shape's walk order (a level's
 /// records, then its nested levels in slot order).
 struct GroupPlan {
   struct Group {
-    int64_t offset = 0;   // of its first leaf, in elements from the storage's start
+    uint32_t storage = 0;  // which of the tree's storages (its runs, in the records' numbering)
+    int64_t offset = 0;    // of its first leaf, in elements from the storage's start
     int64_t count = 0;    // leaves
     int64_t spacing = 0;  // elements from one leaf's start to the next's
     int64_t numel = 0;    // a leaf's elements
@@ -53,8 +55,9 @@ struct GroupedReduction {
 
 /// `group_fn(view)` once a group of `td`'s leaves (view: [count, *leaf sizes]; its result's entry
 /// k is the k-th leaf's result), the result shaped as Note [Grouped results] says. Nullopt when
-/// `td` is no intact packed tree over one storage, a leaf cannot group, a result is not as
-/// expected or `group_fn` raises a c10::Error: the caller's per-leaf path then runs.
+/// `td` is no intact packed tree (over one storage, or runs every level numbers alike), a leaf
+/// cannot group, a result is not as expected or `group_fn` raises a c10::Error: the caller's
+/// per-leaf path then runs.
 std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
                                                FunctionRef<at::Tensor(const at::Tensor&)> group_fn,
                                                const GroupedReduction& how);
