@@ -73,6 +73,7 @@ at::Tensor bits(const at::Tensor& t) {
 void require_identical(const TensorDict& got, const TensorDict& want) {
   REQUIRE(got.batch_size() == want.batch_size());
   CHECK((got.names() == want.names()));
+  CHECK(got.is_locked() == want.is_locked());
   const std::vector<NestedKey> keys = want.keys();
   REQUIRE((got.keys() == keys));
   for (const NestedKey& k : keys) {
@@ -108,6 +109,8 @@ TEST_CASE("reductions of an intact tree group from its shape, each result the pe
   std::vector<at::Tensor> held;
   if (read) held = runs_fixtures::read_all(a);
   using Op = std::function<TensorDict(const TensorDict&)>;
+  const at::Tensor mask = at::tensor({1, 0, 0, 1, 1, 0}).to(at::kBool);
+  const at::Tensor w = at::randn({6});
   const std::vector<std::pair<const char*, Op>> ops = {
       {"sum()", [](const TensorDict& t) { return t.sum(); }},
       {"sum(0)", [](const TensorDict& t) { return t.sum(0); }},
@@ -124,13 +127,27 @@ TEST_CASE("reductions of an intact tree group from its shape, each result the pe
       {"norm()", [](const TensorDict& t) { return t.norm(); }},
       {"logsumexp()", [](const TensorDict& t) { return t.logsumexp(); }},
       {"quantile(0.25, 0)", [](const TensorDict& t) { return t.quantile(0.25, 0); }},
+      {"sum(features)", [](const TensorDict& t) { return t.sum(FeatureDims{}); }},
+      {"amax(features)", [](const TensorDict& t) { return t.amax(FeatureDims{}); }},
+      {"all(0)", [](const TensorDict& t) { return t.gt(0).all(0); }},
+      // With a batch-shaped operand: results laid out as the operand's leaves.
+      {"masked_fill", [&](const TensorDict& t) { return t.masked_fill(mask, -1.5); }},
+      {"where(mask, 0.5)", [&](const TensorDict& t) { return t.where(mask, 0.5); }},
+      {"where(mask, tensor)", [&](const TensorDict& t) { return t.where(mask, at::full({}, 2.0)); }},
+      {"td * w", [&](const TensorDict& t) { return t * w; }},
+      {"td - w (0-dim)", [&](const TensorDict& t) { return t - w[0]; }},
   };
+  TensorDict apart = x.clone();  // the per-leaf path's operand, locked as a consolidated tensordict is
+  if (a.is_locked()) apart.lock_();
   for (const auto& [name, op] : ops) {
     INFO(name);
     const TensorDict got = op(a);
-    require_identical(got, op(x.clone()));
-    // Nothing of the result built yet: its levels are made as they are read (above).
-    CHECK(deferred(op(a)));
+    require_identical(got, op(apart));
+    // Nothing of the result built yet: its levels are made as they are read (above), locked
+    // ones too (a consolidated tensordict is locked; where and td op tensor keep the lock).
+    // `td - w` with a 0-dim w drops empty levels, as Python's scalar path does: the tree holds
+    // one, and that op goes per leaf.
+    if (std::string(name) != "all(0)" && std::string(name) != "td - w (0-dim)") CHECK(deferred(op(a)));
   }
   // Five groups, one kernel each: the [6, 4] leaves c and a (keys in storage order: c, a, d, b,
   // ...), then b and m.r (another spacing), d of [6], e, and n.p with n.q.
@@ -317,6 +334,7 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   const std::vector<at::ScalarType> dtypes = {at::kFloat, at::kDouble, at::kLong, at::kInt, at::kBool};
   using Reduction = std::function<TensorDict(const TensorDict&, std::optional<int64_t>, bool)>;
+  at::Tensor mask, w;  // batch-shaped operands, drawn for each tree
   const std::vector<std::pair<const char*, Reduction>> ops = {
       {"sum", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.sum(d, k); }},
       {"mean", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.mean(d, k); }},
@@ -330,6 +348,11 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
       {"logsumexp", [](const TensorDict& t, std::optional<int64_t> d, bool k) { return t.logsumexp(d, k); }},
       {"all", [](const TensorDict& t, std::optional<int64_t> d, bool) { return t.all(d.value_or(0)); }},
       {"any", [](const TensorDict& t, std::optional<int64_t> d, bool) { return t.any(d.value_or(-1)); }},
+      {"sum(features)", [](const TensorDict& t, std::optional<int64_t>, bool) { return t.sum(FeatureDims{}); }},
+      {"masked_fill", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t.masked_fill(mask, 3); }},
+      {"where(mask, 1)", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t.where(mask, 1); }},
+      {"td * w", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t * w; }},
+      {"td / w[0]", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t / w.select(0, 0); }},
   };
   size_t grouped = 0, compared = 0;
   for (int round = 0; round < rounds; ++round) {
@@ -339,7 +362,11 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
     TensorDict a = consolidate(x);
     std::vector<at::Tensor> held;
     if (pick(2) == 0) held = runs_fixtures::read_all(a);
-    if (pick(4) == 0) a.lock_();
+    if (pick(4) == 0) a.unlock_();
+    TensorDict apart = x.clone();
+    if (a.is_locked()) apart.lock_();
+    mask = at::rand(x.batch_size()).gt(0.5);
+    w = at::randn(x.batch_size()).to(pick(2) == 0 ? at::kFloat : at::kDouble);
     for (int step = 0; step < 4; ++step) {
       const auto& [name, op] = ops[static_cast<size_t>(pick(static_cast<int>(ops.size())))];
       std::optional<int64_t> dim;
@@ -350,7 +377,7 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
       TensorDict want, got;
       bool want_raised = false, got_raised = false;
       try {
-        want = op(x.clone(), dim, keepdim);
+        want = op(apart, dim, keepdim);
       } catch (const std::exception&) {
         want_raised = true;
       }

@@ -9,6 +9,7 @@
 
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/grouped_result.h"
 #include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/level_shape.h"
 #include "ops/kernel.h"
@@ -205,8 +206,8 @@ void arith_td_(const TensorDict& a, const TensorDict& b, Arith op, const c10::Sc
 // The operand of `leaf op tensor` for a group of leaves like `leaf` (Note [Shape groups]): a
 // leading 1 for the group's dim, unless it has no dims (it then promotes as a 0-dim tensor
 // next to the group as next to each leaf).
-at::Tensor group_operand(const AlignedTensor& aligned, const at::Tensor& leaf) {
-  at::Tensor o = aligned.operand(leaf);
+at::Tensor group_operand(const AlignedTensor& aligned, int64_t leaf_dims) {
+  at::Tensor o = aligned.operand_of_rank(leaf_dims);
   return o.dim() == 0 ? o : o.unsqueeze(0);
 }
 
@@ -215,8 +216,6 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   const char* name = arith_name(op, false);
   AlignedTensor aligned(td, other, name);
   const TensorDict src = readable(td);
-  LeafList leaves = leaves_of(src);
-  const auto one = [&](size_t i) { return arith(op, leaves[i], aligned.operand(leaves[i]), alpha); };
   RebuildOptions options;
   options.batch_size = c10::IntArrayRef(aligned.batch_size());
   // v0.14 maps a tensor of one or more dims over the leaves with _fast_apply, which keeps empty
@@ -226,11 +225,21 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   // records the op (an operand that needs grad), or where the operand would widen the leaves'
   // rank (a tensor broadcasting the batch size to more dims).
   const bool groups = !other.requires_grad() && aligned.batch_size().size() == td.batch_size().size();
-  if (auto grouped = !groups ? std::nullopt : map_shape_groups(
-          *src.impl(), leaves,
-          [&](const at::Tensor& g, size_t first) { return arith(op, g, group_operand(aligned, leaves[first]), alpha); },
-          one, options))
-    return keep_lock(std::move(*grouped), td);
+  // A group's operand aligned once for its leaves' rank (the group's less its dim).
+  const auto per_group = [&](const at::Tensor& g) { return arith(op, g, group_operand(aligned, g.dim() - 1), alpha); };
+  if (groups) {
+    if (auto grouped = in_memory::map_intact_groups(
+            *src.impl(), [&](const at::Tensor& g, int64_t) { return per_group(g); },
+            {options.batch_size.value(), /*nested_extra_dims=*/true, options.filter_empty, td.is_locked()}))
+      return keep_lock(std::move(*grouped), td);  // Note [Grouped results]
+  }
+  LeafList leaves = leaves_of(src);
+  const auto one = [&](size_t i) { return arith(op, leaves[i], aligned.operand(leaves[i]), alpha); };
+  if (groups) {
+    if (auto grouped = map_shape_groups(
+            *src.impl(), leaves, [&](const at::Tensor& g, size_t) { return per_group(g); }, one, options))
+      return keep_lock(std::move(*grouped), td);
+  }
   const bool foreach = foreach_pays(leaves);
   LeafList operands;  // for the `_foreach_*` kernel only: the loop aligns each as it goes
   if (foreach) {
@@ -252,7 +261,7 @@ void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, cons
   LeafList leaves = leaves_of(target.tree());
   const auto one = [&](size_t i) { arith_(op, leaves[i], aligned.operand(leaves[i]), alpha); };
   const auto per_group = [&](const at::Tensor& g, size_t first) {
-    arith_(op, g, group_operand(aligned, leaves[first]), alpha);
+    arith_(op, g, group_operand(aligned, leaves[first].dim()), alpha);
   };
   if (!write_shape_groups(leaves, per_group, one, other))  // Note [Shape groups]
     compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, name);

@@ -398,9 +398,9 @@ AlignedTensor::AlignedTensor(const TensorDict& td, const at::Tensor& other, cons
   expanded_ = other.sizes() == c10::IntArrayRef(batch_) ? other : other.expand(batch_);
 }
 
-at::Tensor AlignedTensor::operand(const at::Tensor& leaf) const {
+at::Tensor AlignedTensor::operand_of_rank(int64_t leaf_dims) const {
   if (zero_dim_) return expanded_;
-  const int64_t event_dims = leaf.dim() - root_dims_;
+  const int64_t event_dims = leaf_dims - root_dims_;
   if (event_dims <= 0) return expanded_;
   c10::SmallVector<int64_t, 8> shape(batch_.begin(), batch_.end());
   shape.append(static_cast<size_t>(event_dims), 1);
@@ -446,7 +446,7 @@ void rethrow_leaf_error(const char* op, FunctionRef<NestedKey()> key) {
 }
 
 TensorDict keep_lock(TensorDict out, const TensorDict& src) {
-  if (src.is_locked()) out.lock_();
+  if (src.is_locked() && !out.is_locked()) out.lock_();  // one built locked is already (nested levels too)
   return out;
 }
 

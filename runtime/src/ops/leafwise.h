@@ -103,7 +103,9 @@ std::vector<int64_t> broadcast_batch(c10::IntArrayRef a, c10::IntArrayRef b, con
 class AlignedTensor {
  public:
   AlignedTensor(const TensorDict& td, const at::Tensor& other, const char* op);
-  at::Tensor operand(const at::Tensor& leaf) const;
+  at::Tensor operand(const at::Tensor& leaf) const { return operand_of_rank(leaf.dim()); }
+  /// The same for a leaf of `leaf_dims` dims.
+  at::Tensor operand_of_rank(int64_t leaf_dims) const;
   c10::IntArrayRef batch_size() const { return batch_; }
 
  private:

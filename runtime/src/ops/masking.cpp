@@ -83,11 +83,13 @@ TensorDict TensorDict::where(const at::Tensor& condition, const at::Tensor& othe
   // A group of leaves (Note [Shape groups]) broadcasts `other` as each leaf does while `other`
   // reaches no further left than the leaves' own dims; otherwise the group is refused (a
   // c10::Error before its kernel: map_shape_groups then goes per leaf).
-  return ops::keep_lock(map_leaves_grouped(*this, "where", one,
-                                           [&](const at::Tensor& g, size_t) {
-                                             TORCH_CHECK(other.dim() < g.dim(), "where: other reaches the group dim");
-                                             return at::where(group_operand(condition, g), g, other);
-                                           }),
+  return ops::keep_lock(map_leaves_grouped(
+                            *this, "where", one,
+                            [&](const at::Tensor& g) {
+                              TORCH_CHECK(other.dim() < g.dim(), "where: other reaches the group dim");
+                              return at::where(group_operand(condition, g), g, other);
+                            },
+                            {}, is_locked()),
                         *this);
 }
 
@@ -96,7 +98,7 @@ TensorDict TensorDict::where(const at::Tensor& condition, const c10::Scalar& oth
   return ops::keep_lock(
       map_leaves_grouped(
           *this, "where", [&](const at::Tensor& leaf) { return at::where(right_expand(condition, leaf), leaf, other); },
-          [&](const at::Tensor& g, size_t) { return at::where(group_operand(condition, g), g, other); }),
+          [&](const at::Tensor& g) { return at::where(group_operand(condition, g), g, other); }, {}, is_locked()),
       *this);
 }
 
@@ -114,7 +116,7 @@ TensorDict TensorDict::masked_fill(const at::Tensor& mask, const c10::Scalar& va
   check_bool(mask, "masked_fill");
   return map_leaves_grouped(
       *this, "masked_fill", [&](const at::Tensor& leaf) { return leaf.masked_fill(right_expand(mask, leaf), value); },
-      [&](const at::Tensor& g, size_t) { return g.masked_fill(group_operand(mask, g), value); });
+      [&](const at::Tensor& g) { return g.masked_fill(group_operand(mask, g), value); });
 }
 
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {

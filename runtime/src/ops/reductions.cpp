@@ -115,7 +115,7 @@ using GroupReduction = FunctionRef<at::Tensor(const at::Tensor& group)>;
 
 // `fn(leaf)` for every leaf, rebuilt with batch size `batch` (nested levels keep their extra
 // dims unless `nested_extra_dims` is false); `group_fn` is the same reduction over a group of
-// leaves (Note [Shape groups]), first from an intact tree's shape (Note [Grouped results]).
+// leaves (Notes [Grouped results] and [Shape groups]).
 // `group`: whether groups may take `group_fn` (groups_exact), else every leaf takes `fn`.
 TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
                          GroupReduction group_fn, c10::IntArrayRef batch, bool nested_extra_dims = true,
@@ -123,10 +123,7 @@ TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::T
   RebuildOptions options;
   options.batch_size = batch;
   options.nested_extra_dims = nested_extra_dims;
-  if (!group) return map_each_leaf(td, op, fn, options);
-  if (auto grouped = in_memory::reduce_intact_groups(*td.impl(), group_fn, {batch, nested_extra_dims}))
-    return std::move(*grouped);
-  return map_leaves_grouped(td, op, fn, [&](const at::Tensor& g, size_t) { return group_fn(g); }, options);
+  return group ? map_leaves_grouped(td, op, fn, group_fn, options) : map_each_leaf(td, op, fn, options);
 }
 
 // A group's leaves as the rows of [count, leaf elements]: a plain view, since a group's leaves
@@ -179,6 +176,14 @@ void collect_with_level_dims(const TensorDictBase& td, LeafList& leaves, std::ve
 // Python's dim="feature": every level reduces its own leaves' feature dims, so batch sizes stay.
 TensorDict reduce_features(const TensorDict& td, Red r, const Extra& x) {
   const TensorDict src = readable(td);
+  if (groups_exact(r)) {
+    // The group's dim 0 comes before the leaves' batch dims (Note [Grouped results]).
+    const auto per_group = [&](const at::Tensor& g, int64_t level_dims) {
+      return reduce_dim(r, features_last(g, level_dims + 1), -1, false, x);
+    };
+    if (auto grouped = in_memory::map_intact_groups(*src.impl(), per_group, {src.batch_size()}))
+      return std::move(*grouped);
+  }
   LeafList leaves;
   std::vector<int64_t> dims;
   collect_with_level_dims(*src.impl(), leaves, dims);

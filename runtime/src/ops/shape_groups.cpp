@@ -11,6 +11,7 @@
 
 #include <tensordict/errors.h>
 
+#include "backends/in_memory/grouped_result.h"
 #include "backends/in_memory/level_builder.h"
 #include "core/forward_ad.h"
 #include "core/strided_view.h"
@@ -253,11 +254,19 @@ std::optional<TensorDict> map_shape_group_pairs(const TensorDictBase& like, cons
 }
 
 TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                              GroupFn group_fn, const RebuildOptions& options) {
+                              FunctionRef<at::Tensor(const at::Tensor& group)> group_fn,
+                              const RebuildOptions& options, bool lock) {
   const TensorDict src = readable(td);
+  const in_memory::GroupedResult how{options.batch_size.value_or(src.batch_size()), options.nested_extra_dims,
+                                     options.filter_empty, lock};
+  if (auto grouped =
+          in_memory::map_intact_groups(*src.impl(), [&](const at::Tensor& g, int64_t) { return group_fn(g); }, how))
+    return std::move(*grouped);
   const LeafList leaves = leaves_of(src);
   const auto per_leaf = [&](size_t i) { return fn(leaves[i]); };
-  if (auto grouped = map_shape_groups(*src.impl(), leaves, group_fn, per_leaf, options)) return std::move(*grouped);
+  if (auto grouped = map_shape_groups(
+          *src.impl(), leaves, [&](const at::Tensor& g, size_t) { return group_fn(g); }, per_leaf, options))
+    return std::move(*grouped);
   LeafList results = compute(leaves.size(), false, [] { return LeafList(); }, per_leaf, LeafKeys{*src.impl()}, op);
   return rebuild(*src.impl(), std::move(results), options);
 }

@@ -54,11 +54,14 @@ std::optional<TensorDict> map_shape_group_pairs(const TensorDictBase& like, cons
                                                 FunctionRef<at::Tensor(size_t)> per_leaf,
                                                 const RebuildOptions& options = {});
 
-/// `fn(leaf)` for every leaf of `td`, rebuilt with `options` (map_each_leaf), through
-/// map_shape_groups with `group_fn` the same op over a group; per leaf, naming the key of a
-/// failing leaf, where it declines.
+/// `fn(leaf)` for every leaf of `td`, rebuilt with `options` (map_each_leaf), with `group_fn` the
+/// same op over a group: from an intact tree's shape first (Note [Grouped results],
+/// backends/in_memory/grouped_result.h), else through map_shape_groups; per leaf, naming the key
+/// of a failing leaf, where both decline. `lock`: a result from the shape comes locked, as
+/// lock_() would leave it (others are the caller's to lock).
 TensorDict map_leaves_grouped(const TensorDict& td, const char* op, FunctionRef<at::Tensor(const at::Tensor&)> fn,
-                              GroupFn group_fn, const RebuildOptions& options = {});
+                              FunctionRef<at::Tensor(const at::Tensor& group)> group_fn,
+                              const RebuildOptions& options = {}, bool lock = false);
 
 /// In place: `write(view, first)` once a group of two or more leaves (writing them through their
 /// group's view, `first` the index of the first of them; then each leaf's version is bumped as an

@@ -43,12 +43,14 @@ std::vector<int64_t> standard_strides_of(c10::IntArrayRef sizes) {
   return strides;
 }
 
-// fn(record) for every leaf of the tree `shape` describes, in the walk order of GroupPlan.
+// fn(record, level batch dims) for every leaf of the tree `shape` describes, in the walk order
+// of GroupPlan.
 template <typename Fn>
 void for_each_record(const LevelShape& shape, Fn&& fn) {
   const int64_t* r = shape.records.data();
   const int64_t* end = r + shape.records.size();
-  while (r != end) fn(LazyLeaves::read(r));
+  const auto level_dims = static_cast<int64_t>(shape.batch_size.size());
+  while (r != end) fn(LazyLeaves::read(r), level_dims);
   for (uint32_t i : shape.nested) for_each_record(*shape.fields[i].child, fn);
 }
 
@@ -57,6 +59,7 @@ void for_each_record(const LevelShape& shape, Fn&& fn) {
 std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   struct Leaf {
     uint32_t storage;
+    int64_t level_dims;
     int64_t offset;
     c10::IntArrayRef sizes, strides;
     uint32_t index;
@@ -64,15 +67,20 @@ std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   std::vector<Leaf> leaves;
   leaves.reserve(shape.tree_leaves);
   bool usable = true;
-  for_each_record(shape, [&](const LazyLeaves::Record& r) {
+  for_each_record(shape, [&](const LazyLeaves::Record& r, int64_t level_dims) {
     if (r.sizes.empty() || c10::multiply_integers(r.sizes) == 0 || !grouped_strides_standard(r.sizes, r.strides))
       usable = false;
-    leaves.push_back(Leaf{r.storage, r.offset, r.sizes, r.strides, static_cast<uint32_t>(leaves.size())});
+    leaves.push_back(Leaf{r.storage, level_dims, r.offset, r.sizes, r.strides, static_cast<uint32_t>(leaves.size())});
   });
   if (!usable || leaves.empty()) return nullptr;
-  const auto alike = [](const Leaf& a, const Leaf& b) { return a.storage == b.storage && a.sizes == b.sizes; };
+  // A group's leaves share their storage, shape and level batch dims (an op over the features
+  // reads where they start).
+  const auto alike = [](const Leaf& a, const Leaf& b) {
+    return a.storage == b.storage && a.level_dims == b.level_dims && a.sizes == b.sizes;
+  };
   std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
     if (a.storage != b.storage) return a.storage < b.storage;
+    if (a.level_dims != b.level_dims) return a.level_dims < b.level_dims;
     if (a.sizes != b.sizes)
       return std::lexicographical_compare(a.sizes.begin(), a.sizes.end(), b.sizes.begin(), b.sizes.end());
     return a.offset < b.offset;
@@ -83,6 +91,7 @@ std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   for (size_t i = 0; i < leaves.size();) {
     GroupPlan::Group g;
     g.storage = leaves[i].storage;
+    g.level_dims = leaves[i].level_dims;
     g.offset = leaves[i].offset;
     g.count = 1;
     g.sizes = leaves[i].sizes.vec();
@@ -122,7 +131,7 @@ struct Derivation {
   const GroupPlan& plan;
   std::vector<std::vector<int64_t>> entry_sizes, entry_strides;  // per group
   std::vector<int64_t> entry_numel;
-  const GroupedReduction& how;
+  const GroupedResult& how;
   size_t old_root_dims;
 
   std::vector<int64_t> batch_of(c10::IntArrayRef level_batch) const {
@@ -182,7 +191,7 @@ c10::intrusive_ptr<LevelShape> derive(const LevelShape& shape, const Derivation&
 // the groups' results `outs` when there is none yet.
 c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std::vector<int64_t>& key,
                                              const GroupPlan& plan, c10::ArrayRef<at::Tensor> outs,
-                                             const GroupedReduction& how, size_t old_root_dims) {
+                                             const GroupedResult& how, size_t old_root_dims) {
   {
     std::lock_guard<std::mutex> guard(shape.derived_mutex);
     for (const auto& [k, kept] : shape.derived) {
@@ -204,9 +213,9 @@ c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std:
 
 }  // namespace
 
-std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
-                                               FunctionRef<at::Tensor(const at::Tensor&)> group_fn,
-                                               const GroupedReduction& how) {
+std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
+                                            FunctionRef<at::Tensor(const at::Tensor& group, int64_t level_dims)> group_fn,
+                                            const GroupedResult& how) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr) return std::nullopt;
   // The tree's storages, as its records number them; each check of the made leaves included
@@ -227,7 +236,7 @@ std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
       return std::nullopt;
   }
   const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
-  if (!shape) return std::nullopt;
+  if (!shape || (how.filter_empty && shape->has_empty_level)) return std::nullopt;
   const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
   if (!plan) return std::nullopt;
   for (const GroupPlan::Group& g : plan->groups)
@@ -248,7 +257,8 @@ std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
       sizes.append(g.sizes.begin(), g.sizes.end());
       strides.append(g.strides.begin(), g.strides.end());
       const at::Tensor& flat = storages[g.storage];
-      at::Tensor out = group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset));
+      at::Tensor out =
+          group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset), g.level_dims);
       // Each entry a contiguous tensor of its own, as a leaf's own result is; the results
       // viewed whole as the result's storages.
       if (!out.defined() || out.dim() < 1 || out.size(0) != g.count || out.requires_grad() ||
@@ -275,7 +285,7 @@ std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
   const std::vector<int64_t> root_batch = result->batch_size;
   const DimNames names = result->names;
   return TensorDict(TensorDictImpl::make_deferred(std::move(result), std::move(first), std::move(flats), root_batch,
-                                                  td.device(), names, /*locked=*/false));
+                                                  td.device(), names, how.lock));
 }
 
 }  // namespace in_memory

@@ -1,20 +1,21 @@
 #pragma once
-// Note [Grouped results]: a reduction per leaf over an intact packed tree (a consolidated
+// Note [Grouped results]: an op per leaf whose result is not laid out as its input (a reduction
+// per leaf, an op with a batch-shaped operand) over an intact packed tree (a consolidated
 // tensordict, or a packed op's result over its storage or runs, Notes [Intact results] and
-// [Intact runs])
-// runs one kernel a group of leaves of one shape (Note [Shape groups], ops/shape_groups.h), as
-// over any tree. Here the groups are read from the tree's shape (Note [Shared shapes]) instead
-// of from its leaves, and the result is one deferred level over the groups' results: no leaf of
-// the operand made or walked, no level of the result built until it is read.
+// [Intact runs]) runs one kernel a group of leaves of one shape (Note [Shape groups],
+// ops/shape_groups.h), as over any tree. Here the groups are read from the tree's shape (Note
+// [Shared shapes]) instead of from its leaves, and the result is one deferred level over the
+// groups' results: no leaf of the operand made or walked, no level of the result built until it
+// is read.
 //
-// Both the groups and the result's shape depend only on the operand's shape and on what the
-// reduction does (the dims it reduces, the sizes of a group's entries), so both are made once
-// and kept with the operand's shape: the next reduction of a tree laid out alike pays a lookup.
-// The result lists its keys, kinds, nested levels and non-tensor entries as the operand does,
-// with the batch sizes the reduction leaves; leaf k of a group is entry k of the group's
-// result, a contiguous view made on first access, as the per-leaf path's grouped leaves are.
-// Anything else (leaves without elements or dims, one needing grad, several storages, leaves
-// LibTorch would reduce over threads, a kernel that raises) takes that path.
+// Both the groups and the result's shape depend only on the operand's shape and on what the op
+// does (the batch sizes it leaves, the sizes of a group's entries), so both are made once and
+// kept with the operand's shape: the next op of a tree laid out alike pays a lookup. The result
+// lists its keys, kinds, nested levels and non-tensor entries as the operand does; leaf k of a
+// group is entry k of the group's result, a contiguous view made on first access, as the
+// per-leaf path's grouped leaves are. Anything else (leaves without elements or dims, one
+// needing grad, runs numbered otherwise at some level, leaves LibTorch would reduce over
+// threads, a kernel that raises) takes that path.
 
 #include <cstdint>
 #include <optional>
@@ -36,6 +37,7 @@ struct GroupPlan {
     int64_t count = 0;    // leaves
     int64_t spacing = 0;  // elements from one leaf's start to the next's
     int64_t numel = 0;    // a leaf's elements
+    int64_t level_dims = 0;  // the batch dims of its leaves' levels (one for the group)
     std::vector<int64_t> sizes, strides;  // a leaf's (standard strides)
   };
   std::vector<Group> groups;
@@ -45,22 +47,27 @@ struct GroupPlan {
 
 namespace in_memory {
 
-/// What a reduction does to the batch sizes, as RebuildOptions says it: the root's becomes
-/// `root`, and a nested level's `root` followed by its dims past the operand root's, unless
-/// `nested_extra_dims` is false (then `root` too).
-struct GroupedReduction {
+/// The result's batch sizes, as RebuildOptions gives them: the root's becomes `root`, and a
+/// nested level's `root` followed by its dims past the operand root's, unless
+/// `nested_extra_dims` is false (then `root` too). `filter_empty`: nested levels without entries
+/// are dropped (the intact path then declines a tree holding one). `lock`: the result is built
+/// locked, as lock_() would leave it.
+struct GroupedResult {
   c10::IntArrayRef root;
   bool nested_extra_dims = true;
+  bool filter_empty = false;
+  bool lock = false;
 };
 
-/// `group_fn(view)` once a group of `td`'s leaves (view: [count, *leaf sizes]; its result's entry
-/// k is the k-th leaf's result), the result shaped as Note [Grouped results] says. Nullopt when
-/// `td` is no intact packed tree (over one storage, or runs every level numbers alike), a leaf
-/// cannot group, a result is not as expected or `group_fn` raises a c10::Error: the caller's
-/// per-leaf path then runs.
-std::optional<TensorDict> reduce_intact_groups(const TensorDictBase& td,
-                                               FunctionRef<at::Tensor(const at::Tensor&)> group_fn,
-                                               const GroupedReduction& how);
+/// `group_fn(view, level_dims)` once a group of `td`'s leaves (view: [count, *leaf sizes]; its
+/// result's entry k is the k-th leaf's result; `level_dims`: the batch dims of the leaves'
+/// levels), the result shaped as Note [Grouped results] says. Nullopt when `td` is no intact
+/// packed tree (over one storage, or runs every level numbers alike), a leaf cannot group, a
+/// result is not as expected or `group_fn` raises a c10::Error: the caller's per-leaf path then
+/// runs.
+std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
+                                            FunctionRef<at::Tensor(const at::Tensor& group, int64_t level_dims)> group_fn,
+                                            const GroupedResult& how);
 
 }  // namespace in_memory
 }  // namespace tensordict
