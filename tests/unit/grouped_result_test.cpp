@@ -285,6 +285,19 @@ TEST_CASE("grouped results from many threads at once", "[unit][grouped_result][r
   for (std::thread& t : threads) t.join();
   for (const TensorDict& r : got) require_identical(r, want);
   for (const at::Tensor& t : read) CHECK(t.is_same(read.front()));
+  // A locked result (where keeps the lock of a consolidated tensordict): its nested levels built
+  // locked by whichever reader comes first.
+  const at::Tensor mask = at::tensor({1, 0, 0, 1, 1, 0}).to(at::kBool);
+  TensorDict apart = x.clone();
+  apart.lock_();
+  const TensorDict locked = a.where(mask, 0.5);
+  REQUIRE(locked.is_locked());
+  threads.clear();
+  std::vector<TensorDict> levels(4);
+  for (size_t i = 0; i < levels.size(); ++i) threads.emplace_back([&, i] { levels[i] = locked.get_tensordict("n"); });
+  for (std::thread& t : threads) t.join();
+  for (const TensorDict& n : levels) CHECK(n.is_locked());
+  require_identical(locked, apart.where(mask, 0.5));
 }
 
 }  // namespace grouped_result_test
