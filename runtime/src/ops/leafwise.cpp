@@ -445,6 +445,19 @@ void rethrow_leaf_error(const char* op, FunctionRef<NestedKey()> key) {
   }
 }
 
+bool foreach_inplace_safe(const LeafList& self, const LeafList& other) {
+  if (!foreach_pays(self) || needs_autograd(other)) return false;
+  for (size_t i = 0; i < self.size(); ++i) {
+    const at::Tensor& x = self[i];
+    const at::Tensor& y = other[i];
+    if (x.scalar_type() != y.scalar_type() || !at::isFloatingType(x.scalar_type()) || x.sizes() != y.sizes() ||
+        x.device() != y.device()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 TensorDict keep_lock(TensorDict out, const TensorDict& src) {
   if (src.is_locked() && !out.is_locked()) out.lock_();  // one built locked is already (nested levels too)
   return out;

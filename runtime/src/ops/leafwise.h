@@ -164,6 +164,11 @@ void for_each_index(const TensorDictBase& td, size_t n, const char* op, Fn&& fn)
 }
 
 /// Keeps the lock of `src` on `out` (pointwise results inherit it, semantics 1.7).
+/// Whether an in-place `_foreach_*` kernel may write `self` with `other` (matched leaf by leaf):
+/// it pays (foreach_pays), `other` needs no grad, and each pair is of one floating dtype, shape
+/// and device (the kernels do not promote or broadcast).
+bool foreach_inplace_safe(const LeafList& self, const LeafList& other);
+
 TensorDict keep_lock(TensorDict out, const TensorDict& src);
 
 /// Python's `inplace=True` for an operation that makes a new tree: `td` (an in-memory tensordict;
