@@ -23,5 +23,16 @@ inline at::Tensor strided_view(const at::Tensor& like, c10::IntArrayRef sizes, c
   return at::Tensor(std::move(impl));
 }
 
+/// Whether `strides` are the standard ones of `sizes` (row-major, contiguous), on dims of size 1
+/// too: what LibTorch gives a new tensor of these sizes.
+inline bool has_standard_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
 }  // namespace detail
 }  // namespace tensordict

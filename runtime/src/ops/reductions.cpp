@@ -130,12 +130,9 @@ TensorDict map_leaves_to(const TensorDict& td, const char* op, FunctionRef<at::T
 // have the standard strides (Note [Shape groups]; a reshape through the dispatcher costs as
 // much as a small reduction).
 at::Tensor group_rows(const at::Tensor& g) {
-  int64_t elements = 1;
-  for (int64_t d = g.dim() - 1; d >= 1; --d) {
-    if (g.stride(d) != elements) return g.reshape({g.size(0), -1});
-    elements *= g.size(d);
-  }
-  const int64_t sizes[] = {g.size(0), elements}, strides[] = {g.stride(0), 1};
+  const c10::IntArrayRef leaf = g.sizes().slice(1);
+  if (!detail::has_standard_strides(leaf, g.strides().slice(1))) return g.reshape({g.size(0), -1});
+  const int64_t sizes[] = {g.size(0), c10::multiply_integers(leaf)}, strides[] = {g.stride(0), 1};
   return detail::strided_view(g, sizes, strides, g.storage_offset());
 }
 

@@ -35,18 +35,9 @@ namespace {
 // - fewer elements than LibTorch splits a reduction over threads at (GRAIN_SIZE), or one
 //   thread: a leaf reduced to one value in parallel sums in another order than a group's row.
 //   Dispatch costs little next to leaves that large anyway.
-bool standard_strides(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
-  int64_t expected = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
-
 bool groupable(const at::Tensor& t) {
   return t.defined() && t.has_storage() && t.layout() == at::kStrided && !t.is_nested() && !t.is_quantized() &&
-         t.dim() > 0 && t.numel() > 0 && standard_strides(t.sizes(), t.strides()) && !t.requires_grad() &&
+         t.dim() > 0 && t.numel() > 0 && detail::has_standard_strides(t.sizes(), t.strides()) && !t.requires_grad() &&
          !t.has_names() && !t.is_neg() && !t.is_conj() &&
          (t.numel() < at::internal::GRAIN_SIZE || at::get_num_threads() == 1);
 }
@@ -204,7 +195,7 @@ std::optional<TensorDict> map_groups(const TensorDictBase& like, const LeafList&
       // own result (the leaves are) would be.
       if (out.dim() < 1 || out.size(0) != static_cast<int64_t>(group.count) || out.requires_grad() ||
           out.is_alias_of(leaves[first_leaf]) || (partner.defined() && out.is_alias_of(partner)) ||
-          !standard_strides(out.sizes(), out.strides()))
+          !detail::has_standard_strides(out.sizes(), out.strides()))
         return std::nullopt;
       const auto index = static_cast<int32_t>(g.outs.size());
       for (size_t k = 0; k < group.count; ++k) {

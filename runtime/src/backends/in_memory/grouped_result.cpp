@@ -24,15 +24,6 @@ namespace {
 // Kept per operand shape: more reductions than this of one tree make their result shape each time.
 constexpr size_t kMaxDerivedShapes = 8;
 
-bool grouped_strides_standard(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
-  int64_t expected = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
-
 std::vector<int64_t> standard_strides_of(c10::IntArrayRef sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t step = 1;
@@ -68,7 +59,7 @@ std::shared_ptr<const GroupPlan> make_plan(const LevelShape& shape) {
   leaves.reserve(shape.tree_leaves);
   bool usable = true;
   for_each_record(shape, [&](const LazyLeaves::Record& r, int64_t level_dims) {
-    if (r.sizes.empty() || c10::multiply_integers(r.sizes) == 0 || !grouped_strides_standard(r.sizes, r.strides))
+    if (r.sizes.empty() || c10::multiply_integers(r.sizes) == 0 || !detail::has_standard_strides(r.sizes, r.strides))
       usable = false;
     leaves.push_back(Leaf{r.storage, level_dims, r.offset, r.sizes, r.strides, static_cast<uint32_t>(leaves.size())});
   });
@@ -262,7 +253,7 @@ std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
       // Each entry a contiguous tensor of its own, as a leaf's own result is; the results
       // viewed whole as the result's storages.
       if (!out.defined() || out.dim() < 1 || out.size(0) != g.count || out.requires_grad() ||
-          out.storage_offset() != 0 || out.is_alias_of(flat) || !grouped_strides_standard(out.sizes(), out.strides()) ||
+          out.storage_offset() != 0 || out.is_alias_of(flat) || !detail::has_standard_strides(out.sizes(), out.strides()) ||
           (!outs.empty() && out.device() != outs.front().device()))
         return std::nullopt;
       key.push_back(out.dim());
