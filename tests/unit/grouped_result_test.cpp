@@ -271,6 +271,43 @@ TEST_CASE("grouped results step aside where the per-leaf path differs or raises"
   }
 }
 
+TEST_CASE("in place over an intact tree: one write a group of its storage, as per leaf",
+          "[unit][grouped_result][inplace]") {
+  at::manual_seed(5);
+  TensorDict x({}, {6});  // one dtype: one storage, no runs
+  for (int i = 0; i < 4; ++i) x.set("a" + std::to_string(i), at::randn({6, 4}));
+  x.set("d", at::randn({6}));
+  x.set({"n", "p"}, at::randn({6, 3}));
+  const at::Tensor mask = at::tensor({1, 0, 0, 1, 1, 0}).to(at::kBool);
+  const at::Tensor w = at::randn({6});
+  const bool read = GENERATE(false, true);
+  INFO("leaves read first: " << read);
+  TensorDict a = consolidate(x);  // locked: in-place writes of values are allowed
+  TensorDict apart = x.clone();
+  apart.lock_();
+  std::vector<at::Tensor> held;
+  if (read) held = runs_fixtures::read_all(a);
+  const int64_t version = read ? held.front()._version() : 0;
+  SECTION("td.mul_(w): one kernel a group") {
+    CHECK(KernelCount::of("aten::mul_", [&] { a.mul_(w); }) == 3);  // [6, 4] x4, [6], [6, 3]
+    apart.mul_(w);
+  }
+  SECTION("masked_fill_") {
+    CHECK(KernelCount::of("aten::masked_fill_", [&] { a.masked_fill_(mask, -2.5); }) == 3);
+    apart.masked_fill_(mask, -2.5);
+  }
+  SECTION("an operand that is one of the leaves: per leaf, each leaf after it reading it changed") {
+    const at::Tensor own = a.get("d");
+    CHECK(KernelCount::of("aten::mul_", [&] { a.mul_(own); }) == 6);
+    apart.mul_(apart.get("d"));
+  }
+  require_identical(a, apart);
+  if (read) {
+    CHECK(held.front()._version() > version);  // what a saved tensor's check reads
+    CHECK(at::equal(held.front(), a.get(a.keys(true, true).front())));
+  }
+}
+
 TEST_CASE("grouped results from many threads at once", "[unit][grouped_result][reduce][threads]") {
   const TensorDict x = mixed_tree();
   const TensorDict a = consolidate(x);
@@ -407,6 +444,24 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
       if (pick(3) == 0 && at::isFloatingType(got.get(got.keys(true, true).front()).scalar_type()))
         require_identical(got.exp(), want.exp());  // over the result's one or several storages
     }
+    // In place, the tree written as per leaf (an error, a dtype's, raised alike and nothing
+    // written), then read again by the next round's ops.
+    const int which = pick(3);
+    bool a_raised = false, apart_raised = false;
+    const auto in_place = [&](TensorDict& t, bool& raised) {
+      try {
+        if (which == 0) t.mul_(w);
+        else if (which == 1) t.masked_fill_(mask, 2);
+        else t.div_(w);
+      } catch (const std::exception&) {
+        raised = true;
+      }
+    };
+    in_place(a, a_raised);
+    in_place(apart, apart_raised);
+    INFO("round " << round << ", in place #" << which);
+    REQUIRE(a_raised == apart_raised);
+    require_identical(a, apart);
   }
   // Most reductions took the grouped path (the rest: leaves without elements, errors).
   CHECK(grouped * 2 > compared);

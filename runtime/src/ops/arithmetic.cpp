@@ -244,13 +244,13 @@ void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, cons
   AlignedTensor aligned(td, other, name);
   TD_CHECK(aligned.batch_size() == td.batch_size(), ShapeError, name, ": a tensor of shape ", other.sizes(),
            " would change the batch size ", td.batch_size(), " of an in-place operation");
+  // One kernel a group of leaves (Notes [Grouped results] and [Shape groups]).
+  const auto per_group = [&](const at::Tensor& g) { arith_(op, g, group_operand(aligned, g.dim() - 1), alpha); };
+  if (in_memory::write_intact_groups(*td.impl(), per_group, other)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());
   const auto one = [&](size_t i) { arith_(op, leaves[i], aligned.operand(leaves[i]), alpha); };
-  const auto per_group = [&](const at::Tensor& g, size_t first) {
-    arith_(op, g, group_operand(aligned, leaves[first].dim()), alpha);
-  };
-  if (!write_shape_groups(leaves, per_group, one, other))  // Note [Shape groups]
+  if (!write_shape_groups(leaves, [&](const at::Tensor& g, size_t) { per_group(g); }, one, other))
     compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, name);
   target.commit();
 }

@@ -5,6 +5,7 @@
 
 #include <tensordict/ops.h>
 
+#include "backends/in_memory/grouped_result.h"
 #include "core/dim_names.h"
 #include "core/format.h"
 #include "ops/kernel.h"
@@ -122,12 +123,13 @@ TensorDict TensorDict::masked_fill(const at::Tensor& mask, const c10::Scalar& va
 TensorDict& TensorDict::masked_fill_(const at::Tensor& mask, const c10::Scalar& value) {
   check_batch_prefix(*this, mask, "masked_fill_");
   check_bool(mask, "masked_fill_");
+  // One kernel a group of leaves (Notes [Grouped results] and [Shape groups]).
+  const auto per_group = [&](const at::Tensor& g) { g.masked_fill_(group_operand(mask, g), value); };
+  if (in_memory::write_intact_groups(*impl_, per_group, mask)) return *this;
   InPlaceTarget target(*this);
   LeafList leaves = leaves_of(target.tree());
   const auto one = [&](size_t i) { leaves[i].masked_fill_(right_expand(mask, leaves[i]), value); };
-  // One kernel a group of leaves (Note [Shape groups]).
-  if (!write_shape_groups(
-          leaves, [&](const at::Tensor& g, size_t) { g.masked_fill_(group_operand(mask, g), value); }, one, mask))
+  if (!write_shape_groups(leaves, [&](const at::Tensor& g, size_t) { per_group(g); }, one, mask))
     compute_(leaves.size(), false, [] { return false; }, one, LeafKeys{*target.tree().impl()}, "masked_fill_");
   target.commit();
   return *this;

@@ -1,11 +1,15 @@
 #include "backends/in_memory/grouped_result.h"
 
+#include <tensordict/errors.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include <ATen/Parallel.h>
 #include <ATen/TensorIterator.h>  // GRAIN_SIZE
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 
 #include "backends/in_memory/intact_result.h"
@@ -277,6 +281,45 @@ std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
   const DimNames names = result->names;
   return TensorDict(TensorDictImpl::make_deferred(std::move(result), std::move(first), std::move(flats), root_batch,
                                                   td.device(), names, how.lock));
+}
+
+bool write_intact_groups(const TensorDictBase& td, FunctionRef<void(const at::Tensor& group)> write,
+                         const at::Tensor& reads) {
+  const TensorDictImpl* level = packed_level(td);
+  if (level == nullptr) return false;
+  bool own_versions = false;
+  const at::Tensor flat = intact_packed_storage(td, &own_versions);  // checks the made leaves
+  if (!flat.defined() || flat.requires_grad() || flat.has_names() || flat.is_neg() || flat.is_conj() ||
+      flat.layout() != at::kStrided || flat.is_quantized() || (flat.is_inference() && !c10::InferenceMode::is_enabled()))
+    return false;
+  // An operand that needs grad would join each leaf to the graph; one in the storage changes as
+  // the groups are written (per leaf, as the leaves are, in key order).
+  if (reads.defined() && (reads.requires_grad() || (reads.has_storage() && reads.is_alias_of(flat)))) return false;
+  const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
+  if (!shape) return false;
+  const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
+  if (!plan) return false;
+  bool wrote = false;
+  try {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], ops/packed.cpp
+    for (const GroupPlan::Group& g : plan->groups) {
+      c10::SmallVector<int64_t, 6> sizes{g.count}, strides{g.spacing};
+      sizes.append(g.sizes.begin(), g.sizes.end());
+      strides.append(g.strides.begin(), g.strides.end());
+      write(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset));
+      wrote = true;
+    }
+  } catch (const c10::Error& e) {
+    if (!wrote) return false;
+    // Not expected: the groups share the storage's dtype and device, so the first write would
+    // have raised too.
+    flat.unsafeGetTensorImpl()->bump_version();
+    TD_THROW(RuntimeError, "an in-place write over groups of leaves failed after some were written: ",
+             e.what_without_backtrace());
+  }
+  flat.unsafeGetTensorImpl()->bump_version();  // what the skipped ADInplaceOrView kernel does
+  if (own_versions) bump_made_leaf_versions(td);
+  return true;
 }
 
 }  // namespace in_memory

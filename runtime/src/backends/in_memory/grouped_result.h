@@ -69,5 +69,15 @@ std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
                                             FunctionRef<at::Tensor(const at::Tensor& group, int64_t level_dims)> group_fn,
                                             const GroupedResult& how);
 
+/// In place: `write(view)` once a group of `td`'s leaves (view: [count, *leaf sizes]), below
+/// autograd, for an intact tree over one storage; then the storage's version is bumped (and
+/// each made leaf's with a counter of its own), as write_over_intact does. Only where the order
+/// of writes changes nothing and no write can fail once another has written: `reads` (the op's
+/// tensor operand) needs no grad and is not the storage's, the storage needs no grad and is no
+/// inference tensor outside inference mode. False, nothing written, when it declines or the
+/// first write raises a c10::Error: the caller's per-leaf path then runs, and names the key.
+bool write_intact_groups(const TensorDictBase& td, FunctionRef<void(const at::Tensor& group)> write,
+                         const at::Tensor& reads);
+
 }  // namespace in_memory
 }  // namespace tensordict
