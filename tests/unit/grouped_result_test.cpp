@@ -136,6 +136,8 @@ TEST_CASE("reductions of an intact tree group from its shape, each result the pe
       {"where(mask, tensor)", [&](const TensorDict& t) { return t.where(mask, at::full({}, 2.0)); }},
       {"td * w", [&](const TensorDict& t) { return t * w; }},
       {"td - w (0-dim)", [&](const TensorDict& t) { return t - w[0]; }},
+      // A tensordict other laid out alike: an op's result over the same tree.
+      {"where(mask, td.clone())", [&](const TensorDict& t) { return t.where(mask, t.clone()); }},
   };
   TensorDict apart = x.clone();  // the per-leaf path's operand, locked as a consolidated tensordict is
   if (a.is_locked()) apart.lock_();
@@ -206,6 +208,41 @@ TEST_CASE("ops over a grouped result: one storage, or several runs", "[unit][gro
     require_identical(e, y.clone().mean(0).exp());
     CHECK(KernelCount::of("aten::sum", [&] { e = r.sum(); }) == 1);
     require_identical(e, y.clone().mean(0).sum());
+  }
+}
+
+TEST_CASE("where with a tensordict: from the shape where both trees are laid out alike",
+          "[unit][grouped_result]") {
+  const TensorDict x = mixed_tree(), y = mixed_tree();  // one structure, other values
+  const TensorDict a = consolidate(x), b = consolidate(y);
+  const at::Tensor mask = at::tensor({0, 1, 1, 0, 1, 0}).to(at::kBool);
+  TensorDict xa = x.clone(), ya = y.clone();
+  xa.lock_();
+  const TensorDict r = a.where(mask, b);
+  CHECK(deferred(r));
+  require_identical(r, xa.where(mask, ya));
+  SECTION("laid out otherwise (keys in another order): groups from the matched leaves") {
+    TensorDict z({}, {6});
+    for (const NestedKey& k : y.keys(true, true)) {
+      if (k.size() == 1) z.set(k, y.get(k));
+    }
+    z.set("n", y.get_tensordict("n"));
+    z.set("m", y.get_tensordict("m"));
+    z.set("empty", TensorDict({}, {6}));
+    z.set_non_tensor("info", json::Value("episode"));
+    z = z.select({NestedKey("n"), NestedKey("m"), NestedKey("a"), NestedKey("b"), NestedKey("c"), NestedKey("d"),
+                  NestedKey("e"), NestedKey("info"), NestedKey("empty")});
+    z.refine_names({std::string("t")});
+    const TensorDict c = consolidate(z);
+    const TensorDict rc = a.where(mask, c);
+    CHECK_FALSE(deferred(rc));
+    require_identical(rc, xa.where(mask, z.clone()));
+  }
+  SECTION("the other of another dtype, laid out alike: results promoted as per leaf") {
+    const TensorDict d = consolidate(y.to(at::kDouble));
+    const TensorDict rd = a.where(mask, d);
+    require_identical(rd, xa.where(mask, y.clone().to(at::kDouble)));
+    CHECK(rd.get("a").scalar_type() == at::kDouble);
   }
 }
 
@@ -403,6 +440,7 @@ TEST_CASE("grouped results over random consolidated trees match the per-leaf one
       {"where(mask, 1)", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t.where(mask, 1); }},
       {"td * w", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t * w; }},
       {"td / w[0]", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t / w.select(0, 0); }},
+      {"where(mask, td.clone())", [&](const TensorDict& t, std::optional<int64_t>, bool) { return t.where(mask, t.clone()); }},
   };
   size_t grouped = 0, compared = 0;
   for (int round = 0; round < rounds; ++round) {

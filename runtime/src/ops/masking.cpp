@@ -54,6 +54,15 @@ TensorDict TensorDict::where(const at::Tensor& condition, const TensorDict& othe
   check_batch_prefix(*this, condition, "where");
   const BinaryDefault def = pad ? BinaryDefault(*pad) : BinaryDefault();
   const TensorDict a = readable(*this), b = readable(other);
+  if (!pad && a.batch_size() == b.batch_size()) {
+    // Two intact trees laid out alike (so with the same keys): the groups and the result from a's
+    // shape (Note [Grouped results]); else groups found from the matched leaves, below.
+    if (auto grouped = in_memory::map_intact_group_pairs(
+            *a.impl(), b.impl(),
+            [&](const at::Tensor& g, const at::Tensor& h, int64_t) { return at::where(group_operand(condition, g), g, h); },
+            {a.batch_size()}))
+      return std::move(*grouped);
+  }
   MatchedLeaves m;
   try {
     match_leaves(a, b, def, m);

@@ -208,28 +208,64 @@ c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std:
 
 }  // namespace
 
-std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
-                                            FunctionRef<at::Tensor(const at::Tensor& group, int64_t level_dims)> group_fn,
-                                            const GroupedResult& how) {
-  const TensorDictImpl* level = packed_level(td);
-  if (level == nullptr) return std::nullopt;
-  // The tree's storages, as its records number them; each check of the made leaves included
-  // (none under forward AD).
-  c10::SmallVector<at::Tensor, 4> storages;
-  if (at::Tensor flat = intact_packed_storage(td); flat.defined()) {
-    storages.push_back(std::move(flat));
-  } else {
-    std::optional<IntactRuns> runs = intact_runs(td);
-    if (!runs || !runs->canonical) return std::nullopt;
-    storages = std::move(runs->storages);
-  }
-  // Leaves that need grad, named, or lazily negated or conjugated take the op itself, as in
-  // Note [Shape groups].
+namespace {
+
+// Leaves that need grad, named, or lazily negated or conjugated take the op itself, as in
+// Note [Shape groups].
+bool plain_storages(c10::ArrayRef<at::Tensor> storages) {
   for (const at::Tensor& s : storages) {
     if (s.requires_grad() || s.has_names() || s.is_neg() || s.is_conj() || s.layout() != at::kStrided ||
         s.is_quantized())
-      return std::nullopt;
+      return false;
   }
+  return true;
+}
+
+// The storages of `td` as its records number them, each check of its made leaves included (none
+// under forward AD), into `out`; and `partner`'s into `partner_out` where it is laid out as `td`
+// (the same shape, storages of the same sizes numbered alike). False otherwise.
+bool intact_storages(const TensorDictBase& td, const TensorDictBase* partner, c10::SmallVector<at::Tensor, 4>& out,
+                     c10::SmallVector<at::Tensor, 4>& partner_out) {
+  if (at::Tensor flat = intact_packed_storage(td); flat.defined()) {
+    if (partner != nullptr) {
+      at::Tensor other = intact_packed_storage_like(*partner, td);
+      if (!other.defined() || other.numel() != flat.numel()) return false;
+      partner_out.push_back(std::move(other));
+    }
+    out.push_back(std::move(flat));
+    return true;
+  }
+  std::optional<IntactRuns> runs = intact_runs(td);
+  if (!runs || !runs->canonical) return false;
+  if (partner != nullptr) {
+    std::optional<IntactRuns> other = intact_runs(*partner);
+    if (!other || !runs_laid_out_alike(td, *runs, *partner, *other)) return false;
+    partner_out = std::move(other->storages);
+  }
+  out = std::move(runs->storages);
+  return true;
+}
+
+}  // namespace
+
+std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
+                                            FunctionRef<at::Tensor(const at::Tensor& group, int64_t level_dims)> group_fn,
+                                            const GroupedResult& how) {
+  return map_intact_group_pairs(
+      td, nullptr, [&](const at::Tensor& g, const at::Tensor&, int64_t level_dims) { return group_fn(g, level_dims); },
+      how);
+}
+
+std::optional<TensorDict> map_intact_group_pairs(
+    const TensorDictBase& td, const TensorDictBase* partner,
+    FunctionRef<at::Tensor(const at::Tensor& group, const at::Tensor& partner_group, int64_t level_dims)> group_fn,
+    const GroupedResult& how) {
+  const TensorDictImpl* level = packed_level(td);
+  if (level == nullptr) return std::nullopt;
+  c10::SmallVector<at::Tensor, 4> storages, partner_storages;
+  if (!intact_storages(td, partner, storages, partner_storages) || !plain_storages(storages) ||
+      !plain_storages(partner_storages))
+    return std::nullopt;
   const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
   if (!shape || (how.filter_empty && shape->has_empty_level)) return std::nullopt;
   const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
@@ -252,12 +288,18 @@ std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
       sizes.append(g.sizes.begin(), g.sizes.end());
       strides.append(g.strides.begin(), g.strides.end());
       const at::Tensor& flat = storages[g.storage];
-      at::Tensor out =
-          group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset), g.level_dims);
+      at::Tensor partner_group;
+      if (partner != nullptr) {
+        const at::Tensor& other = partner_storages[g.storage];
+        partner_group = detail::strided_view(other, sizes, strides, other.storage_offset() + g.offset);
+      }
+      at::Tensor out = group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset),
+                                partner_group, g.level_dims);
       // Each entry a contiguous tensor of its own, as a leaf's own result is; the results
       // viewed whole as the result's storages.
       if (!out.defined() || out.dim() < 1 || out.size(0) != g.count || out.requires_grad() ||
-          out.storage_offset() != 0 || out.is_alias_of(flat) || !detail::has_standard_strides(out.sizes(), out.strides()) ||
+          out.storage_offset() != 0 || out.is_alias_of(flat) || (partner != nullptr && out.is_alias_of(partner_group)) ||
+          !detail::has_standard_strides(out.sizes(), out.strides()) ||
           (!outs.empty() && out.device() != outs.front().device()))
         return std::nullopt;
       key.push_back(out.dim());

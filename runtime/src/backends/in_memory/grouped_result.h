@@ -69,6 +69,14 @@ std::optional<TensorDict> map_intact_groups(const TensorDictBase& td,
                                             FunctionRef<at::Tensor(const at::Tensor& group, int64_t level_dims)> group_fn,
                                             const GroupedResult& how);
 
+/// map_intact_groups with a second operand: `partner`, a tree laid out as `td` (the same shape,
+/// its storages of the same sizes numbered alike), whose group `group_fn` gets second, viewed
+/// as `td`'s. Nullopt as map_intact_groups says, and where `partner` is not laid out so.
+std::optional<TensorDict> map_intact_group_pairs(
+    const TensorDictBase& td, const TensorDictBase* partner,
+    FunctionRef<at::Tensor(const at::Tensor& group, const at::Tensor& partner_group, int64_t level_dims)> group_fn,
+    const GroupedResult& how);
+
 /// In place: `write(view)` once a group of `td`'s leaves (view: [count, *leaf sizes]), below
 /// autograd, for an intact tree over one storage; then the storage's version is bumped (and
 /// each made leaf's with a counter of its own), as write_over_intact does. Only where the order
