@@ -345,6 +345,35 @@ TEST_CASE("in place over an intact tree: one write a group of its storage, as pe
   }
 }
 
+TEST_CASE("in place over runs of several dtypes: a dtype the op refuses raises before any write",
+          "[unit][grouped_result][inplace]") {
+  at::manual_seed(6);
+  // Consolidate lays the leaves out in key order: runs of one dtype (one kernel each, fewer runs
+  // than half the leaves) where the keys list each dtype's leaves together.
+  TensorDict x({}, {6});
+  for (int i = 0; i < 3; ++i) x.set("a_f" + std::to_string(i), at::randn({6, 3}));
+  x.set("b_d0", at::randn({6, 2}, at::kDouble));
+  x.set("b_d1", at::randn({6, 2}, at::kDouble));
+  x.set("c_i0", at::randint(0, 9, {6, 3}, at::kLong));
+  x.set("c_i1", at::randint(0, 9, {6, 3}, at::kLong));
+  x.set("d_b0", at::rand({6, 4}).gt(0.5));
+  TensorDict a = consolidate(x);
+  TensorDict apart = x.clone();
+  apart.lock_();
+  const at::Tensor mask = at::tensor({1, 1, 0, 0, 1, 0}).to(at::kBool);
+  SECTION("masked_fill_ takes every dtype: one kernel a group of each run") {
+    // Four groups, one a run: each write tried on no entries first (several dtypes), then run.
+    CHECK(KernelCount::of("aten::masked_fill_", [&] { a.masked_fill_(mask, 1); }) == 2 * 4);
+    apart.masked_fill_(mask, 1);
+  }
+  SECTION("mul_ by a float tensor: the int64 leaves refuse it, the leaves before them are written, as per leaf") {
+    const at::Tensor w = at::randn({6});
+    CHECK_THROWS(a.mul_(w));
+    CHECK_THROWS(apart.mul_(w));
+  }
+  require_identical(a, apart);
+}
+
 TEST_CASE("grouped results from many threads at once", "[unit][grouped_result][reduce][threads]") {
   const TensorDict x = mixed_tree();
   const TensorDict a = consolidate(x);

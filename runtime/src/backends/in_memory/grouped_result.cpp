@@ -210,6 +210,15 @@ c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std:
 
 namespace {
 
+// Group `g` of the plan over `storage`: [entries, *leaf sizes] with strides [spacing, *leaf
+// strides] (`entries` below the group's count: a write's trial on none).
+at::Tensor plan_group_view(const at::Tensor& storage, const GroupPlan::Group& g, int64_t entries) {
+  c10::SmallVector<int64_t, 6> sizes{entries}, strides{g.spacing};
+  sizes.append(g.sizes.begin(), g.sizes.end());
+  strides.append(g.strides.begin(), g.strides.end());
+  return detail::strided_view(storage, sizes, strides, storage.storage_offset() + g.offset);
+}
+
 // Leaves that need grad, named, or lazily negated or conjugated take the op itself, as in
 // Note [Shape groups].
 bool plain_storages(c10::ArrayRef<at::Tensor> storages) {
@@ -284,17 +293,10 @@ std::optional<TensorDict> map_intact_group_pairs(
   key.insert(key.end(), how.root.begin(), how.root.end());
   try {
     for (const GroupPlan::Group& g : plan->groups) {
-      c10::SmallVector<int64_t, 6> sizes{g.count}, strides{g.spacing};
-      sizes.append(g.sizes.begin(), g.sizes.end());
-      strides.append(g.strides.begin(), g.strides.end());
       const at::Tensor& flat = storages[g.storage];
-      at::Tensor partner_group;
-      if (partner != nullptr) {
-        const at::Tensor& other = partner_storages[g.storage];
-        partner_group = detail::strided_view(other, sizes, strides, other.storage_offset() + g.offset);
-      }
-      at::Tensor out = group_fn(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset),
-                                partner_group, g.level_dims);
+      const at::Tensor partner_group =
+          partner != nullptr ? plan_group_view(partner_storages[g.storage], g, g.count) : at::Tensor();
+      at::Tensor out = group_fn(plan_group_view(flat, g, g.count), partner_group, g.level_dims);
       // Each entry a contiguous tensor of its own, as a leaf's own result is; the results
       // viewed whole as the result's storages.
       if (!out.defined() || out.dim() < 1 || out.size(0) != g.count || out.requires_grad() ||
@@ -329,38 +331,61 @@ bool write_intact_groups(const TensorDictBase& td, FunctionRef<void(const at::Te
                          const at::Tensor& reads) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr) return false;
+  // Its storage or runs (each check of the made leaves included).
+  c10::SmallVector<at::Tensor, 4> storages;
   bool own_versions = false;
-  const at::Tensor flat = intact_packed_storage(td, &own_versions);  // checks the made leaves
-  if (!flat.defined() || flat.requires_grad() || flat.has_names() || flat.is_neg() || flat.is_conj() ||
-      flat.layout() != at::kStrided || flat.is_quantized() || (flat.is_inference() && !c10::InferenceMode::is_enabled()))
-    return false;
-  // An operand that needs grad would join each leaf to the graph; one in the storage changes as
-  // the groups are written (per leaf, as the leaves are, in key order).
-  if (reads.defined() && (reads.requires_grad() || (reads.has_storage() && reads.is_alias_of(flat)))) return false;
+  if (at::Tensor flat = intact_packed_storage(td, &own_versions); flat.defined()) {
+    storages.push_back(std::move(flat));
+  } else {
+    std::optional<IntactRuns> runs = intact_runs(td);
+    if (!runs || !runs->canonical) return false;
+    own_versions = runs->own_versions;
+    storages = std::move(runs->storages);
+  }
+  if (!plain_storages(storages)) return false;
+  for (const at::Tensor& s : storages) {
+    // PyTorch refuses an inference tensor's write outside inference mode only after writing. An
+    // operand that needs grad would join each leaf to the graph; one in the storage changes as
+    // the groups are written (per leaf, as the leaves are, in key order).
+    if ((s.is_inference() && !c10::InferenceMode::is_enabled()) ||
+        (reads.defined() && (reads.requires_grad() || (reads.has_storage() && reads.is_alias_of(s)))))
+      return false;
+  }
   const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
   if (!shape) return false;
   const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
   if (!plan) return false;
+  for (const GroupPlan::Group& g : plan->groups)
+    if (g.storage >= storages.size()) return false;
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], ops/packed.cpp
+  if (storages.size() > 1) {
+    // Runs of several dtypes: each group's write tried first on none of its entries, so that a
+    // dtype the op refuses raises before anything is written (per leaf, the leaves before the
+    // first such one in key order would be written, then the error named: that path runs).
+    try {
+      for (const GroupPlan::Group& g : plan->groups) write(plan_group_view(storages[g.storage], g, /*entries=*/0));
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }
+  const auto bump = [&] {
+    for (const at::Tensor& s : storages) s.unsafeGetTensorImpl()->bump_version();  // as ADInplaceOrView would
+    if (own_versions) bump_made_leaf_versions(td);
+  };
   bool wrote = false;
   try {
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;  // Note [Below autograd], ops/packed.cpp
     for (const GroupPlan::Group& g : plan->groups) {
-      c10::SmallVector<int64_t, 6> sizes{g.count}, strides{g.spacing};
-      sizes.append(g.sizes.begin(), g.sizes.end());
-      strides.append(g.strides.begin(), g.strides.end());
-      write(detail::strided_view(flat, sizes, strides, flat.storage_offset() + g.offset));
+      write(plan_group_view(storages[g.storage], g, g.count));
       wrote = true;
     }
   } catch (const c10::Error& e) {
     if (!wrote) return false;
-    // Not expected: the groups share the storage's dtype and device, so the first write would
-    // have raised too.
-    flat.unsafeGetTensorImpl()->bump_version();
+    // Not expected: every group's write was tried, or they share the storage's dtype and device.
+    bump();
     TD_THROW(RuntimeError, "an in-place write over groups of leaves failed after some were written: ",
              e.what_without_backtrace());
   }
-  flat.unsafeGetTensorImpl()->bump_version();  // what the skipped ADInplaceOrView kernel does
-  if (own_versions) bump_made_leaf_versions(td);
+  bump();
   return true;
 }
 

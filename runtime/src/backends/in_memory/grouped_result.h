@@ -78,12 +78,14 @@ std::optional<TensorDict> map_intact_group_pairs(
     const GroupedResult& how);
 
 /// In place: `write(view)` once a group of `td`'s leaves (view: [count, *leaf sizes]), below
-/// autograd, for an intact tree over one storage; then the storage's version is bumped (and
-/// each made leaf's with a counter of its own), as write_over_intact does. Only where the order
-/// of writes changes nothing and no write can fail once another has written: `reads` (the op's
-/// tensor operand) needs no grad and is not the storage's, the storage needs no grad and is no
-/// inference tensor outside inference mode. False, nothing written, when it declines or the
-/// first write raises a c10::Error: the caller's per-leaf path then runs, and names the key.
+/// autograd, for an intact tree (over one storage, or runs every level numbers alike); then each
+/// storage's version is bumped (and each made leaf's with a counter of its own), as
+/// write_over_intact does. Only where the order of writes changes nothing and no write can fail
+/// once another has written: `reads` (the op's tensor operand) needs no grad and is in no
+/// storage of the tree, the storages need no grad and are no inference tensors outside inference
+/// mode, and over runs of several dtypes each group's write is tried on no entries first. False,
+/// nothing written, when it declines or a write raises a c10::Error before any wrote: the
+/// caller's per-leaf path then runs, and names the key.
 bool write_intact_groups(const TensorDictBase& td, FunctionRef<void(const at::Tensor& group)> write,
                          const at::Tensor& reads);
 
