@@ -206,10 +206,6 @@ c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std:
   return made;
 }
 
-}  // namespace
-
-namespace {
-
 // Group `g` of the plan over `storage`: [entries, *leaf sizes] with strides [spacing, *leaf
 // strides] (`entries` below the group's count: a write's trial on none).
 at::Tensor plan_group_view(const at::Tensor& storage, const GroupPlan::Group& g, int64_t entries) {
