@@ -21,6 +21,7 @@
 #include <tensordict/ops.h>
 
 #include "backends/in_memory/tensor_dict_impl.h"
+#include "ops/leafwise.h"
 #include "support/runs_fixtures.h"
 
 using namespace tensordict;
@@ -243,6 +244,28 @@ TEST_CASE("where with a tensordict: from the shape where both trees are laid out
     const TensorDict rd = a.where(mask, d);
     require_identical(rd, xa.where(mask, y.clone().to(at::kDouble)));
     CHECK(rd.get("a").scalar_type() == at::kDouble);
+  }
+}
+
+TEST_CASE("a group's batch-shaped operand is the per-leaf operand with a leading 1, strides included",
+          "[unit][grouped_result]") {
+  // Built directly over a contiguous operand: the same sizes and strides as view and unsqueeze
+  // give (TensorIterator lays results out by them), over the same elements.
+  for (const std::vector<int64_t>& batch : {std::vector<int64_t>{4}, std::vector<int64_t>{4, 3}}) {
+    TensorDict td({}, batch);
+    for (const at::Tensor& w : {at::randn(batch), at::randn({batch.back()}), at::randn(batch).t().contiguous().t()}) {
+      if (w.dim() != static_cast<int64_t>(batch.size()) && batch.size() == 1) continue;
+      const ops::AlignedTensor aligned(td, w, "mul");
+      for (int64_t rank = static_cast<int64_t>(batch.size()); rank < static_cast<int64_t>(batch.size()) + 3; ++rank) {
+        INFO("batch " << batch.size() << " dims, operand " << w.sizes() << ", leaf rank " << rank);
+        const at::Tensor got = aligned.group_operand(rank);
+        const at::Tensor want = aligned.operand_of_rank(rank).unsqueeze(0);
+        CHECK(got.sizes() == want.sizes());
+        CHECK(got.strides() == want.strides());
+        CHECK(got.storage_offset() == want.storage_offset());
+        CHECK(at::equal(got, want));
+      }
+    }
   }
 }
 

@@ -190,14 +190,6 @@ void arith_td_(const TensorDict& a, const TensorDict& b, Arith op, const c10::Sc
       [&](const LeafList& x, const LeafList& y) { return foreach_arith_(op, x, y, alpha); });
 }
 
-// The operand of `leaf op tensor` for a group of leaves like `leaf` (Note [Shape groups]): a
-// leading 1 for the group's dim, unless it has no dims (it then promotes as a 0-dim tensor
-// next to the group as next to each leaf).
-at::Tensor group_operand(const AlignedTensor& aligned, int64_t leaf_dims) {
-  at::Tensor o = aligned.operand_of_rank(leaf_dims);
-  return o.dim() == 0 ? o : o.unsqueeze(0);
-}
-
 // `td op tensor`: the tensor is broadcast with the batch size and left-aligned to the batch dims.
 TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op, const c10::Scalar& alpha) {
   const char* name = arith_name(op, false);
@@ -213,7 +205,7 @@ TensorDict arith_tensor(const TensorDict& td, const at::Tensor& other, Arith op,
   // rank (a tensor broadcasting the batch size to more dims).
   const bool groups = !other.requires_grad() && aligned.batch_size().size() == td.batch_size().size();
   // A group's operand aligned once for its leaves' rank (the group's less its dim).
-  const auto per_group = [&](const at::Tensor& g) { return arith(op, g, group_operand(aligned, g.dim() - 1), alpha); };
+  const auto per_group = [&](const at::Tensor& g) { return arith(op, g, aligned.group_operand(g.dim() - 1), alpha); };
   if (groups) {
     if (auto grouped = in_memory::map_intact_groups(
             *src.impl(), [&](const at::Tensor& g, int64_t) { return per_group(g); },
@@ -245,7 +237,7 @@ void arith_tensor_(const TensorDict& td, const at::Tensor& other, Arith op, cons
   TD_CHECK(aligned.batch_size() == td.batch_size(), ShapeError, name, ": a tensor of shape ", other.sizes(),
            " would change the batch size ", td.batch_size(), " of an in-place operation");
   // One kernel a group of leaves (Notes [Grouped results] and [Shape groups]).
-  const auto per_group = [&](const at::Tensor& g) { arith_(op, g, group_operand(aligned, g.dim() - 1), alpha); };
+  const auto per_group = [&](const at::Tensor& g) { arith_(op, g, aligned.group_operand(g.dim() - 1), alpha); };
   if (in_memory::write_intact_groups(*td.impl(), per_group, other)) return;
   InPlaceTarget target(td);
   LeafList leaves = leaves_of(target.tree());

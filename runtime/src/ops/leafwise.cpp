@@ -17,6 +17,7 @@
 #include "core/format.h"
 #include "core/forward_ad.h"
 #include "core/key_chain.h"
+#include "core/strided_view.h"
 #include "core/structure_walk.h"
 #include "handle/aligned_level.h"
 #include "handle/key_path.h"
@@ -405,6 +406,25 @@ at::Tensor AlignedTensor::operand_of_rank(int64_t leaf_dims) const {
   c10::SmallVector<int64_t, 8> shape(batch_.begin(), batch_.end());
   shape.append(static_cast<size_t>(event_dims), 1);
   return expanded_.view(shape);
+}
+
+at::Tensor AlignedTensor::group_operand(int64_t leaf_dims) const {
+  if (zero_dim_) return expanded_;
+  if (!expanded_.is_contiguous() || expanded_.requires_grad() || expanded_.is_inference())
+    return operand_of_rank(leaf_dims).unsqueeze(0);
+  // [1, batch..., 1 per event dim] with the strides operand_of_rank's view and unsqueeze(0)
+  // would give a contiguous operand, built directly: two dispatcher calls less a group.
+  c10::SmallVector<int64_t, 8> sizes{1};
+  sizes.append(batch_.begin(), batch_.end());
+  if (leaf_dims > root_dims_) sizes.append(static_cast<size_t>(leaf_dims - root_dims_), 1);
+  c10::SmallVector<int64_t, 8> strides(sizes.size());
+  int64_t step = 1;
+  for (size_t d = sizes.size(); d-- > 1;) {
+    strides[d] = step;
+    step *= sizes[d];
+  }
+  strides[0] = step;  // unsqueeze(0): the size times the stride of the dim it goes before
+  return detail::strided_view(expanded_, sizes, strides, expanded_.storage_offset());
 }
 
 const at::Tensor& ScalarOperand::for_leaf(const at::Tensor& leaf) {

@@ -106,6 +106,10 @@ class AlignedTensor {
   at::Tensor operand(const at::Tensor& leaf) const { return operand_of_rank(leaf.dim()); }
   /// The same for a leaf of `leaf_dims` dims.
   at::Tensor operand_of_rank(int64_t leaf_dims) const;
+  /// The same for a group of such leaves (Note [Shape groups]): a leading 1 for the group's dim,
+  /// unless the operand has no dims (it then promotes as a 0-dim tensor next to the group as
+  /// next to each leaf).
+  at::Tensor group_operand(int64_t leaf_dims) const;
   c10::IntArrayRef batch_size() const { return batch_; }
 
  private:
