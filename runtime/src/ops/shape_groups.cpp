@@ -341,8 +341,7 @@ bool write_shape_groups(const LeafList& leaves, FunctionRef<void(const at::Tenso
     // Not expected: every leaf has the first one's dtype and device, so the first kernel would
     // have raised too.
     bump_grouped();
-    TD_THROW(RuntimeError, "an in-place write over groups of leaves failed after some were written: ",
-             e.what_without_backtrace());
+    in_memory::raise_after_group_writes(e);
   }
   bump_grouped();
   return true;

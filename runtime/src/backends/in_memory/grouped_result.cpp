@@ -28,16 +28,6 @@ namespace {
 // Kept per operand shape: more reductions than this of one tree make their result shape each time.
 constexpr size_t kMaxDerivedShapes = 8;
 
-std::vector<int64_t> standard_strides_of(c10::IntArrayRef sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t step = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    strides[d] = step;
-    step *= sizes[d];
-  }
-  return strides;
-}
-
 // fn(record, level batch dims) for every leaf of the tree `shape` describes, in the walk order
 // of GroupPlan.
 template <typename Fn>
@@ -196,7 +186,7 @@ c10::intrusive_ptr<LevelShape> derived_shape(const LevelShape& shape, const std:
   Derivation d{plan, {}, {}, {}, how, old_root_dims};
   for (const at::Tensor& out : outs) {
     d.entry_sizes.push_back(out.sizes().slice(1).vec());
-    d.entry_strides.push_back(standard_strides_of(out.sizes().slice(1)));
+    d.entry_strides.push_back(out.strides().slice(1).vec());  // the standard ones (checked)
     d.entry_numel.push_back(c10::multiply_integers(out.sizes().slice(1)));
   }
   size_t leaf = 0;
@@ -378,11 +368,15 @@ bool write_intact_groups(const TensorDictBase& td, FunctionRef<void(const at::Te
     if (!wrote) return false;
     // Not expected: every group's write was tried, or they share the storage's dtype and device.
     bump();
-    TD_THROW(RuntimeError, "an in-place write over groups of leaves failed after some were written: ",
-             e.what_without_backtrace());
+    raise_after_group_writes(e);
   }
   bump();
   return true;
+}
+
+void raise_after_group_writes(const c10::Error& e) {
+  TD_THROW(RuntimeError, "an in-place write over groups of leaves failed after some were written: ",
+           e.what_without_backtrace());
 }
 
 }  // namespace in_memory

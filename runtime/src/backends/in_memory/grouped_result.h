@@ -21,6 +21,7 @@
 #include <optional>
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
 
 #include <tensordict/function_ref.h>
 #include <tensordict/tensor_dict.h>
@@ -88,6 +89,10 @@ std::optional<TensorDict> map_intact_group_pairs(
 /// caller's per-leaf path then runs, and names the key.
 bool write_intact_groups(const TensorDictBase& td, FunctionRef<void(const at::Tensor& group)> write,
                          const at::Tensor& reads);
+
+/// Raises the RuntimeError of a group write that failed after others had written (the callers'
+/// rules make it unexpected), with LibTorch's message; the caller bumps the written versions.
+[[noreturn]] void raise_after_group_writes(const c10::Error& e);
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -59,9 +59,10 @@ struct LevelShape : c10::intrusive_ptr_target {
   /// its flats alike at every level, Note [Intact runs]).
   FlatCounts per_flat, tree_per_flat;
 
-  /// What grouped reductions over a tree of this shape made from it (Note [Grouped results],
-  /// grouped_result.h), kept for the next: its leaves' groups, and the result shapes by what
-  /// the reduction did. Under derived_mutex; a root's only.
+  /// What grouped ops over a tree of this shape made from it (Note [Grouped results],
+  /// grouped_result.h), kept for the next: its leaves' groups, and the result shapes by the
+  /// batch sizes an op left and its groups' entry sizes. Under derived_mutex; used where this
+  /// shape is an operand's root.
   mutable std::mutex derived_mutex;
   mutable bool plan_made = false;
   mutable std::shared_ptr<const GroupPlan> group_plan;  // null: its leaves do not group
