@@ -44,12 +44,13 @@ struct Packed {
   // Consolidated tensordicts nobody has read (consolidate makes their leaves when read): the
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
+  TensorDict plain;   // the tree the others are consolidated from: 30 leaves, 30 storages
   at::Tensor mask;    // batch-shaped: every other row
   at::Tensor weight;  // batch-shaped, near 1 (in-place products stay finite)
 
   Packed() {
     at::manual_seed(0);
-    TensorDict plain({}, {64});
+    plain = TensorDict({}, {64});
     for (int g = 0; g < 3; ++g)
       for (int x = 0; x < 10; ++x) plain.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({64, 16}));
     td = tensordict::consolidate(plain);
@@ -221,6 +222,20 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
   if (views) reg("views/gt_td" + suffix, [](Packed& p) { DoNotOptimize(p.cut(p.storage.gt(p.storage2))); });
   out_of_place("clone", [a](Packed& p) { DoNotOptimize((p.*a).clone()); },
                [](const at::Tensor& t) { return t.clone(); }, [](Packed& p) { return p.storage.clone(); });
+  // detach (a target's values, say): one detach of the storage over a consolidated tree; an op's
+  // result (_unread), whose leaves have version counters of their own, detaches per leaf.
+  out_of_place("detach", [a](Packed& p) { DoNotOptimize((p.*a).detach()); },
+               [](const at::Tensor& t) { return t.detach(); }, [](Packed& p) { return p.storage.detach(); });
+  if (suffix.empty()) {
+    // detach of a tree never consolidated: each leaf's detach() built directly (core/detach_leaf.h).
+    reg("cpp/detach_plain", [](Packed& p) { DoNotOptimize(p.plain.detach()); });
+    reg("floor/detach_plain", [](Packed& p) {
+      std::vector<at::Tensor> out;
+      out.reserve(p.leaves.size());
+      for (const at::Tensor& t : p.leaves) out.push_back(t.detach());
+      DoNotOptimize(out);
+    });
+  }
   out_of_place("to_double", [a](Packed& p) { DoNotOptimize((p.*a).to(at::kDouble)); },
                [](const at::Tensor& t) { return t.to(at::kDouble); },
                [](Packed& p) { return p.storage.to(at::kDouble); });
@@ -407,6 +422,8 @@ void register_grouped(const std::string& suffix, Grouped& (*get)()) {
                [](T t, T u) { DoNotOptimize(t + u); });
   grouped_rows("clone" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.clone()); },
                [](T t, T) { DoNotOptimize(t.clone()); });
+  grouped_rows("detach" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.detach()); },
+               [](T t, T) { DoNotOptimize(t.detach()); });
   grouped_rows("gt_td" + suffix, get, [](Grouped& g) { DoNotOptimize(g.td.gt(g.td2)); },
                [](T t, T u) { DoNotOptimize(t.gt(u)); });
   // Reductions to one value: the floors as the F table's (sum_reduce_rows, floor_eq_all,

@@ -170,7 +170,7 @@ inline bool with_leaf_requiring_grad(Program& p, bool grad_mode) {
 inline bool step(Program& p) {
   const size_t dims = p.m.batch.size();
   const bool rows = dims >= 1 && p.m.batch[0] > 0;
-  switch (p.pick(58)) {
+  switch (p.pick(59)) {
     case 0: return unary(p, "exp", [](const TensorDict& a) { return a.exp(); }, [](const at::Tensor& t) { return t.exp(); }, false);
     case 1: return unary(p, "abs", [](const TensorDict& a) { return a.abs(); }, [](const at::Tensor& t) { return t.abs(); });
     case 2: return unary(p, "neg", [](const TensorDict& a) { return a.neg(); }, [](const at::Tensor& t) { return t.neg(); });
@@ -521,6 +521,29 @@ inline bool step(Program& p) {
       };
       return in_place(p, "mul_(w)", [&](TensorDict& a) { a.mul_(w); },
                       [&](const at::Tensor& t) { return t * covering(t); });
+    }
+    case 57: {
+      // detach (one detach a storage over a consolidated tree, else each leaf's built directly):
+      // the same values, each leaf over its operand leaf's bytes and version counter, no grad.
+      p.log << "\n  detach";
+      const TensorDict d = p.a.detach();
+      if (leaves_are_handles(p.a) && !p.m.leaves.empty()) {
+        const NestedKey& k = some_key(p);
+        const at::Tensor leaf = p.a.get(k), got = d.get(k);
+        if (got.data_ptr() != leaf.data_ptr() || got.requires_grad()) {
+          FAIL_CHECK("detach: leaf " << k.repr() << " is not its operand's bytes without grad\n" << p.where());
+          return false;
+        }
+        if (!leaf.is_inference()) {
+          const int64_t before = leaf._version();
+          got.unsafeGetTensorImpl()->bump_version();  // what a write through it does
+          if (leaf._version() == before) {
+            FAIL_CHECK("detach: leaf " << k.repr() << " has a version counter of its own\n" << p.where());
+            return false;
+          }
+        }
+      }
+      return out_of_place(p, "detach", d, p.m);
     }
     default:
       p.log << "\n  read some leaves";

@@ -6,7 +6,9 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/in_memory/intact_result.h"
 #include "backends/in_memory/level_builder.h"
+#include "core/detach_leaf.h"
 #include "core/dim_names.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
@@ -70,7 +72,9 @@ TensorDict TensorDict::clone(bool recurse) const {
 }
 
 TensorDict TensorDict::detach() const {
-  return keep_names(keep_lock(impl_->map_leaves([](const at::Tensor& t) { return t.detach(); }, device()), *this), *impl_);
+  // A consolidated tensordict: one detach() of its storage, the leaves made on first access.
+  if (auto intact = in_memory::intact_detached(*impl_, is_locked())) return keep_names(std::move(*intact), *impl_);
+  return keep_names(keep_lock(impl_->map_leaves(detail::detach_leaf, device()), *this), *impl_);
 }
 
 TensorDict TensorDict::contiguous() const {

@@ -8,6 +8,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "core/detach_leaf.h"
 #include "core/format.h"
 #include "core/validate.h"
 #include "ops/leafwise.h"
@@ -24,7 +25,7 @@ void state_level(const TensorDictBase& td, const std::string& prefix, std::strin
   td.for_each([&](const std::string& key, const Entry& e) {
     std::string name = prefix.empty() ? key : prefix + std::string(sep) + key;
     if (e.is_tensor()) {
-      out.tensors.emplace_back(std::move(name), keep_vars ? e.tensor_unchecked() : e.tensor_unchecked().detach());
+      out.tensors.emplace_back(std::move(name), keep_vars ? e.tensor_unchecked() : detail::detach_leaf(e.tensor_unchecked()));
     } else if (e.is_tensordict()) {
       state_level(*e.tensordict_unchecked().impl(), name, sep, keep_vars, out);
     }

@@ -1,6 +1,7 @@
 #include "backends/in_memory/intact_result.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "backends/in_memory/level_shape.h"
 #include "backends/in_memory/tensor_dict_impl.h"
 #include "backends/consolidated/rebuild.h"
+#include "core/detach_leaf.h"
 #include "core/forward_ad.h"
 
 namespace tensordict {
@@ -117,6 +119,9 @@ struct Walk {
   const at::Tensor* flat = nullptr;
   int64_t elements = 0;
   bool own_versions = false;
+  /// Every leaf, made or not, shares the storage's version counter.
+  bool shared_versions = true;
+  /// Made leaves requiring grad break the walk (false: they do not, for detach()).
   bool grad_mode = at::GradMode::is_enabled();
 
   /// Adds `count` elements over `storage`; false when the tree's levels view two storages.
@@ -132,9 +137,10 @@ struct Walk {
 // and as made.
 bool intact_leaves(const TensorDictImpl& level, const LazyLeaves& layout, Walk& walk) {
   if (!walk.add(layout.flat, layout.elements)) return false;
+  walk.shared_versions = walk.shared_versions && !layout.own_versions();
   if (level.unmade_leaves() != nullptr) return true;
   // Views autograd knows share the storage's version counter.
-  walk.own_versions = walk.own_versions || !layout.autograd_views;
+  walk.own_versions = walk.own_versions || layout.own_versions();
   // A flat at an offset is a run (Note [Intact runs]); intact_packed_storage refuses it.
   return layout.flat.storage_offset() == 0 && leaves_as_made<false>(level, layout, walk.grad_mode);
 }
@@ -147,7 +153,9 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
   if (level.is_deferred()) {
     const LevelShape& shape = *level.shape();
     if (shape.over_runs || !level.deferred_more_flats().empty()) return false;  // a result over runs (Note [Intact runs])
-    return shape.tree_leaves == 0 || walk.add(level.deferred_flat(), shape.tree_elements);
+    if (shape.tree_leaves == 0) return true;
+    walk.shared_versions = walk.shared_versions && level.deferred_leaves_share_version();
+    return walk.add(level.deferred_flat(), shape.tree_elements);
   }
   const LazyLeaves* layout = level.packed_layout();
   // Leaves over several storages, or over a run with padding: Note [Intact runs].
@@ -180,16 +188,27 @@ bool all_intact(const TensorDictImpl& level, Walk& walk) {
 
 }  // namespace
 
-at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
+namespace {
+
+// The storage `td` (an intact packed result, found with `walk`) tiles whole, else nullptr.
+const at::Tensor* intact_storage(const TensorDictBase& td, Walk& walk) {
   const TensorDictImpl* level = packed_level(td);
-  if (level == nullptr || detail::forward_ad_open()) return at::Tensor();
-  Walk walk;
-  if (!all_intact(*level, walk) || walk.flat == nullptr) return at::Tensor();
+  if (level == nullptr || detail::forward_ad_open()) return nullptr;
+  if (!all_intact(*level, walk) || walk.flat == nullptr) return nullptr;
   // A nested level of a result is intact too, but its leaves cover only part of the storage; a
   // flat at an offset is one run of several (Note [Intact runs]).
-  if (walk.elements != walk.flat->numel() || walk.flat->storage_offset() != 0) return at::Tensor();
+  if (walk.elements != walk.flat->numel() || walk.flat->storage_offset() != 0) return nullptr;
+  return walk.flat;
+}
+
+}  // namespace
+
+at::Tensor intact_packed_storage(const TensorDictBase& td, bool* own_versions) {
+  Walk walk;
+  const at::Tensor* flat = intact_storage(td, walk);
+  if (flat == nullptr) return at::Tensor();
   if (own_versions != nullptr) *own_versions = walk.own_versions;
-  return *walk.flat;
+  return *flat;
 }
 
 namespace {
@@ -198,7 +217,7 @@ void bump_level(const TensorDictImpl& level) {
   if (level.is_deferred()) return;  // no leaf made, no nested level built
   const LazyLeaves* layout = level.packed_layout();
   // Views autograd knows share the storage's version counter, which the op bumps itself.
-  if (layout != nullptr && level.unmade_leaves() == nullptr && !layout->autograd_views) {
+  if (layout != nullptr && level.unmade_leaves() == nullptr && layout->own_versions()) {
     for (size_t i = 0; i < layout->records.size();) {
       const LazyLeaves::Record r = layout->next(i);
       level.slot_at(r.slot).value.tensor_unchecked().unsafeGetTensorImpl()->bump_version();
@@ -220,6 +239,8 @@ struct ResultStorages {
   /// Every level lists `storages` as they are, in order (IntactRuns::canonical), and every result
   /// is defined: the result may share the operand's shape over `results`.
   bool shared_runs = false;
+  /// The result's leaves get the version counter of the storage they view (LazyLeaves::shared_version).
+  bool share_versions = false;
 
   const at::Tensor& of(const at::Tensor& operand) const {
     if (flat != nullptr) return *flat;
@@ -245,7 +266,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
       std::vector<at::Tensor> more;
       if (to.flat == nullptr) more.assign(to.results.begin() + 1, to.results.end());
       return TensorDict(TensorDictImpl::make_deferred(std::move(shape), flat, std::move(more), outer.batch_size(),
-                                                      outer.device(), outer.dim_names(), lock));
+                                                      outer.device(), outer.dim_names(), lock, to.share_versions));
     }
   }
   LevelBuilder out(outer.batch_size(), outer.device(), level.num_entries());
@@ -261,7 +282,7 @@ TensorDict build_like(const TensorDictImpl& level, const TensorDictBase& outer, 
     };
     add(layout->flat);
     for (const at::Tensor& f : layout->more_flats) add(f);
-    if (!flats.empty()) out.copy_lazy(std::move(flats), *layout, to_flat);
+    if (!flats.empty()) out.copy_lazy(std::move(flats), *layout, to_flat, to.share_versions);
   }
   size_t record = 0;
   level.for_each_slot([&](const TensorDictImpl::Slot& slot) {
@@ -323,6 +344,28 @@ TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat
   const TensorDictImpl* level = packed_level(like);
   TD_CHECK(level != nullptr, RuntimeError, "intact_packed_like: ", like.type_name(), " is not an in-memory level");
   return build_like(*level, like, ResultStorages{&flat, {}, {}}, filter_empty, lock, std::move(shape));
+}
+
+std::optional<TensorDict> intact_detached(const TensorDictBase& td, bool lock) {
+  // Where LibTorch's detach() gives each leaf a counter of its own (core/detach_leaf.h).
+  if (!detail::detach_direct_allowed(c10::DispatchKeySet())) return std::nullopt;
+  Walk walk;
+  walk.grad_mode = false;  // what grad a leaf requires, detach() drops
+  const at::Tensor* flat = intact_storage(td, walk);
+  if (flat != nullptr) {
+    if (!walk.shared_versions) return std::nullopt;
+    // Shares the storage's version counter, as each leaf's detach() shares its leaf's.
+    const at::Tensor detached = flat->detach();
+    const ResultStorages to{&detached, {}, {}, nullptr, false, /*share_versions=*/true};
+    return build_like(*packed_level(td), td, to, /*filter_empty=*/false, lock);
+  }
+  // Over runs (Note [Intact runs]): one detach() a run, each leaf sharing its run's counter.
+  const std::optional<IntactRuns> runs = intact_runs(td, /*any_grad=*/true);
+  if (!runs || !runs->shared_versions) return std::nullopt;
+  c10::SmallVector<at::Tensor, 4> detached;
+  for (const at::Tensor& run : runs->storages) detached.push_back(run.detach());
+  ResultStorages to{nullptr, runs->storages, detached, nullptr, runs->canonical, /*share_versions=*/true};
+  return build_like(*packed_level(td), td, to, /*filter_empty=*/false, lock);
 }
 
 TensorDict intact_runs_like(const TensorDictBase& like, const IntactRuns& runs, c10::ArrayRef<at::Tensor> results,

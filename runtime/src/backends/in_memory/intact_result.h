@@ -15,6 +15,8 @@
 // is a write to its parent), so its leaves tile its storage; a nested level of a result, whose
 // leaves cover part of the storage, is told apart by counting its elements.
 
+#include <optional>
+
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -61,6 +63,12 @@ at::Tensor intact_packed_storage_like(const TensorDictBase& td, const TensorDict
 /// intact_packed_storage_like in the same op.
 TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat, bool filter_empty, bool lock = false,
                               c10::intrusive_ptr<LevelShape> shape = {});
+/// td.detach() when `td` is an intact packed result over one storage or over runs (Note [Intact
+/// runs]) whose leaves, made or not, all share their storage's version counter (a consolidated
+/// tensordict's; made leaves may require grad): the result's leaves view each storage's
+/// detach() laid out as td's, made on first access and sharing that counter, as each leaf's
+/// detach() would. Nullopt otherwise (detach per leaf).
+std::optional<TensorDict> intact_detached(const TensorDictBase& td, bool lock);
 
 }  // namespace in_memory
 }  // namespace tensordict

@@ -83,6 +83,7 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
     // leaves tile is intact_packed_storage's, refused below; one with padding is a run.)
     const LevelShape& shape = *level.shape();
     if (shape.tree_leaves == 0) return true;
+    walk.out.shared_versions = walk.out.shared_versions && level.deferred_leaves_share_version();
     const size_t first = walk.list(level.deferred_flat(), level.deferred_more_flats());
     walk.hold_all(first, shape.tree_per_flat);
     walk.keep_records(shape, first);
@@ -114,9 +115,10 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
   if (tensors == 0) return true;
   const LazyLeaves* layout = level.packed_layout();
   if (layout == nullptr || tensors != layout->leaves) return false;
+  walk.out.shared_versions = walk.out.shared_versions && !layout->own_versions();
   if (level.unmade_leaves() == nullptr) {
     // Views autograd knows share their flat's version counter; others have their own.
-    walk.out.own_versions = walk.out.own_versions || !layout->autograd_views;
+    walk.out.own_versions = walk.out.own_versions || layout->own_versions();
     if (!made_leaves_intact(level, *layout, walk.grad_mode)) return false;
   }
   const size_t first = walk.list(layout->flat, layout->more_flats);
@@ -127,12 +129,13 @@ bool collect_runs(const TensorDictImpl& level, RunsWalk& walk) {
 
 // intact_runs into `runs` (a new IntactRuns), false for nullopt: filled in place, as an
 // IntactRuns is large to move.
-bool find_intact_runs(const TensorDictBase& td, IntactRuns& runs) {
+bool find_intact_runs(const TensorDictBase& td, IntactRuns& runs, bool any_grad) {
   const TensorDictImpl* level = packed_level(td);
   if (level == nullptr || detail::forward_ad_open()) return false;
   // A consolidated root holds every leaf of its storage: its padding is nobody's.
   const bool consolidated_root = typeid(td) != typeid(TensorDictImpl);
   RunsWalk walk{runs, {}};
+  walk.grad_mode = walk.grad_mode && !any_grad;
   if (!collect_runs(*level, walk) || runs.storages.empty()) return false;
   runs.canonical = runs.canonical && walk.listed == runs.storages.size();
   walk.held.resize(runs.storages.size());  // a flat a level lists but no leaf views holds nothing
@@ -159,9 +162,9 @@ bool find_intact_runs(const TensorDictBase& td, IntactRuns& runs) {
 
 }  // namespace
 
-std::optional<IntactRuns> intact_runs(const TensorDictBase& td) {
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td, bool any_grad) {
   IntactRuns runs;
-  if (!find_intact_runs(td, runs)) return std::nullopt;
+  if (!find_intact_runs(td, runs, any_grad)) return std::nullopt;
   return runs;
 }
 
@@ -233,7 +236,7 @@ bool partners_laid_out_alike(const TensorDictBase& a, const IntactRuns& ra, c10:
   for (const TensorDictBase* b : partners) {
     const bool first = out.empty();
     out.emplace_back();
-    if (!find_intact_runs(*b, out.back()) || !runs_laid_out_alike(a, ra, *b, out.back(), first ? a_shape : nullptr))
+    if (!find_intact_runs(*b, out.back(), false) || !runs_laid_out_alike(a, ra, *b, out.back(), first ? a_shape : nullptr))
       return false;
   }
   return true;

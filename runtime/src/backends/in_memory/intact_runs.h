@@ -38,6 +38,8 @@ struct IntactRuns {
   c10::SmallVector<uint32_t, 16> level_flats;
   /// A made leaf has a version counter of its own (bump_made_leaf_versions after writing).
   bool own_versions = false;
+  /// Every leaf, made or not, shares its run's version counter (intact_detached).
+  bool shared_versions = true;
   /// An in-place op may write the runs whole: they hold leaf elements only, or padding of a
   /// consolidated root.
   bool writable = true;
@@ -63,7 +65,8 @@ struct IntactRuns {
 /// made leaves as made. Each flat of an integer or bool dtype holds leaf elements only; a floating
 /// or complex one may also hold padding (under 8 bytes a leaf). Nullopt otherwise, also for a
 /// tree over one storage (intact_packed_storage's) and while a forward-AD level is open.
-std::optional<IntactRuns> intact_runs(const TensorDictBase& td);
+/// `any_grad`: made leaves that require grad do not break the walk in grad mode (for detach()).
+std::optional<IntactRuns> intact_runs(const TensorDictBase& td, bool any_grad = false);
 
 /// Where one leaf of an intact tree lies: elements [begin, end) of `storages[run]`.
 struct LeafSpan {

@@ -55,6 +55,12 @@ struct LazyLeaves {
   /// Made with as_strided (views autograd knows, sharing `flat`'s version counter), as a
   /// consolidated tensordict's leaves always were; else built directly (core/strided_view.h).
   bool autograd_views = false;
+  /// Built directly, then given `flat`'s version counter (a detach() result, whose leaves share
+  /// the counter of the leaves they detach, as each leaf's detach() would): no counter of their own.
+  bool shared_version = false;
+  /// Whether a made leaf has a version counter of its own, which an in-place op over the flat
+  /// leaves as it was (bump_made_leaf_versions).
+  bool own_versions() const { return !autograd_views && !shared_version; }
   /// The flats are runs (Note [Intact runs]) that the tree's leaves do not tile as one storage
   /// (several, or one with padding): the one-storage walk (Note [Intact results]) stops here
   /// rather than check every made leaf first.

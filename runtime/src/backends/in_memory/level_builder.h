@@ -74,9 +74,11 @@ class LevelBuilder {
   }
   /// Lazy leaves viewing `flats` (one at least), laid out as leaves of another level whose flat k
   /// (0: its `flat`, then its `more_flats`) maps to flats[to_flat[k]]: append_copied_lazy() adds
-  /// them, in slot order. Called before any append_lazy.
-  void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat) {
+  /// them, in slot order. Called before any append_lazy. `shared_version`: LazyLeaves'.
+  void copy_lazy(std::vector<at::Tensor> flats, const LazyLeaves& like, c10::ArrayRef<uint32_t> to_flat,
+                 bool shared_version = false) {
     lazy_ = std::make_unique<LazyLeaves>();
+    lazy_->shared_version = shared_version;
     // A run dropped (its leaves made per leaf) may leave one flat its leaves tile.
     lazy_->over_runs = like.over_runs && flats.size() == 1 + like.more_flats.size();
     lazy_->records.reserve(like.records.size());

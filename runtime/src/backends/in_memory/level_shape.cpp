@@ -21,7 +21,8 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_
                                                                  std::vector<at::Tensor> more_flats,
                                                                  c10::IntArrayRef batch_size,
                                                                  std::optional<at::Device> device,
-                                                                 const DimNames& names, bool locked) {
+                                                                 const DimNames& names, bool locked,
+                                                                 bool leaves_share_version) {
   auto impl = c10::make_intrusive<TensorDictImpl>(batch_size, device);
   impl->packed_result_ = true;
   impl->live_ = static_cast<uint32_t>(shape->fields.size());  // num_entries() without building
@@ -33,6 +34,7 @@ c10::intrusive_ptr<TensorDictImpl> TensorDictImpl::make_deferred(c10::intrusive_
   if (!names.empty()) impl->set_dim_names(names);
   if (locked) impl->set_locked(true);
   impl->built_locked_ = locked;
+  impl->leaves_share_version_ = leaves_share_version;
   return impl;
 }
 
@@ -56,7 +58,8 @@ void TensorDictImpl::materialize() const {
         new (slots_ + i) Slot(f.key, at::Tensor(), f.hash);  // made on first access (Note [Lazy leaves])
       } else if (f.kind == EntryKind::TensorDict) {
         auto child =
-            make_deferred(f.child, flat_, more_flats_, f.child->batch_size, f.child->device, f.child->names, locked);
+            make_deferred(f.child, flat_, more_flats_, f.child->batch_size, f.child->device, f.child->names, locked,
+                          leaves_share_version_);
         if (locked) {
           if (!parent) parent = c10::intrusive_ptr<TensorDictBase>::unsafe_reclaim_from_nonowning(self);
           child->add_lock_parent(parent);
@@ -76,6 +79,7 @@ void TensorDictImpl::materialize() const {
     lazy->flat = flat_;
     lazy->more_flats = more_flats_;
     lazy->over_runs = shape.over_runs;
+    lazy->shared_version = leaves_share_version_;
     lazy->records = shape.records;
     lazy->leaves = shape.leaves;
     lazy->elements = shape.elements;

@@ -213,6 +213,8 @@ void TensorDictImpl::make_lazy_leaves() const {
     const int64_t offset = flat.storage_offset() + r.offset;  // records count from their flat's start
     leaf = lazy->autograd_views ? flat.as_strided(r.sizes, r.strides, offset)
                                 : detail::strided_view(flat, r.sizes, r.strides, offset);
+    if (lazy->shared_version && !leaf.is_inference())  // an inference tensor has no counter
+      leaf.unsafeGetTensorImpl()->set_version_counter(flat.unsafeGetTensorImpl()->version_counter());
     lazy->made_keys = leaf.key_set();  // the same for every leaf of the level
   }
   lazy_.store(nullptr, std::memory_order_release);  // the records stay, in layout_

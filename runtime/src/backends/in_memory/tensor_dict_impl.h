@@ -254,12 +254,16 @@ class TensorDictImpl final : public TensorDictBase {
   /// A packed op's result shaped as `shape` over `flat` (its storage) and `more_flats` (a result
   /// over runs: one storage a run, Note [Intact runs]), its slots built on first access (Note
   /// [Shared shapes]); nested levels come deferred too, locked when this level is then. The
-  /// root's batch size, device and names are given (the operand's).
+  /// root's batch size, device and names are given (the operand's). `leaves_share_version`: its
+  /// leaves, and its nested levels', get `flat`'s version counter (LazyLeaves::shared_version).
   static c10::intrusive_ptr<TensorDictImpl> make_deferred(c10::intrusive_ptr<LevelShape> shape, at::Tensor flat,
                                                           std::vector<at::Tensor> more_flats,
                                                           c10::IntArrayRef batch_size,
                                                           std::optional<at::Device> device, const DimNames& names,
-                                                          bool locked);
+                                                          bool locked, bool leaves_share_version = false);
+  /// make_deferred's `leaves_share_version`: whether the leaves this level makes (when deferred)
+  /// share its flat's version counter.
+  bool deferred_leaves_share_version() const { return leaves_share_version_; }
   /// True while the slots are not built yet (nothing read the level since the op made it).
   bool is_deferred() const { return (pending_.load(std::memory_order_acquire) & kDeferred) != 0; }
   /// The storage a level made deferred views (kept once built).
@@ -434,6 +438,7 @@ class TensorDictImpl final : public TensorDictBase {
   at::Tensor flat_;
   std::vector<at::Tensor> more_flats_;
   bool built_locked_ = false;
+  bool leaves_share_version_ = false;  // LazyLeaves::shared_version, for the leaves it makes
   mutable std::atomic<LevelShape*> shape_{nullptr};
   mutable c10::intrusive_ptr<LevelShape> shape_owner_;
   static constexpr size_t kMaxRetiredShapes = 8;
