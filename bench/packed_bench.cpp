@@ -45,6 +45,7 @@ struct Packed {
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
   TensorDict plain;   // the tree the others are consolidated from: 30 leaves, 30 storages
+  at::Tensor idx;     // rows 63, 61, ..., 1 (the op table's index_long)
   at::Tensor mask;    // batch-shaped: every other row
   at::Tensor weight;  // batch-shaped, near 1 (in-place products stay finite)
 
@@ -72,6 +73,7 @@ struct Packed {
     fresh2 = tensordict::consolidate(plain.clone());
     same_fresh = tensordict::consolidate(plain.clone());
     same_fresh2 = tensordict::consolidate(plain.clone());
+    idx = at::arange(63, -1, -2);
     mask = at::arange(64).remainder(2).eq(0);
     weight = 1 + at::rand({64}) * 1e-6;
   }
@@ -240,6 +242,14 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
                [](const at::Tensor& t) { return t.to(at::kDouble); },
                [](Packed& p) { return p.storage.to(at::kDouble); });
   sum_reduce_rows("sum_reduce" + suffix, [a](Packed& p) { return (p.*a).sum(tensordict::reduce); });
+  // Rows gathered (a replay buffer's sample, a mask's rows): one gather a group of leaves of one
+  // shape (Note [Grouped results]); by hand, the 30 leaves viewed as one tensor.
+  op3("index_long" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).index({p.idx})); },
+      [](const at::Tensor& t) { return at::index_select(t, 0, fixture().idx); },
+      [](Packed& p) { DoNotOptimize(at::index_select(p.storage.view({30, 64, 16}), 1, p.idx)); });
+  op3("index_mask" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).index({p.mask})); },
+      [](const at::Tensor& t) { return t.index({fixture().mask}); },
+      [](Packed& p) { DoNotOptimize(p.storage.view({30, 64, 16}).index({at::indexing::Slice(), p.mask})); });
   // Reductions per leaf (Note [Shape groups]); by hand, the 30 leaves viewed as one tensor.
   op3("sum0" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).sum(0)); },
       [](const at::Tensor& t) { return at::sum(t, {0}); },

@@ -86,9 +86,6 @@ void require_detached_per_leaf(const TensorDict& out, const TensorDict& td) {
   }
 }
 
-}  // namespace detach_test
-
-using namespace detach_test;
 
 TEST_CASE("detach of a consolidated tensordict is one detach of its storage", "[unit][detach]") {
   const TensorDict plain = fixture();
@@ -239,8 +236,6 @@ TEST_CASE("detach in inference mode and under no_grad equals detach per leaf", "
   }
 }
 
-namespace detach_test {
-
 struct DualLevel {
   const uint64_t index = torch::autograd::ForwardADLevel::get_next_idx();
   ~DualLevel() { torch::autograd::ForwardADLevel::release_idx(index); }
@@ -269,8 +264,6 @@ TensorDict every_kind(const at::Tensor& grad_leaf) {
   }
   return td;
 }
-
-}  // namespace detach_test
 
 TEST_CASE("detach of any tensordict gives each leaf what its detach() gives", "[unit][detach]") {
   const at::Tensor grad_leaf = at::randn({4, 3}).requires_grad_(true);
@@ -322,3 +315,5 @@ TEST_CASE("detach builds no leaf through the dispatcher but where LibTorch must"
   const c10::InferenceMode inference;
   CHECK(detach_counted(td).second == 1);
 }
+
+}  // namespace detach_test

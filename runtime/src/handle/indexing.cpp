@@ -2,6 +2,7 @@
 // and index_put_, whose every write goes through the backend's write_at_.
 
 #include <algorithm>
+#include <optional>
 #include <typeinfo>
 
 #include <ATen/ATen.h>
@@ -11,6 +12,7 @@
 #include <tensordict/entry.h>
 #include <tensordict/tensor_dict.h>
 
+#include "backends/in_memory/grouped_result.h"
 #include "backends/in_memory/in_memory.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/dim_names.h"
@@ -44,12 +46,36 @@ const TensorDict* lazy_member(const TensorDictBase& impl, c10::ArrayRef<at::inde
 }
 }  // namespace
 
+namespace {
+// td[tensor] (a replay buffer's sample, a mask's rows) over an intact packed tree, a consolidated
+// tensordict say: one gather a group of leaves of one shape (Note [Grouped results]) instead of
+// one a leaf. Nullopt for any other index or tree, and where a gather raises: the per-leaf path
+// then runs, and names the error.
+std::optional<TensorDict> gather_groups(const TensorDictBase& td, const BatchIndex& index) {
+  const std::vector<BatchIndex::Item>& items = index.items();
+  if (items.size() != 1 || items[0].kind != BatchIndex::Item::Kind::Tensor) return std::nullopt;
+  const at::Tensor& rows = items[0].tensor;
+  // As BatchIndex::apply: index_select for a 1-D long index, a leading index otherwise (one
+  // advanced index after a full slice: its dims take the index's place, as on each leaf).
+  const bool select = rows.dim() == 1 && rows.scalar_type() == at::kLong;
+  in_memory::GroupedResult how{index.result_batch_size()};
+  how.indexes_rows = true;
+  return in_memory::map_intact_groups(
+      td,
+      [&](const at::Tensor& group, int64_t) {
+        return select ? at::index_select(group, 1, rows) : group.index({at::indexing::Slice(), rows});
+      },
+      how);
+}
+}  // namespace
+
 TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) const {
   if (const TensorDict* member = lazy_member(*impl_, indices)) return *member;
   if (has_ragged_dim(batch_size())) return impl_->index_ragged(indices);
   BatchIndex index(indices, batch_size());
   if (index.is_identity()) return *this;
-  TensorDict out = impl_->index(index);
+  std::optional<TensorDict> gathered = gather_groups(*impl_, index);
+  TensorDict out = gathered ? std::move(*gathered) : impl_->index(index);
   if (C10_UNLIKELY(!impl_->dim_names().empty()))
     detail::assign_names(*out.impl(), detail::names_after_index(detail::names_of(*impl_), index));
   return out;

@@ -134,6 +134,7 @@ c10::intrusive_ptr<LevelShape> derive(const LevelShape& shape, const Derivation&
   if (out->batch_size == shape.batch_size) out->names = shape.names;  // as rebuild(): names stay with the batch size
   out->over_runs = d.plan.groups.size() > 1;
   out->has_empty_level = shape.has_empty_level;
+  out->has_non_tensor_stack = shape.has_non_tensor_stack;
   const int64_t* r = shape.records.data();
   const int64_t* end = r + shape.records.size();
   while (r != end) {
@@ -262,7 +263,8 @@ std::optional<TensorDict> map_intact_group_pairs(
       !plain_storages(partner_storages))
     return std::nullopt;
   const c10::intrusive_ptr<LevelShape> shape = shape_of(*level, td);
-  if (!shape || (how.filter_empty && shape->has_empty_level)) return std::nullopt;
+  if (!shape || (how.filter_empty && shape->has_empty_level) || (how.indexes_rows && shape->has_non_tensor_stack))
+    return std::nullopt;
   const std::shared_ptr<const GroupPlan> plan = plan_of(*shape);
   if (!plan) return std::nullopt;
   for (const GroupPlan::Group& g : plan->groups)

@@ -58,6 +58,9 @@ struct GroupedResult {
   bool nested_extra_dims = true;
   bool filter_empty = false;
   bool lock = false;
+  /// The op selects batch rows (td[index]): a NonTensorStack, whose rows would have to follow,
+  /// keeps the tree off this path.
+  bool indexes_rows = false;
 };
 
 /// `group_fn(view, level_dims)` once a group of `td`'s leaves (view: [count, *leaf sizes]; its

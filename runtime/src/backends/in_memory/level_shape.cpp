@@ -169,10 +169,12 @@ c10::intrusive_ptr<LevelShape> make_shape(const TensorDictImpl& level, const Ten
         const FlatCounts& below = f.child->tree_per_flat;
         for (size_t k = 0; k < below.size(); ++k) shape->tree_per_flat.add(k, below.elements[k], below.leaves[k]);
         shape->has_empty_level = shape->has_empty_level || f.child->fields.empty() || f.child->has_empty_level;
+        shape->has_non_tensor_stack = shape->has_non_tensor_stack || f.child->has_non_tensor_stack;
         break;
       }
       case EntryKind::NonTensor:
         f.value = e;
+        shape->has_non_tensor_stack = shape->has_non_tensor_stack || e.non_tensor().is_stack();
         break;
       case EntryKind::Undefined:
         describable = false;

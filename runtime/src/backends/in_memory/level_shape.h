@@ -53,6 +53,7 @@ struct LevelShape : c10::intrusive_ptr_target {
   int64_t tree_elements = 0;  // and its nested levels'
   size_t tree_leaves = 0;
   bool has_empty_level = false;  // a nested level without entries, at any depth
+  bool has_non_tensor_stack = false;  // a NonTensorStack (per-row values), at any depth
   bool over_runs = false;        // LazyLeaves::over_runs of the level's records
   /// Per flat the records number: the elements and the leaves of this level's records
   /// (LazyLeaves::per_flat), and of this level's and its nested levels' (a tree over runs lists

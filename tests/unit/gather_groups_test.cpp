@@ -1,0 +1,146 @@
+// td[tensor] over an intact packed tree (a consolidated tensordict, a packed op's result) gathers
+// once a group of leaves of one shape (Note [Grouped results]): each leaf, level, batch size,
+// name, lock and non-tensor entry is what the per-leaf path gives, bit for bit (compared with the
+// same index of a copy whose leaves each have a storage of their own).
+#include "support/catch_torch.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include <tensordict/backends/consolidated.h>
+#include <tensordict/entry.h>
+#include <tensordict/errors.h>
+#include <tensordict/ops.h>
+
+#include "backends/in_memory/intact_result.h"
+#include "support/runs_fixtures.h"
+#include "unit/grouped_fixtures.h"
+
+using namespace tensordict;
+
+namespace gather_groups_test {
+
+using grouped_fixtures::deferred;
+using grouped_fixtures::mixed_tree;
+using grouped_fixtures::require_identical;
+using runs_fixtures::KernelCount;
+
+// td[rows], and the calls to the gather ops it made (index_select for a 1-D long index, as
+// BatchIndex::apply, index for the others; td[rows] is run once for each count): one a group on
+// the grouped path, one a leaf otherwise.
+std::pair<TensorDict, int> gathered(const TensorDict& td, const at::Tensor& rows) {
+  TensorDict out;
+  const int selects = KernelCount::of("aten::index_select", [&] { out = td.index({rows}); });
+  return {out, selects + KernelCount::of("aten::index", [&] { out = td.index({rows}); })};
+}
+
+// Whether `td` is the grouped path's result: a packed op's level (the per-leaf path builds a plain one).
+bool grouped(const TensorDict& td) { return in_memory::packed_level(*td.impl()) != nullptr; }
+
+// A copy of `td` whose leaves each have a storage of their own, its keys in td's order.
+TensorDict per_leaf_copy(const TensorDict& td) {
+  TensorDict out({}, td.batch_size());
+  for (const NestedKey& k : td.keys(true, true)) out.set(k, td.get(k).clone());
+  if (td.is_locked()) out.lock_();
+  return out;
+}
+
+
+TEST_CASE("td[tensor] of an intact tree gathers a group of leaves at once, each leaf the per-leaf one",
+          "[unit][gather_groups]") {
+  const TensorDict x = mixed_tree(/*nan=*/true);
+  const TensorDict a = consolidate(x);
+  const bool read = GENERATE(false, true);
+  INFO("leaves read first: " << read);
+  std::vector<at::Tensor> held;
+  if (read) held = runs_fixtures::read_all(a);
+  TensorDict apart = x.clone();
+  if (a.is_locked()) apart.lock_();
+  const std::vector<std::pair<const char*, at::Tensor>> indices = {
+      {"long, repeated and negative", at::tensor({5, 0, -1, 2, 2}, at::kLong)},
+      {"long, none", at::empty({0}, at::kLong)},
+      {"long, 2-D", at::tensor({1, 3, 4, 0}, at::kLong).view({2, 2})},
+      {"int32", at::tensor({4, 1}, at::kInt)},
+      {"bool mask", at::tensor({1, 0, 0, 1, 1, 0}).to(at::kBool)},
+      {"bool mask, none", at::zeros({6}, at::kBool)},
+  };
+  for (const auto& [name, rows] : indices) {
+    INFO(name);
+    const auto [got, calls] = gathered(a, rows);
+    const auto [want, per_leaf_calls] = gathered(apart, rows);
+    require_identical(got, want);
+    // Five groups (grouped_fixtures::mixed_tree), one gather each, against 8 leaves (the
+    // index's parse may gather too, on both sides). An index of no rows gives groups of no
+    // elements, which take the per-leaf path.
+    if (want.batch_size()[0] > 0) {
+      CHECK(grouped(got));
+      CHECK(per_leaf_calls - calls == 8 - 5);
+    }
+    // A leaf of the result is a tensor of its own: writing it leaves the operand as it was.
+    got.get("a").fill_(-9);
+  }
+  require_identical(a, apart);
+  // Unnamed, the result is one deferred level, nothing built until read.
+  TensorDict plain = mixed_tree();
+  plain.set_names({std::optional<std::string>()});
+  const TensorDict unnamed = consolidate(plain);
+  CHECK(deferred(unnamed.index({at::tensor({1, 2}, at::kLong)})));
+  // The result's next op runs over its groups' storages as over any intact tree.
+  const at::Tensor rows = at::tensor({3, 1, 1}, at::kLong);
+  require_identical(a.index({rows}).sum(0), apart.index({rows}).sum(0));
+  require_identical(a.index({rows}) * 2, apart.index({rows}) * 2);
+}
+
+TEST_CASE("td[tensor] over runs, and the trees and indices the gather leaves to the per-leaf path",
+          "[unit][gather_groups]") {
+  const at::Tensor rows = at::tensor({2, 0, 3}, at::kLong);
+  SECTION("float, double and int64 runs, nested levels") {
+    TensorDict x = runs_fixtures::mixed();
+    x.erase("f2");  // a leaf of no elements keeps a tree off the grouped path
+    const TensorDict a = consolidate(x);
+    TensorDict apart = per_leaf_copy(a);
+    const TensorDict got = a.index({rows});
+    CHECK(grouped(got));
+    require_identical(got, apart.index({rows}));
+    const at::Tensor mask = at::tensor({1, 0, 0, 1}).to(at::kBool);
+    require_identical(a.index({mask}), apart.index({mask}));
+  }
+  SECTION("a NonTensorStack follows the rows: per leaf") {
+    TensorDict x = mixed_tree();
+    x.set_non_tensor("steps", json::Value("a"));
+    TensorDict a = consolidate(x);
+    const NonTensorData steps =
+        NonTensorData::from_ids({json::Value("a"), json::Value("b")}, at::tensor({0, 1, 1, 0, 1, 0}, at::kLong));
+    a.set_non_tensor_("steps", steps);
+    x.set_non_tensor_("steps", steps);
+    const TensorDict got = a.index({rows});
+    CHECK(!grouped(got));
+    runs_fixtures::require_same(got, x.clone().index({rows}));  // consolidate may order keys otherwise
+    CHECK(got.get_non_tensor("steps").tolist() == json::parse("[\"b\", \"a\", \"a\"]"));
+  }
+  SECTION("an index out of range raises as per leaf, naming the index") {
+    const TensorDict a = consolidate(mixed_tree());
+    CHECK_THROWS_AS(a.index({at::tensor({0, 6}, at::kLong)}), IndexError);
+    CHECK_THROWS_AS(a.index({at::tensor({1, 0}).to(at::kBool)}), IndexError);
+  }
+  SECTION("a leaf requiring grad: per leaf, its grad kept") {
+    const TensorDict a = consolidate(mixed_tree());
+    a.get("a").requires_grad_(true);
+    const TensorDict got = a.index({rows});
+    CHECK(got.get("a").requires_grad());
+    CHECK(!got.get("b").requires_grad());
+  }
+  SECTION("an index that views (an integer, a slice) stays a view of the operand") {
+    const TensorDict a = consolidate(mixed_tree());
+    const TensorDict row = a.index({2});
+    const TensorDict part = a.index({at::indexing::Slice(1, 4)});
+    CHECK(row.get("a").data_ptr() == a.get("a")[2].data_ptr());
+    CHECK(part.get({"n", "p"}).data_ptr() == a.get({"n", "p"})[1].data_ptr());
+  }
+}
+
+}  // namespace gather_groups_test
