@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <tensordict/backends/consolidated.h>
+#include <tensordict/batch_index.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
 #include <tensordict/ops.h>
@@ -141,6 +142,34 @@ TEST_CASE("td[tensor] over runs, and the trees and indices the gather leaves to 
     CHECK(row.get("a").data_ptr() == a.get("a")[2].data_ptr());
     CHECK(part.get({"n", "p"}).data_ptr() == a.get({"n", "p"})[1].data_ptr());
   }
+}
+
+TEST_CASE("one tensor index: the batch it leaves is LibTorch's, without indexing a probe", "[unit][gather_groups]") {
+  const std::vector<std::vector<int64_t>> batches = {{6}, {6, 3}, {6, 3, 2}};
+  const std::vector<std::pair<const char*, at::Tensor>> indices = {
+      {"long 0-D", at::tensor(4, at::kLong)},
+      {"long 1-D, negative", at::tensor({-1, 0, 5, -6}, at::kLong)},
+      {"long 2-D", at::tensor({1, 2, 3, 4, 5, 0}, at::kLong).view({3, 2})},
+      {"long, not contiguous", at::arange(12).remainder(6).view({6, 2}).t()},
+      {"int32", at::tensor({2, 2}, at::kInt)},
+      {"long, empty", at::empty({0}, at::kLong)},
+      {"bool mask", at::tensor({1, 0, 1, 1, 0, 0}).to(at::kBool)},
+      {"byte mask", at::tensor({0, 1, 0, 0, 0, 1}, at::kByte)},
+  };
+  for (const std::vector<int64_t>& batch : batches) {
+    const at::Tensor probe = at::zeros(batch);
+    for (const auto& [name, rows] : indices) {
+      INFO(name << ", batch " << c10::IntArrayRef(batch));
+      const BatchIndex index({rows}, batch);
+      const at::Tensor by_torch = probe.index({rows.scalar_type() == at::kInt ? rows.to(at::kLong) : rows});
+      CHECK(index.result_batch_size() == by_torch.sizes());
+      CHECK(at::equal(index.apply(at::arange(probe.numel()).view(batch)),
+                      at::arange(probe.numel()).view(batch).index({rows.scalar_type() == at::kInt ? rows.to(at::kLong) : rows})));
+    }
+  }
+  CHECK_THROWS_AS(BatchIndex({at::tensor({0, 6}, at::kLong)}, {6}), IndexError);
+  CHECK_THROWS_AS(BatchIndex({at::tensor({-7}, at::kLong)}, {6}), IndexError);
+  CHECK_THROWS_AS(BatchIndex({at::tensor({1, 0, 1}).to(at::kBool)}, {6}), IndexError);
 }
 
 }  // namespace gather_groups_test

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/TensorIndexing.h>
@@ -18,6 +19,18 @@ namespace {
 
 bool is_mask(const at::Tensor& t) {
   return t.scalar_type() == at::kBool || t.scalar_type() == at::kByte;
+}
+
+// The smallest and largest of `t`'s (long) indices: read in place on the CPU (a replay buffer's
+// sample of a few hundred rows would spend more in aminmax's dispatch and two item() reads).
+std::pair<int64_t, int64_t> index_range(const at::Tensor& t) {
+  if (t.is_cpu() && t.is_contiguous()) {
+    const int64_t* p = t.data_ptr<int64_t>();
+    const auto [lo, hi] = std::minmax_element(p, p + t.numel());
+    return {*lo, *hi};
+  }
+  const auto [lo, hi] = at::aminmax(t);
+  return {lo.item<int64_t>(), hi.item<int64_t>()};
 }
 
 int64_t consumed_dims(const idx::TensorIndex& i) {
@@ -180,8 +193,7 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
         // it reads, and takes td[[2]] of batch [1, 0] (finding A23).
         if (t.numel() > 0) {
           const int64_t size = batch_size[dim];
-          const auto [lo, hi] = at::aminmax(t);
-          const int64_t low = lo.item<int64_t>(), high = hi.item<int64_t>();
+          const auto [low, high] = index_range(t);
           TD_CHECK(low >= -size && high < size, IndexError, "index ", high >= size ? high : low,
                    " is out of range for batch dim ", dim, " of size ", size, " (batch size ", batch_size, ")");
           if (low < 0) t = at::where(t < 0, t + size, t);
@@ -194,7 +206,20 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
   }
   source_dims_ = dim;
   for (int64_t d = dim; d < bd; ++d) result_batch_size_.push_back(batch_size[d]);
-  if (!is_basic_) {
+  const bool one_tensor = items_.size() == 1 && items_[0].kind == Item::Kind::Tensor;
+  if (one_tensor && !is_mask(items_[0].tensor)) {
+    // One long index (the common `td[idx]`): its dims take the first batch dim's place.
+    const at::Tensor& t = items_[0].tensor;
+    result_batch_size_.assign(t.sizes().begin(), t.sizes().end());
+    result_batch_size_.append(batch_size.begin() + 1, batch_size.end());
+  } else if (one_tensor && items_[0].tensor.dim() == 1) {
+    // One 1-D mask on the first dim (the common `td[mask]`): turned into long indices once, so
+    // every leaf takes index_select, as `td[idx]` does, instead of advanced indexing (which
+    // would redo nonzero() on the mask for each leaf).
+    items_[0].tensor = items_[0].tensor.nonzero().squeeze(1);
+    result_batch_size_.assign({items_[0].tensor.size(0)});
+    result_batch_size_.append(batch_size.begin() + 1, batch_size.end());
+  } else if (!is_basic_) {
     expand_misplaced_masks(items_);
     // Advanced indexing moves and merges dims by rules best left to ATen: index a one-element
     // stand-in of the batch shape (all strides zero) and read its shape.
@@ -207,12 +232,6 @@ BatchIndex::BatchIndex(c10::ArrayRef<idx::TensorIndex> indices, c10::IntArrayRef
                e.what_without_backtrace());
     }
     result_batch_size_.assign(result.sizes().begin(), result.sizes().end());
-    // One 1-D mask on the first dim (the common `td[mask]`): turned into long indices once, so
-    // every leaf takes index_select, as `td[idx]` does, instead of advanced indexing (which
-    // would redo nonzero() on the mask for each leaf).
-    if (items_.size() == 1 && items_[0].kind == Item::Kind::Tensor && items_[0].tensor.dim() == 1 && bd > 0) {
-      if (is_mask(items_[0].tensor)) items_[0].tensor = items_[0].tensor.nonzero().squeeze(1);
-    }
   }
 }
 
