@@ -8,6 +8,7 @@
 #include "support/runs_fixtures.h"
 
 #include <string>
+#include <thread>
 #include <utility>
 #include <typeinfo>
 #include <vector>
@@ -314,6 +315,23 @@ TEST_CASE("detach builds no leaf through the dispatcher but where LibTorch must"
   CHECK(r.keys(true, true).size() == 13);
   const c10::InferenceMode inference;
   CHECK(detach_counted(td).second == 1);
+}
+
+TEST_CASE("detach of one consolidated tensordict from four threads while they read its leaves", "[unit][detach]") {
+  const TensorDict plain = fixture();
+  const TensorDict c = consolidate(plain);  // nobody has made its leaves
+  std::vector<TensorDict> got(4);
+  std::vector<at::Tensor> read(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    threads.emplace_back([&, i] {
+      got[i] = c.detach();
+      read[i] = got[i].get({"n", "l0"});
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const TensorDict& r : got) require_detached_per_leaf(r, c);
+  for (const at::Tensor& t : read) CHECK(t.data_ptr() == c.get({"n", "l0"}).data_ptr());
 }
 
 }  // namespace detach_test

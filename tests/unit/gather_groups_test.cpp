@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -142,6 +143,25 @@ TEST_CASE("td[tensor] over runs, and the trees and indices the gather leaves to 
     CHECK(row.get("a").data_ptr() == a.get("a")[2].data_ptr());
     CHECK(part.get({"n", "p"}).data_ptr() == a.get({"n", "p"})[1].data_ptr());
   }
+}
+
+TEST_CASE("td[tensor] of one tree from four threads, its plan and result shape kept once", "[unit][gather_groups]") {
+  const TensorDict x = mixed_tree();
+  const TensorDict a = consolidate(x);  // nobody has made its leaves
+  const at::Tensor rows = at::tensor({5, 1, 1, 0}, at::kLong);
+  TensorDict apart = x.clone();
+  apart.lock_();
+  const TensorDict want = apart.index({rows});
+  std::vector<TensorDict> got(4);
+  std::vector<at::Tensor> read(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) threads.emplace_back([&, i] { got[i] = a.index({rows}); });
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  for (size_t i = 0; i < read.size(); ++i) threads.emplace_back([&, i] { read[i] = got[0].get({"n", "p"}); });
+  for (std::thread& t : threads) t.join();
+  for (const TensorDict& r : got) require_identical(r, want);
+  for (const at::Tensor& t : read) CHECK(t.is_same(read.front()));
 }
 
 TEST_CASE("one tensor index: the batch it leaves is LibTorch's, without indexing a probe", "[unit][gather_groups]") {
