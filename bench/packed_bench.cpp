@@ -45,6 +45,10 @@ struct Packed {
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
   TensorDict plain;   // the tree the others are consolidated from: 30 leaves, 30 storages
+  // A consolidated tree written since (an RL step's action set into its observations): 30 leaves
+  // in one storage and one of its own, no longer intact; and its 31 leaves.
+  TensorDict written;
+  std::vector<at::Tensor> written_leaves;
   at::Tensor idx;     // rows 63, 61, ..., 1 (the op table's index_long)
   at::Tensor mask;    // batch-shaped: every other row
   at::Tensor weight;  // batch-shaped, near 1 (in-place products stay finite)
@@ -73,6 +77,9 @@ struct Packed {
     fresh2 = tensordict::consolidate(plain.clone());
     same_fresh = tensordict::consolidate(plain.clone());
     same_fresh2 = tensordict::consolidate(plain.clone());
+    written = tensordict::consolidate(plain).clone();
+    written.set("action", at::randn({64, 4}));
+    for (const auto& e : written.values(true, true)) written_leaves.push_back(e.tensor());
     idx = at::arange(63, -1, -2);
     mask = at::arange(64).remainder(2).eq(0);
     weight = 1 + at::rand({64}) * 1e-6;
@@ -250,6 +257,15 @@ void register_ops(const std::string& suffix, Operands on, bool views) {
   op3("index_mask" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).index({p.mask})); },
       [](const at::Tensor& t) { return t.index({fixture().mask}); },
       [](Packed& p) { DoNotOptimize(p.storage.view({30, 64, 16}).index({at::indexing::Slice(), p.mask})); });
+  if (suffix.empty()) {
+    // The same over a tree written since it was consolidated: groups found from its leaves.
+    reg("cpp/index_long_written", [](Packed& p) { DoNotOptimize(p.written.index({p.idx})); });
+    reg("floor/index_long_written", [](Packed& p) {
+      std::vector<at::Tensor> out;
+      for (const at::Tensor& t : p.written_leaves) out.push_back(at::index_select(t, 0, p.idx));
+      DoNotOptimize(out);
+    });
+  }
   // Reductions per leaf (Note [Shape groups]); by hand, the 30 leaves viewed as one tensor.
   op3("sum0" + suffix, [a](Packed& p) { DoNotOptimize((p.*a).sum(0)); },
       [](const at::Tensor& t) { return at::sum(t, {0}); },

@@ -145,6 +145,49 @@ TEST_CASE("td[tensor] over runs, and the trees and indices the gather leaves to 
   }
 }
 
+TEST_CASE("td[tensor] of a consolidated tree written since: groups found from its leaves", "[unit][gather_groups]") {
+  const TensorDict x = mixed_tree();
+  const at::Tensor rows = at::tensor({4, 4, 0, 2}, at::kLong);
+  const at::Tensor mask = at::tensor({0, 1, 1, 0, 1, 1}).to(at::kBool);
+  for (const bool nested : {false, true}) {
+    INFO("written at " << (nested ? "a nested level" : "the root"));
+    TensorDict a = consolidate(x).clone();  // an unlocked tree over one storage
+    TensorDict apart = x.clone();
+    const at::Tensor added = at::randn({6, 3});
+    const NestedKey key = nested ? NestedKey({"n", "added"}) : NestedKey("added");
+    if (nested) {
+      a.set(key, added.unsqueeze(1).expand({6, 2, 3}).contiguous());
+      apart.set(key, added.unsqueeze(1).expand({6, 2, 3}).contiguous());
+    } else {
+      a.set(key, added);
+      apart.set(key, added.clone());
+    }
+    REQUIRE(!in_memory::intact_packed_storage(*a.impl()).defined());
+    for (const at::Tensor& index : {rows, mask}) {
+      const auto [got, calls] = gathered(a, index);
+      const auto [want, per_leaf_calls] = gathered(apart, index);
+      require_identical(got, want);
+      CHECK(per_leaf_calls - calls == 9 - 6);  // five groups and the added leaf, against 9 leaves
+    }
+  }
+  SECTION("a tree of leaves each in its own storage is left to the per-leaf path at its second leaf") {
+    const TensorDict plain = x.clone();
+    const auto [got, calls] = gathered(plain, rows);
+    const auto [want, per_leaf_calls] = gathered(x, rows);
+    CHECK(calls == per_leaf_calls);
+    require_identical(got, want);
+  }
+  SECTION("a NonTensorStack follows the rows: per leaf") {
+    TensorDict a = consolidate(x).clone();
+    a.set_non_tensor("steps", json::Value("a"));
+    a.set_non_tensor_("steps", NonTensorData::from_ids({json::Value("a"), json::Value("b")},
+                                                       at::tensor({0, 1, 1, 0, 1, 0}, at::kLong)));
+    const TensorDict got = a.index({rows});
+    CHECK(got.get_non_tensor("steps").tolist() == json::parse("[\"b\", \"b\", \"a\", \"b\"]"));
+    CHECK(gathered(a, rows).second == 8 + 1);  // a gather a leaf, and one of the stack's ids
+  }
+}
+
 TEST_CASE("td[tensor] of one tree from four threads, its plan and result shape kept once", "[unit][gather_groups]") {
   const TensorDict x = mixed_tree();
   const TensorDict a = consolidate(x);  // nobody has made its leaves

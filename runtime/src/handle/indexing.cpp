@@ -14,6 +14,7 @@
 
 #include "backends/in_memory/grouped_result.h"
 #include "backends/in_memory/in_memory.h"
+#include "backends/in_memory/tensor_dict_impl.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/dim_names.h"
 #include "core/format.h"
@@ -21,6 +22,8 @@
 #include "core/non_tensor_write.h"
 #include "core/sym_int.h"
 #include "core/validate.h"
+#include "ops/leafwise.h"
+#include "ops/shape_groups.h"
 
 namespace tensordict {
 
@@ -47,25 +50,68 @@ const TensorDict* lazy_member(const TensorDictBase& impl, c10::ArrayRef<at::inde
 }  // namespace
 
 namespace {
-// td[tensor] (a replay buffer's sample, a mask's rows) over an intact packed tree, a consolidated
-// tensordict say: one gather a group of leaves of one shape (Note [Grouped results]) instead of
-// one a leaf. Nullopt for any other index or tree, and where a gather raises: the per-leaf path
-// then runs, and names the error.
-std::optional<TensorDict> gather_groups(const TensorDictBase& td, const BatchIndex& index) {
+// Whether the first two tensor leaves of `level` (in walk order) share a storage: what a tree
+// whose leaves may group has (a consolidated tensordict written since), and a tree of leaves
+// each in its own storage does not, found at its second leaf.
+bool first_leaves_share_storage(const TensorDictBase& level, const c10::StorageImpl*& first, int& seen) {
+  bool share = false;
+  level.for_each([&](const std::string&, const Entry& e) {
+    if (seen >= 2) return;
+    if (e.is_tensor()) {
+      const at::Tensor& t = e.tensor_unchecked();
+      const c10::StorageImpl* s = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+      if (++seen == 1) first = s;
+      else share = s != nullptr && s == first;
+    } else if (e.is_tensordict()) {
+      share = first_leaves_share_storage(*e.tensordict_unchecked().impl(), first, seen) || share;
+    }
+  });
+  return share;
+}
+
+// Whether a level of the tree holds a NonTensorStack (per-row values the rows must take along).
+bool holds_non_tensor_stack(const TensorDictBase& level) {
+  bool found = false;
+  level.for_each_key([&](const std::string& key, EntryKind kind) {
+    if (found || kind == EntryKind::Tensor) return;
+    const Entry e = level.get(key);
+    found = e.is_tensordict() ? holds_non_tensor_stack(*e.tensordict_unchecked().impl()) : e.non_tensor().is_stack();
+  });
+  return found;
+}
+
+// td[tensor] (a replay buffer's sample, a mask's rows): one gather a group of leaves of one shape
+// instead of one a leaf. Over an intact packed tree (a consolidated tensordict) the groups come
+// from its shape and the result is one deferred level (Note [Grouped results]); over another
+// tree whose leaves may group (one written since it was consolidated) they are found from its
+// leaves (Note [Shape groups]). Nullopt for any other index or tree, and where a gather raises:
+// the per-leaf path then runs, and names the error.
+std::optional<TensorDict> gather_groups(const TensorDict& td, const BatchIndex& index) {
   const std::vector<BatchIndex::Item>& items = index.items();
   if (items.size() != 1 || items[0].kind != BatchIndex::Item::Kind::Tensor) return std::nullopt;
   const at::Tensor& rows = items[0].tensor;
   // As BatchIndex::apply: index_select for a 1-D long index, a leading index otherwise (one
   // advanced index after a full slice: its dims take the index's place, as on each leaf).
   const bool select = rows.dim() == 1 && rows.scalar_type() == at::kLong;
+  const auto gather = [&](const at::Tensor& group) {
+    return select ? at::index_select(group, 1, rows) : group.index({at::indexing::Slice(), rows});
+  };
+  const TensorDictBase& impl = *td.impl();
   in_memory::GroupedResult how{index.result_batch_size()};
   how.indexes_rows = true;
-  return in_memory::map_intact_groups(
-      td,
-      [&](const at::Tensor& group, int64_t) {
-        return select ? at::index_select(group, 1, rows) : group.index({at::indexing::Slice(), rows});
-      },
-      how);
+  if (auto gathered = in_memory::map_intact_groups(impl, [&](const at::Tensor& g, int64_t) { return gather(g); }, how))
+    return gathered;
+  const c10::StorageImpl* first = nullptr;
+  int seen = 0;
+  if (typeid(impl) != typeid(TensorDictImpl) || !first_leaves_share_storage(impl, first, seen) ||
+      holds_non_tensor_stack(impl))
+    return std::nullopt;
+  const ops::LeafList leaves = ops::leaves_of(td);
+  ops::RebuildOptions options;
+  options.batch_size = index.result_batch_size();
+  return ops::map_shape_groups(
+      impl, leaves, [&](const at::Tensor& g, size_t) { return gather(g); },
+      [&](size_t i) { return index.apply(leaves[i]); }, options);
 }
 }  // namespace
 
@@ -74,7 +120,7 @@ TensorDict TensorDict::index(c10::ArrayRef<at::indexing::TensorIndex> indices) c
   if (has_ragged_dim(batch_size())) return impl_->index_ragged(indices);
   BatchIndex index(indices, batch_size());
   if (index.is_identity()) return *this;
-  std::optional<TensorDict> gathered = gather_groups(*impl_, index);
+  std::optional<TensorDict> gathered = gather_groups(*this, index);
   TensorDict out = gathered ? std::move(*gathered) : impl_->index(index);
   if (C10_UNLIKELY(!impl_->dim_names().empty()))
     detail::assign_names(*out.impl(), detail::names_after_index(detail::names_of(*impl_), index));
