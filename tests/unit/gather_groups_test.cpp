@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <tensordict/backends/consolidated.h>
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/batch_index.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
@@ -174,6 +175,22 @@ TEST_CASE("td[tensor] of a consolidated tree written since: groups found from it
     const TensorDict plain = x.clone();
     const auto [got, calls] = gathered(plain, rows);
     const auto [want, per_leaf_calls] = gathered(x, rows);
+    CHECK(calls == per_leaf_calls);
+    require_identical(got, want);
+  }
+  SECTION("a nested level of another backend indexes its own rows: per leaf") {
+    TensorDict a = consolidate(x).clone();
+    TensorDict apart = x.clone();
+    std::vector<TensorDict> members;
+    for (int i = 0; i < 6; ++i) {
+      TensorDict m({}, {});
+      m.set("v", at::full({2}, static_cast<double>(i)));
+      members.push_back(m);
+    }
+    a.set("stacked", lazy_stack(members, 0));
+    apart.set("stacked", lazy_stack(members, 0));
+    const auto [got, calls] = gathered(a, rows);
+    const auto [want, per_leaf_calls] = gathered(apart, rows);
     CHECK(calls == per_leaf_calls);
     require_identical(got, want);
   }

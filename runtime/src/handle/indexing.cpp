@@ -69,15 +69,18 @@ bool first_leaves_share_storage(const TensorDictBase& level, const c10::StorageI
   return share;
 }
 
-// Whether a level of the tree holds a NonTensorStack (per-row values the rows must take along).
-bool holds_non_tensor_stack(const TensorDictBase& level) {
-  bool found = false;
+// Whether every level of the tree is an in-memory one (another backend indexes its own rows, a
+// file reading only those) and none holds a NonTensorStack (per-row values the rows must take
+// along).
+bool plain_levels_without_stacks(const TensorDictBase& level) {
+  if (typeid(level) != typeid(TensorDictImpl)) return false;
+  bool plain = true;
   level.for_each_key([&](const std::string& key, EntryKind kind) {
-    if (found || kind == EntryKind::Tensor) return;
+    if (!plain || kind == EntryKind::Tensor) return;
     const Entry e = level.get(key);
-    found = e.is_tensordict() ? holds_non_tensor_stack(*e.tensordict_unchecked().impl()) : e.non_tensor().is_stack();
+    plain = e.is_tensordict() ? plain_levels_without_stacks(*e.tensordict_unchecked().impl()) : !e.non_tensor().is_stack();
   });
-  return found;
+  return plain;
 }
 
 // td[tensor] (a replay buffer's sample, a mask's rows): one gather a group of leaves of one shape
@@ -104,7 +107,7 @@ std::optional<TensorDict> gather_groups(const TensorDict& td, const BatchIndex& 
   const c10::StorageImpl* first = nullptr;
   int seen = 0;
   if (typeid(impl) != typeid(TensorDictImpl) || !first_leaves_share_storage(impl, first, seen) ||
-      holds_non_tensor_stack(impl))
+      !plain_levels_without_stacks(impl))
     return std::nullopt;
   const ops::LeafList leaves = ops::leaves_of(td);
   ops::RebuildOptions options;
