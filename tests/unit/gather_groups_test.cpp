@@ -171,6 +171,17 @@ TEST_CASE("td[tensor] of a consolidated tree written since: groups found from it
       CHECK(per_leaf_calls - calls == 9 - 6);  // five groups and the added leaf, against 9 leaves
     }
   }
+  SECTION("a leaf requiring grad is gathered alone, its grad kept") {
+    TensorDict a = consolidate(x).clone();
+    a.set("added", at::randn({6, 3}));
+    a.get("b").requires_grad_(true);
+    const TensorDict got = a.index({rows});
+    CHECK(got.get("b").requires_grad());
+    CHECK(got.get("b").grad_fn() != nullptr);
+    CHECK(!got.get("c").requires_grad());
+    CHECK(at::equal(got.get("b").detach(), x.get("b").index({rows})));
+    CHECK(at::equal(got.get("c"), x.get("c").index({rows})));
+  }
   SECTION("a tree of leaves each in its own storage is left to the per-leaf path at its second leaf") {
     const TensorDict plain = x.clone();
     const auto [got, calls] = gathered(plain, rows);
