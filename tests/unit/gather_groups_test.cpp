@@ -66,6 +66,7 @@ TEST_CASE("td[tensor] of an intact tree gathers a group of leaves at once, each 
   const std::vector<std::pair<const char*, at::Tensor>> indices = {
       {"long, repeated and negative", at::tensor({5, 0, -1, 2, 2}, at::kLong)},
       {"long, none", at::empty({0}, at::kLong)},
+      {"long, a permutation (the batch size kept)", at::tensor({5, 3, 1, 0, 2, 4}, at::kLong)},
       {"long, 2-D", at::tensor({1, 3, 4, 0}, at::kLong).view({2, 2})},
       {"int32", at::tensor({4, 1}, at::kInt)},
       {"bool mask", at::tensor({1, 0, 0, 1, 1, 0}).to(at::kBool)},
@@ -150,6 +151,7 @@ TEST_CASE("td[tensor] of a consolidated tree written since: groups found from it
   const TensorDict x = mixed_tree();
   const at::Tensor rows = at::tensor({4, 4, 0, 2}, at::kLong);
   const at::Tensor mask = at::tensor({0, 1, 1, 0, 1, 1}).to(at::kBool);
+  const at::Tensor permutation = at::tensor({5, 3, 1, 0, 2, 4}, at::kLong);  // the batch size kept
   for (const bool nested : {false, true}) {
     INFO("written at " << (nested ? "a nested level" : "the root"));
     TensorDict a = consolidate(x).clone();  // an unlocked tree over one storage
@@ -164,7 +166,7 @@ TEST_CASE("td[tensor] of a consolidated tree written since: groups found from it
       apart.set(key, added.clone());
     }
     REQUIRE(!in_memory::intact_packed_storage(*a.impl()).defined());
-    for (const at::Tensor& index : {rows, mask}) {
+    for (const at::Tensor& index : {rows, mask, permutation}) {
       const auto [got, calls] = gathered(a, index);
       const auto [want, per_leaf_calls] = gathered(apart, index);
       require_identical(got, want);
