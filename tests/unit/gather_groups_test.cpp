@@ -41,6 +41,15 @@ std::pair<TensorDict, int> gathered(const TensorDict& td, const at::Tensor& rows
   return {out, selects + KernelCount::of("aten::index", [&] { out = td.index({rows}); })};
 }
 
+// td[rows] took the per-leaf path: as many gathers as over `reference` (the same leaves, each
+// in a storage of its own), and the same tree.
+void require_per_leaf_path(const TensorDict& td, const TensorDict& reference, const at::Tensor& rows) {
+  const auto [got, calls] = gathered(td, rows);
+  const auto [want, per_leaf_calls] = gathered(reference, rows);
+  CHECK(calls == per_leaf_calls);
+  require_identical(got, want);
+}
+
 // Whether `td` is the grouped path's result: a packed op's level (the per-leaf path builds a plain one).
 bool grouped(const TensorDict& td) { return in_memory::packed_level(*td.impl()) != nullptr; }
 
@@ -185,11 +194,7 @@ TEST_CASE("td[tensor] of a consolidated tree written since: groups found from it
     CHECK(at::equal(got.get("c"), x.get("c").index({rows})));
   }
   SECTION("a tree of leaves each in its own storage is left to the per-leaf path at its second leaf") {
-    const TensorDict plain = x.clone();
-    const auto [got, calls] = gathered(plain, rows);
-    const auto [want, per_leaf_calls] = gathered(x, rows);
-    CHECK(calls == per_leaf_calls);
-    require_identical(got, want);
+    require_per_leaf_path(x.clone(), x, rows);
   }
   SECTION("a nested level of another backend indexes its own rows: per leaf") {
     TensorDict a = consolidate(x).clone();
@@ -202,10 +207,7 @@ TEST_CASE("td[tensor] of a consolidated tree written since: groups found from it
     }
     a.set("stacked", lazy_stack(members, 0));
     apart.set("stacked", lazy_stack(members, 0));
-    const auto [got, calls] = gathered(a, rows);
-    const auto [want, per_leaf_calls] = gathered(apart, rows);
-    CHECK(calls == per_leaf_calls);
-    require_identical(got, want);
+    require_per_leaf_path(a, apart, rows);
   }
   SECTION("a NonTensorStack follows the rows: per leaf") {
     TensorDict a = consolidate(x).clone();
