@@ -461,4 +461,28 @@ TEST_CASE("a level built whole gets its index on the first lookup, from any read
       for (int x = 0; x < 10; ++x) CHECK(value_of(flat, "g" + std::to_string(g) + "." + std::to_string(x).insert(0, "x")) == g * 10 + x);
     }
   }
+  SECTION("flatten_keys joins key parts of every length, each copy's short paths and the long one") {
+    // Parts of 0 to 40 bytes (each length of the copy's cases and their edges), three levels
+    // deep, with separators of 1 to 3 bytes: every flattened key is the parts joined.
+    const auto part = [](size_t n, char c) {
+      std::string s(n, c);
+      for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(c + i % 7);  // no two bytes alike in a row
+      return s;
+    };
+    for (const std::string sep : {".", "::", "<->"}) {
+      TensorDict nested({}, {2});
+      std::vector<std::string> want;
+      for (size_t a = 0; a <= 40; a += 3) {
+        for (size_t b = 0; b <= 20; ++b) {
+          const std::string outer = part(a, 'a') + "A", inner = part(b, 'k');
+          nested.set({outer, "m", inner}, at::zeros({2}));
+          want.push_back(outer + sep + "m" + sep + inner);
+        }
+      }
+      const TensorDict flat = nested.flatten_keys(sep);
+      std::vector<std::string> got;
+      for (const NestedKey& k : flat.keys()) got.push_back(k[0]);
+      CHECK(got == want);
+    }
+  }
 }
