@@ -202,23 +202,25 @@ bool any_key_contains(const TensorDictBase& td, std::string_view sep, size_t& le
   return found;
 }
 
+// Copies `n` bytes, sizeof(T) <= n <= 2 * sizeof(T): its first and last sizeof(T), overlapping.
+template <typename T>
+inline void copy_ends(char* dst, const char* src, size_t n) {
+  T head, tail;
+  std::memcpy(&head, src, sizeof(T));
+  std::memcpy(&tail, src + n - sizeof(T), sizeof(T));
+  std::memcpy(dst, &head, sizeof(T));
+  std::memcpy(dst + n - sizeof(T), &tail, sizeof(T));
+}
+
 // Copies `n` bytes. Up to 16 in at most two overlapping loads and stores a side (the three parts
 // of a flattened key are a few bytes each: three calls to memcpy cost more than the copies).
 inline void copy_short(char* dst, const char* src, size_t n) {
   if (n > 16) {
     std::memcpy(dst, src, n);
   } else if (n >= 8) {
-    uint64_t head, tail;
-    std::memcpy(&head, src, 8);
-    std::memcpy(&tail, src + n - 8, 8);
-    std::memcpy(dst, &head, 8);
-    std::memcpy(dst + n - 8, &tail, 8);
+    copy_ends<uint64_t>(dst, src, n);
   } else if (n >= 4) {
-    uint32_t head, tail;
-    std::memcpy(&head, src, 4);
-    std::memcpy(&tail, src + n - 4, 4);
-    std::memcpy(dst, &head, 4);
-    std::memcpy(dst + n - 4, &tail, 4);
+    copy_ends<uint32_t>(dst, src, n);
   } else if (n > 0) {
     const char first = src[0], middle = src[n / 2], last = src[n - 1];
     dst[0] = first;
