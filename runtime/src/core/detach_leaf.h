@@ -14,13 +14,12 @@
 namespace tensordict {
 namespace detail {
 
-/// Whether detach() of a tensor with key set `keys` may be built directly here: not while
+/// Whether this thread's dispatch state lets detach() be built directly here: not while
 /// ADInplaceOrView is excluded (LibTorch's own detach then gives the result a new version counter)
-/// or Python takes ops (a mode, a subclass).
-inline bool detach_direct_allowed(c10::DispatchKeySet keys) {
+/// or a Python mode takes ops.
+inline bool detach_direct_allowed() {
   return !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView) &&
-         !c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python) &&
-         !keys.has(c10::DispatchKey::Python) && !keys.has(c10::DispatchKey::PythonTLSSnapshot);
+         !c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python);
 }
 
 /// t.detach(), directly for a plain strided tensor (a c10::TensorImpl itself, not an inference
@@ -28,7 +27,10 @@ inline bool detach_direct_allowed(c10::DispatchKeySet keys) {
 inline at::Tensor detach_leaf(const at::Tensor& t) {
   if (!t.defined()) return t.detach();
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  if (typeid(*impl) != typeid(c10::TensorImpl) || t.is_inference() || !detach_direct_allowed(impl->key_set()))
+  // A Python subclass takes its own detach.
+  const c10::DispatchKeySet keys = impl->key_set();
+  if (typeid(*impl) != typeid(c10::TensorImpl) || t.is_inference() || !detach_direct_allowed() ||
+      keys.has(c10::DispatchKey::Python) || keys.has(c10::DispatchKey::PythonTLSSnapshot))
     return t.detach();
   if (t.has_names() || impl->is_wrapped_number()) {
     // What autograd's detach does after the kernel: the same call, the same arguments (the copy
@@ -37,8 +39,7 @@ inline at::Tensor detach_leaf(const at::Tensor& t) {
   }
   // The same TensorImpl, built as a made leaf is (core/strided_view.h): a third of the copy's
   // cost, which also copies metadata a plain tensor does not have.
-  auto out = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(t.storage()), impl->key_set(),
-                                                  t.dtype());
+  auto out = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(t.storage()), keys, t.dtype());
   out->set_sizes_and_strides(t.sizes(), t.strides());
   out->set_storage_offset(t.storage_offset());
   out->set_version_counter(impl->version_counter());

@@ -75,9 +75,9 @@ bool first_leaves_share_storage(const TensorDictBase& level, const c10::StorageI
 bool plain_levels_without_stacks(const TensorDictBase& level) {
   if (typeid(level) != typeid(TensorDictImpl)) return false;
   bool plain = true;
-  level.for_each_key([&](const std::string& key, EntryKind kind) {
-    if (!plain || kind == EntryKind::Tensor) return;
-    const Entry e = level.get(key);
+  // The slots read in place: no lookup by key, no leaf made.
+  in_memory::for_each_structure_entry(level, [&](const std::string&, const Entry& e) {
+    if (!plain || e.is_tensor()) return;
     plain = e.is_tensordict() ? plain_levels_without_stacks(*e.tensordict_unchecked().impl()) : !e.non_tensor().is_stack();
   });
   return plain;

@@ -348,7 +348,7 @@ TensorDict intact_packed_like(const TensorDictBase& like, const at::Tensor& flat
 
 std::optional<TensorDict> intact_detached(const TensorDictBase& td, bool lock) {
   // Where LibTorch's detach() gives each leaf a counter of its own (core/detach_leaf.h).
-  if (!detail::detach_direct_allowed(c10::DispatchKeySet())) return std::nullopt;
+  if (!detail::detach_direct_allowed()) return std::nullopt;
   Walk walk;
   walk.grad_mode = false;  // what grad a leaf requires, detach() drops
   const at::Tensor* flat = intact_storage(td, walk);
