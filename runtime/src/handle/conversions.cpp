@@ -10,6 +10,7 @@
 #include "backends/in_memory/level_builder.h"
 #include "core/detach_leaf.h"
 #include "core/dim_names.h"
+#include "core/plain_copy.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 #include "ops/kernel.h"
@@ -66,7 +67,8 @@ TensorDict TensorDict::cpu() const { return to(at::Device(at::kCPU)); }
 TensorDict TensorDict::clone(bool recurse) const {
   if (recurse) {
     if (auto packed = packed_map(*this, [](const at::Tensor& t) { return t.clone(); })) return *packed;  // one copy
-    return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t.clone(); }, device()), *impl_);
+    // Plain CPU leaves copied with no dispatch (Note [Plain copies]).
+    return keep_names(impl_->map_leaves(detail::clone_tensor, device()), *impl_);
   }
   return keep_names(impl_->map_leaves([](const at::Tensor& t) { return t; }, device()), *impl_);
 }

@@ -13,6 +13,7 @@
 #include "core/borrowed_tensors.h"
 #include "core/dim_names.h"
 #include "core/format.h"
+#include "core/plain_copy.h"
 #include "core/key_chain.h"
 #include "core/validate.h"
 #include "handle/aligned_level.h"
@@ -245,6 +246,8 @@ C10_NOINLINE at::Tensor join_leaves(const std::vector<const Entry*>& column, det
     }
   };
   if (!same_dims) check_sizes();
+  // Plain CPU leaves: copied into the result with no dispatch (Note [Plain copies]).
+  if (at::Tensor joined = detail::join_by_copy(leaves.list(), dim, mode == Join::Stack); joined.defined()) return joined;
   try {
     return mode == Join::Stack ? at::stack(leaves.list(), dim) : at::cat(leaves.list(), dim);
   } catch (const c10::Error&) {

@@ -14,6 +14,7 @@
 #include "backends/in_memory/level_builder.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "core/format.h"
+#include "core/plain_copy.h"
 #include "core/validate.h"
 
 namespace tensordict {
@@ -61,7 +62,7 @@ at::Tensor padded(const std::vector<at::Tensor>& leaves, int64_t stack_dim, doub
   std::vector<at::Tensor> out;
   out.reserve(leaves.size());
   for (const at::Tensor& t : leaves) out.push_back(pad_to(t, shape, value, side));
-  return at::stack(out, stack_dim);
+  return detail::stack_tensors(out, stack_dim);
 }
 
 at::Tensor nested(const std::vector<at::Tensor>& leaves, int64_t stack_dim, const std::string& what) {
@@ -267,7 +268,7 @@ TensorDict densify_members(c10::ArrayRef<TensorDict> members, c10::IntArrayRef b
       same = same && leaves.back().sizes() == leaves.front().sizes();
     }
     if (same) {
-      out.append(key, at::stack(leaves, stack_dim));
+      out.append(key, detail::stack_tensors(leaves, stack_dim));
     } else if (layout == DensifyLayout::Nested) {
       out.append(key, nested(leaves, stack_dim, full.repr()));
     } else {

@@ -4,7 +4,6 @@
 #include "backends/lazy_stack/lazy_stack_impl.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include <ATen/ATen.h>
 
@@ -13,6 +12,7 @@
 #include <tensordict/errors.h>
 
 #include "core/format.h"
+#include "core/plain_copy.h"
 #include "handle/repr_fields.h"
 
 namespace tensordict {
@@ -33,35 +33,6 @@ NonTensorData member_non_tensor(const NonTensorData& value, int64_t stack_dim, i
   return part.is_uniform() ? NonTensorData(part.value()) : part;
 }
 
-
-// at::stack of equal-shaped leaves. For plain CPU tensors (contiguous, one dtype, no autograd,
-// no lazy conj/neg bits) the bytes are copied straight into the result: at::stack unsqueezes
-// every part and dispatches a cat, which costs more than the copy for the small per-member
-// leaves a lazy stack usually holds. Anything else goes through at::stack.
-at::Tensor stack_leaves(const std::vector<at::Tensor>& parts, int64_t dim) {
-  const at::Tensor& first = parts.front();
-  auto plain = [&](const at::Tensor& t) {
-    return t.layout() == at::kStrided && t.device().is_cpu() && t.scalar_type() == first.scalar_type() &&
-           !t.requires_grad() && !t.is_conj() && !t.is_neg() && t.is_contiguous();
-  };
-  if (!std::all_of(parts.begin(), parts.end(), plain)) return at::stack(parts, dim);
-  std::vector<int64_t> sizes = first.sizes().vec();
-  sizes.insert(sizes.begin() + dim, static_cast<int64_t>(parts.size()));
-  at::Tensor out = at::empty(sizes, first.options());
-  // Each part is `outer` blocks of `block` bytes; the result interleaves them part by part.
-  int64_t outer = 1;
-  for (int64_t d = 0; d < dim; ++d) outer *= first.size(d);
-  const size_t block = static_cast<size_t>(outer == 0 ? 0 : first.numel() / outer) * first.element_size();
-  if (block == 0) return out;
-  auto* dst = static_cast<char*>(out.data_ptr());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (const at::Tensor& part : parts) {
-      std::memcpy(dst, static_cast<const char*>(part.data_ptr()) + o * block, block);
-      dst += block;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -244,7 +215,9 @@ Entry LazyStackImpl::get(std::string_view key) const {
                  " has shape ", size_str(parts[i].sizes()),
                  "; LazyStackedTensorDict::get_as_list, get_padded and get_nested read ragged leaves)");
       }
-      return Entry(stack_leaves(parts, stack_dim_));
+      // Plain CPU leaves copied into the result (Note [Plain copies]), the small per-member
+      // leaves a lazy stack usually holds above all.
+      return Entry(detail::stack_tensors(parts, stack_dim_));
     }
     case EntryKind::TensorDict: {
       std::vector<TensorDict> children;

@@ -1,0 +1,124 @@
+#include "core/plain_copy.h"
+
+#include <cstring>
+#include <typeinfo>
+
+#include <ATen/Parallel.h>
+#include <ATen/TensorIterator.h>  // GRAIN_SIZE
+#include <ATen/ops/empty.h>
+#include <ATen/ops/stack.h>
+#include <c10/core/DispatchKey.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/SmallVector.h>
+
+#include "core/forward_ad.h"
+#include "core/strided_view.h"
+
+namespace tensordict {
+namespace detail {
+
+namespace {
+
+// Keys a tensor copied here must not have: lazy conjugate or negative bits, or a Python tensor's.
+constexpr c10::DispatchKeySet kNotPlain({c10::DispatchKey::Conjugate, c10::DispatchKey::Negative,
+                                         c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot});
+
+// A tensor LibTorch copies plainly: a CPU tensor of the TensorImpl class itself (no quantized,
+// sparse, functional or Python one), standard contiguous, of `dtype`, with no grad, names or
+// lazy bits.
+inline bool plain_tensor(const c10::TensorImpl* impl, const at::Tensor& t, caffe2::TypeMeta dtype) {
+  return typeid(*impl) == typeid(c10::TensorImpl) && impl->dtype() == dtype && impl->device_type() == c10::kCPU &&
+         impl->layout() == c10::kStrided && impl->is_contiguous() && (impl->key_set() & kNotPlain).empty() &&
+         !impl->has_named_tensor_meta() && !t.requires_grad();
+}
+
+// Whether this thread's state lets a copy be made here: no Python mode takes ops, no forward
+// tangent could be dropped.
+inline bool plain_copy_allowed() {
+  return !c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python) && !forward_ad_open();
+}
+
+// Where a part's bytes start, and how many of them a row of the result takes.
+struct Source {
+  const char* data;
+  size_t block;
+};
+
+}  // namespace
+
+at::Tensor join_by_copy(at::TensorList parts, int64_t dim, bool stack) {
+  if (parts.empty() || !parts[0].defined()) return {};
+  const at::Tensor& first = parts[0];
+  const c10::IntArrayRef shape = first.sizes();
+  const auto dims = static_cast<int64_t>(shape.size());
+  if (dim < 0 || dim > dims || (!stack && dim == dims)) return {};
+  if (!plain_copy_allowed()) return {};
+  const caffe2::TypeMeta dtype = first.dtype();
+  // Each part is `outer` rows (the elements before `dim`) of its own block of bytes (from `dim`
+  // on); the result holds, row by row, each part's block in turn.
+  // `inner`: the bytes of a part's row (stack), or of one index at `dim` in a row (cat).
+  int64_t outer = 1, inner = static_cast<int64_t>(dtype.itemsize());
+  for (int64_t d = 0; d < dims; ++d) {
+    if (d < dim) outer *= shape[d];
+    else if (stack || d > dim) inner *= shape[d];
+  }
+  int64_t joined = 0;  // the result's size at `dim`
+  c10::SmallVector<Source, 16> sources;
+  sources.reserve(parts.size());
+  for (const at::Tensor& t : parts) {
+    if (!t.defined()) return {};
+    const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    if (!plain_tensor(impl, t, dtype)) return {};
+    const c10::IntArrayRef s = impl->sizes();
+    if (static_cast<int64_t>(s.size()) != dims) return {};
+    for (int64_t d = 0; d < dims; ++d) {
+      if (s[d] != shape[d] && (stack || d != dim)) return {};
+    }
+    const int64_t count = stack ? 1 : s[dim];
+    joined += count;
+    const int64_t block = stack ? inner : count * inner;
+    if (block != 0 && outer != 0)
+      sources.push_back(Source{static_cast<const char*>(t.data_ptr()), static_cast<size_t>(block)});
+  }
+  // LibTorch's result is contiguous: cat takes the memory format its first input suggests when
+  // that is Contiguous, which a standard-contiguous tensor always suggests (LibTorch reads every
+  // ambiguous case, size-one dims included, as contiguous).
+  c10::SmallVector<int64_t, 6> sizes(shape.begin(), shape.end());
+  if (stack) sizes.insert(sizes.begin() + dim, joined);
+  else sizes[dim] = joined;
+  const int64_t numel = c10::multiply_integers(sizes);
+  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1) return {};  // LibTorch copies over threads
+  at::Tensor out = at::empty(sizes, first.options());
+  char* dst = static_cast<char*>(out.data_ptr());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (Source& src : sources) {
+      std::memcpy(dst, src.data, src.block);
+      dst += src.block;
+      src.data += src.block;
+    }
+  }
+  return out;
+}
+
+at::Tensor stack_tensors(at::TensorList parts, int64_t dim) {
+  const int64_t wrapped = dim < 0 && !parts.empty() && parts[0].defined() ? dim + parts[0].dim() + 1 : dim;
+  at::Tensor joined = join_by_copy(parts, wrapped, /*stack=*/true);
+  return joined.defined() ? joined : at::stack(parts, dim);
+}
+
+at::Tensor clone_tensor(const at::Tensor& t) {
+  if (!t.defined() || !plain_copy_allowed()) return t.clone();
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const int64_t numel = impl->numel();
+  // clone() keeps the strides of a dense tensor: only the standard ones are what at::empty gives.
+  if (!plain_tensor(impl, t, impl->dtype()) || !has_standard_strides(impl->sizes(), impl->strides()) ||
+      (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1))
+    return t.clone();
+  at::Tensor out = at::empty(impl->sizes(), t.options());
+  if (numel != 0) std::memcpy(out.data_ptr(), t.data_ptr(), static_cast<size_t>(numel) * impl->dtype().itemsize());
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tensordict

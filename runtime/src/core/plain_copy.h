@@ -1,0 +1,34 @@
+#pragma once
+// Note [Plain copies]: `at::stack`, `at::cat` and `clone()` of small CPU tensors cost far more in
+// the dispatcher than in the copy. One `at::stack` of 16 [64, 16] floats runs about 27,000
+// instructions (the autograd layer, `cat`'s meta function over every part, its result-type pass,
+// the output's allocation, a `view`), of which copying the bytes takes about a quarter; a
+// `clone()` goes through autograd, `empty_like` and a TensorIterator for `copy_`. A tensordict
+// makes one such call a leaf. For tensors LibTorch copies plainly (dense CPU tensors of one
+// dtype, standard contiguous, with no autograd, names, lazy conjugate or negative bits, Python
+// or other TensorImpls), the result is the one LibTorch gives (a new contiguous tensor of that
+// dtype and the sizes) filled here with `memcpy`, block by block. Anything else, and results
+// LibTorch would copy over threads (GRAIN_SIZE elements or more with more than one thread), is
+// left to LibTorch.
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace tensordict {
+namespace detail {
+
+/// `at::stack(parts, dim)` (`stack`) or `at::cat(parts, dim)`, `dim` already wrapped, copied as
+/// Note [Plain copies] says; an undefined tensor where the parts are not all such, or their
+/// sizes do not join: the caller then calls LibTorch, whose result or error stands.
+at::Tensor join_by_copy(at::TensorList parts, int64_t dim, bool stack);
+
+/// `at::stack(parts, dim)`, by join_by_copy where it applies.
+at::Tensor stack_tensors(at::TensorList parts, int64_t dim);
+
+/// `t.clone()`, copied as Note [Plain copies] says where `t` is such a tensor (its strides the
+/// standard ones, which clone() keeps).
+at::Tensor clone_tensor(const at::Tensor& t);
+
+}  // namespace detail
+}  // namespace tensordict
