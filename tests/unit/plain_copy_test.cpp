@@ -225,6 +225,94 @@ TEST_CASE("clone_tensor gives clone()'s result, copied where the tensor is plain
   }
 }
 
+// copy_rows_into and copy_ into the rows' view, on copies of `leaf`: the same bytes and one version
+// bump each.
+void require_as_copy_(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value) {
+  at::Tensor expected = leaf.clone(), got = leaf.clone();
+  const bool inference = got.is_inference();  // no version counter
+  const auto expected_version = inference ? 0 : expected._version(), got_version = inference ? 0 : got._version();
+  (drop_dim ? expected.select(0, start) : expected.narrow(0, start, rows)).copy_(value);
+  INFO("rows " << start << "+" << rows << (drop_dim ? " (one, its dim dropped)" : "") << " of " << leaf.sizes() << " "
+               << leaf.scalar_type());
+  REQUIRE(tensordict::detail::copy_rows_into(got, start, rows, drop_dim, value));
+  CHECK(at::equal(got, expected));
+  if (!got.is_inference()) CHECK(got._version() - got_version == expected._version() - expected_version);
+}
+
+TEST_CASE("copy_rows_into writes what copy_ into the rows writes, its version bumped once", "[unit][plain_copy]") {
+  at::manual_seed(11);
+  for (at::ScalarType dtype : kDtypes) {
+    for (const auto& shape : kShapes) {
+      if (shape.empty() || shape[0] == 0) continue;
+      const at::Tensor leaf = random_of(shape, dtype);
+      const int64_t n = shape[0];
+      for (int64_t start = 0; start < n; ++start) {
+        for (int64_t rows = 0; start + rows <= n; ++rows) {
+          std::vector<int64_t> s = shape;
+          s[0] = rows;
+          require_as_copy_(leaf, start, rows, false, random_of(s, dtype));
+        }
+        require_as_copy_(leaf, start, 1, true, random_of(c10::IntArrayRef(shape).slice(1), dtype));
+      }
+    }
+  }
+  SECTION("in inference mode, into inference and normal leaves") {
+    const at::Tensor normal = at::randn({4, 3});
+    const c10::InferenceMode guard;
+    require_as_copy_(at::randn({4, 3}), 1, 2, false, at::randn({2, 3}));
+    require_as_copy_(normal, 0, 1, true, at::randn({3}));
+  }
+}
+
+TEST_CASE("copy_rows_into declines what copy_ would do more for, writing nothing", "[unit][plain_copy]") {
+  const at::Tensor base = at::randn({4, 3});
+  int call = 0;
+  const auto declined = [&](at::Tensor leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value) {
+    INFO("call " << ++call);
+    const at::Tensor before = leaf.detach().clone();
+    // Inference tensors keep no version counter.
+    const auto version = leaf.is_inference() ? 0 : leaf._version();
+    const bool wrote = tensordict::detail::copy_rows_into(leaf, start, rows, drop_dim, value);
+    CHECK(at::equal(leaf.detach(), before));
+    CHECK((leaf.is_inference() ? 0 : leaf._version()) == version);
+    return !wrote;
+  };
+  CHECK(tensordict::detail::copy_rows_into(base.clone(), 1, 2, false, at::randn({2, 3})));  // the plain case
+  CHECK(declined(base.clone(), 1, 2, false, at::randn({1, 3})));  // copy_ broadcasts
+  CHECK(declined(base.clone(), 1, 2, false, at::randn({3})));
+  CHECK(declined(base.clone(), 1, 2, false, at::randn({2, 3}, at::kDouble)));  // copy_ casts
+  CHECK(declined(base.clone(), 1, 2, false, at::randn({3, 2}).t()));  // not contiguous
+  CHECK(declined(base.clone().t().contiguous().t(), 1, 2, false, at::randn({2, 3})));
+  CHECK(declined(base.clone(), 3, 2, false, at::randn({2, 3})));  // past the end
+  CHECK(declined(base.clone(), 1, 2, true, at::randn({3})));
+  at::Tensor self = base.clone();
+  CHECK(declined(self, 0, 2, false, self.narrow(0, 2, 2)));  // the source in the leaf's storage
+  CHECK(declined(base.clone().requires_grad_(true), 0, 1, true, at::randn({3})));
+  CHECK(declined(base.clone(), 0, 1, true, at::randn({3}).requires_grad_(true)));
+  const std::vector<at::Dimname> names{at::Dimname::fromSymbol(at::Symbol::dimname("B")),
+                                       at::Dimname::fromSymbol(at::Symbol::dimname("F"))};
+  CHECK(declined(base.clone().refine_names(names), 0, 1, true, at::randn({3})));
+  CHECK(declined(at::randn({4, 3}, at::kComplexFloat).conj(), 0, 1, true, at::randn({3}, at::kComplexFloat)));
+  at::Tensor inference;
+  {
+    const c10::InferenceMode guard;
+    inference = at::randn({4, 3});
+  }
+  CHECK(declined(inference, 0, 1, true, at::randn({3})));  // copy_ raises outside inference mode
+  {
+    const at::AutoDispatchBelowADInplaceOrView below;  // copy_ would bump no version
+    CHECK(declined(base.clone(), 0, 1, true, at::randn({3})));
+  }
+  {
+    DualLevel dual;
+    CHECK(declined(base.clone(), 0, 1, true, at::randn({3})));
+  }
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  CHECK(declined(at::zeros({2, at::internal::GRAIN_SIZE}), 0, 1, true, at::randn({at::internal::GRAIN_SIZE})));
+  at::set_num_threads(threads);
+}
+
 TensorDict tree(double shift) {
   TensorDict td({}, {4});
   td.set("a", at::randn({4, 3}) + shift);
@@ -293,6 +381,33 @@ TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no a
     ragged[2] = tds[2].clone();
     ragged[2].set({"n", "b"}, at::randint(0, 9, {4, 2, 3}));
     CHECK_THROWS_WITH(tensordict::stack(ragged, 0), Catch::Contains(NestedKey({"n", "b"}).repr()));
+  }
+}
+
+TEST_CASE("td[rows] = other writes plain leaves with no copy_, the leaves' versions bumped", "[unit][plain_copy]") {
+  at::manual_seed(13);
+  const TensorDict source = tree(0);
+  const auto require_written = [&](const std::vector<at::indexing::TensorIndex>& index, const TensorDict& value) {
+    TensorDict dest = source.clone(), expected = source.clone();
+    const at::Tensor held = dest.get("a");
+    const auto version = held._version();
+    CHECK(KernelCount::of("aten::copy_", [&] { dest.index_put_(index, value); }) == 0);
+    for (const NestedKey& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+      expected.get(key).index(index).copy_(value.get(key));
+      CHECK(at::equal(dest.get(key), expected.get(key)));
+    }
+    CHECK(held._version() == version + 1);
+  };
+  using at::indexing::Slice;
+  require_written({Slice(1, 3)}, tree(10).index({Slice(0, 2)}).clone());
+  require_written({2}, tree(10).index({0}).clone());
+  require_written({-1}, tree(10).index({0}).clone());
+  require_written({Slice()}, tree(10));
+  SECTION("a value that needs grad goes through copy_, its graph kept") {
+    TensorDict dest = source.clone(), value = tree(10).index({Slice(0, 2)}).clone();
+    value.set("a", at::randn({2, 3}).requires_grad_(true));
+    CHECK(KernelCount::of("aten::copy_", [&] { dest.index_put_({Slice(1, 3)}, value); }) == 1);
+    CHECK(dest.get("a").grad_fn() != nullptr);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <tensordict/errors.h>
 
+#include "core/plain_copy.h"
 #include "core/sym_int.h"
 
 namespace tensordict {
@@ -285,6 +286,15 @@ at::Tensor BatchIndex::apply(const at::Tensor& leaf) const {
 
 void BatchIndex::assign(const at::Tensor& leaf, const at::Tensor& value) const {
   if (is_basic_) {
+    // Rows of a plain CPU leaf (one integer, a step-1 slice or the whole batch): one memcpy,
+    // with no view made and no copy_ dispatched (Note [Plain copies]).
+    if (is_identity_ && leaf.dim() > 0 && detail::copy_rows_into(leaf, 0, leaf.size(0), false, value)) return;
+    if (items_.size() == 1) {
+      const Item& it = items_[0];
+      if (it.kind == Item::Kind::Integer && detail::copy_rows_into(leaf, it.integer, 1, true, value)) return;
+      if (it.kind == Item::Kind::Slice && it.step == 1 && detail::copy_rows_into(leaf, it.start, it.stop - it.start, false, value))
+        return;
+    }
     apply(leaf).copy_(value);
     return;
   }

@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/stack.h>
 #include <c10/core/DispatchKey.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/SmallVector.h>
@@ -118,6 +119,36 @@ at::Tensor clone_tensor(const at::Tensor& t) {
   at::Tensor out = at::empty(impl->sizes(), t.options());
   if (numel != 0) std::memcpy(out.data_ptr(), t.data_ptr(), static_cast<size_t>(numel) * impl->dtype().itemsize());
   return out;
+}
+
+bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value) {
+  if (!leaf.defined() || !value.defined() || !plain_copy_allowed() ||
+      c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView))  // copy_ would bump no version
+    return false;
+  const c10::TensorImpl* dest = leaf.unsafeGetTensorImpl();
+  const c10::TensorImpl* src = value.unsafeGetTensorImpl();
+  if (!plain_tensor(dest, leaf, dest->dtype()) || !plain_tensor(src, value, dest->dtype()) ||
+      (leaf.is_inference() && !c10::InferenceMode::is_enabled()))  // copy_ raises there
+    return false;
+  const c10::IntArrayRef shape = dest->sizes(), given = src->sizes();
+  if (shape.empty() || start < 0 || rows < 0 || start + rows > shape[0] || (drop_dim && rows != 1)) return false;
+  // The rows' shape exactly: copy_'s broadcast is left to it.
+  const size_t skip = drop_dim ? 1 : 0;
+  if (given.size() + skip != shape.size() || (!drop_dim && given[0] != rows)) return false;
+  for (size_t d = 1; d < shape.size(); ++d) {
+    if (given[d - skip] != shape[d]) return false;
+  }
+  const int64_t numel = src->numel();
+  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1) return false;  // copy_ runs over threads
+  // copy_ handles a source that overlaps its destination.
+  if (numel != 0 && value.is_alias_of(leaf)) return false;
+  if (numel != 0) {
+    const auto element = static_cast<int64_t>(dest->dtype().itemsize());
+    std::memcpy(static_cast<char*>(leaf.data_ptr()) + start * (numel / rows) * element, value.data_ptr(),
+                static_cast<size_t>(numel * element));
+  }
+  const_cast<c10::TensorImpl*>(dest)->bump_version();  // as copy_ on a view of the leaf does
+  return true;
 }
 
 }  // namespace detail

@@ -30,5 +30,12 @@ at::Tensor stack_tensors(at::TensorList parts, int64_t dim);
 /// standard ones, which clone() keeps).
 at::Tensor clone_tensor(const at::Tensor& t);
 
+/// `leaf.narrow(0, start, rows).copy_(value)`, or `leaf.select(0, start).copy_(value)` where
+/// `drop_dim` (then `rows` is 1), written with `memcpy` where the leaf and `value` are such
+/// tensors of one dtype, `value` has the rows' shape (no broadcast) and another storage, and the
+/// thread's state lets copy_ bump the leaf's version (which this does). False, nothing written,
+/// otherwise: the caller then calls copy_.
+bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value);
+
 }  // namespace detail
 }  // namespace tensordict
