@@ -384,7 +384,7 @@ TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no a
   }
 }
 
-TEST_CASE("td[rows] = other writes plain leaves with no copy_, the leaves' versions bumped", "[unit][plain_copy]") {
+TEST_CASE("td[rows] = other, update_ and copy_ write plain leaves with no copy_, the leaves' versions bumped", "[unit][plain_copy]") {
   at::manual_seed(13);
   const TensorDict source = tree(0);
   const auto require_written = [&](const std::vector<at::indexing::TensorIndex>& index, const TensorDict& value) {
@@ -403,6 +403,28 @@ TEST_CASE("td[rows] = other writes plain leaves with no copy_, the leaves' versi
   require_written({2}, tree(10).index({0}).clone());
   require_written({-1}, tree(10).index({0}).clone());
   require_written({Slice()}, tree(10));
+  SECTION("update_ and copy_ of a whole tree") {
+    TensorDict dest = source.clone();
+    const TensorDict value = tree(20), other = tree(30);
+    const at::Tensor held = dest.get({"n", "b"});
+    const auto version = held._version();
+    CHECK(KernelCount::of("aten::copy_", [&] { dest.update_(value); }) == 0);
+    CHECK(KernelCount::of("aten::copy_", [&] { dest.copy_(other); }) == 0);
+    CHECK(held._version() == version + 2);
+    dest.update_(value);
+    for (const NestedKey& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true))
+      CHECK(at::equal(dest.get(key), value.get(key)));
+    // apply_ writes a result that is not the leaf itself back the same way.
+    CHECK(KernelCount::of("aten::copy_", [&] { dest.apply_([](const at::Tensor& t) { return t.flip(0); }); }) == 0);
+    for (const NestedKey& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true))
+      CHECK(at::equal(dest.get(key), value.get(key).flip(0)));
+    dest.update_(value);
+    // A value of another dtype is cast by copy_.
+    TensorDict cast = value.clone();
+    cast.set("a", at::ones({4, 3}, at::kDouble));
+    CHECK(KernelCount::of("aten::copy_", [&] { dest.update_(cast); }) == 1);
+    CHECK(at::equal(dest.get("a"), at::ones({4, 3})));
+  }
   SECTION("a value that needs grad goes through copy_, its graph kept") {
     TensorDict dest = source.clone(), value = tree(10).index({Slice(0, 2)}).clone();
     value.set("a", at::randn({2, 3}).requires_grad_(true));

@@ -17,6 +17,7 @@
 #include "backends/in_memory/in_memory.h"
 #include "core/dim_names.h"
 #include "core/format.h"
+#include "core/plain_copy.h"
 #include "core/structure_walk.h"
 
 namespace tensordict {
@@ -107,7 +108,8 @@ void TensorDictBase::write_many_(const TensorDict& values) {
     ++position;
     if (entry.is_tensor()) {
       if (here != nullptr && here->is_tensor()) {
-        here->tensor_unchecked().copy_(entry.tensor_unchecked());
+        const at::Tensor& dest = here->tensor_unchecked();
+        if (!detail::copy_into(dest, entry.tensor_unchecked())) dest.copy_(entry.tensor_unchecked());
       } else {
         write_(key, entry.tensor_unchecked());
       }

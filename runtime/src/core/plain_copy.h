@@ -37,5 +37,11 @@ at::Tensor clone_tensor(const at::Tensor& t);
 /// otherwise: the caller then calls copy_.
 bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value);
 
+/// `dest.copy_(value)` for a `value` of dest's shape, as copy_rows_into writes rows (every row);
+/// false, nothing written, where it would not (a 0-dim `dest` included).
+inline bool copy_into(const at::Tensor& dest, const at::Tensor& value) {
+  return dest.defined() && dest.dim() > 0 && copy_rows_into(dest, 0, dest.size(0), false, value);
+}
+
 }  // namespace detail
 }  // namespace tensordict

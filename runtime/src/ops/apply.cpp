@@ -7,6 +7,7 @@
 #include "backends/in_memory/level_builder.h"
 #include "core/format.h"
 #include "core/key_chain.h"
+#include "core/plain_copy.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 #include "ops/leafwise.h"
@@ -208,7 +209,8 @@ void run_apply_(const TensorDict& td, c10::ArrayRef<TensorDict> others, ApplyFn 
           }
           try {
             at::Tensor r = fn(nullptr, e.tensor_unchecked(), args);
-            if (r.defined() && !r.is_same(e.tensor_unchecked())) e.tensor_unchecked().copy_(r);
+            const at::Tensor& dest = e.tensor_unchecked();
+            if (r.defined() && !r.is_same(dest) && !detail::copy_into(dest, r)) dest.copy_(r);  // Note [Plain copies]
           } catch (...) {
             rethrow_leaf_error("apply_", [&] { return prefix.child_path(key); });
           }

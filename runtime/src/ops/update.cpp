@@ -16,6 +16,7 @@
 #include "backends/in_memory/tensor_dict_impl.h"
 #include "core/format.h"
 #include "core/key_chain.h"
+#include "core/plain_copy.h"
 #include "core/validate.h"
 #include "handle/key_path.h"
 #include "ops/kernel.h"
@@ -312,7 +313,10 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
         packed = ops::write_packed(dests, values, copy_leaf, ops::LeafKeys{*source.impl()}, "update_");
       }
       if (!packed) {
-        for (const auto& [dest, value] : pairs) dest->copy_(*value);
+        // Plain CPU leaves: one memcpy each (Note [Plain copies]).
+        for (const auto& [dest, value] : pairs) {
+          if (!detail::copy_into(*dest, *value)) dest->copy_(*value);
+        }
       }
     } else {
       impl_->write_many_(source);
