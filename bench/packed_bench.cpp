@@ -45,6 +45,7 @@ struct Packed {
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
   TensorDict plain;   // the tree the others are consolidated from: 30 leaves, 30 storages
+  std::vector<at::Tensor> plain_leaves;
   // A consolidated tree written since (an RL step's action set into its observations): 30 leaves
   // in one storage and one of its own, no longer intact; and its 31 leaves.
   TensorDict written;
@@ -58,6 +59,7 @@ struct Packed {
     plain = TensorDict({}, {64});
     for (int g = 0; g < 3; ++g)
       for (int x = 0; x < 10; ++x) plain.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({64, 16}));
+    for (const auto& e : plain.values(true, true)) plain_leaves.push_back(e.tensor());
     td = tensordict::consolidate(plain);
     td2 = tensordict::consolidate(plain.clone());
     for (const auto& e : td.values(true, true)) leaves.push_back(e.tensor());
@@ -493,6 +495,27 @@ void register_grouped(const std::string& suffix, Grouped& (*get)()) {
 }
 
 void register_all() {
+  using benchmark::DoNotOptimize;
+  // consolidate() of the tree of 30 leaves in 30 storages, against one storage filled by hand a
+  // leaf at a time (narrow, view, copy_), and against one at::cat of the flattened leaves.
+  reg("cpp/consolidate", [](Packed& p) { DoNotOptimize(tensordict::consolidate(p.plain)); });
+  reg("floor/consolidate", [](Packed& p) {
+    int64_t total = 0;
+    for (const at::Tensor& t : p.plain_leaves) total += t.numel();
+    at::Tensor storage = at::empty({total});
+    int64_t at = 0;
+    for (const at::Tensor& t : p.plain_leaves) {
+      storage.narrow(0, at, t.numel()).view(t.sizes()).copy_(t);
+      at += t.numel();
+    }
+    DoNotOptimize(storage);
+  });
+  reg("storage/consolidate", [](Packed& p) {
+    std::vector<at::Tensor> flat;
+    flat.reserve(p.plain_leaves.size());
+    for (const at::Tensor& t : p.plain_leaves) flat.push_back(t.view({-1}));
+    DoNotOptimize(at::cat(flat));
+  });
   // A consolidated tensordict whose leaves were read: each op checks every made leaf.
   register_ops("", {&Packed::td, &Packed::td2, &Packed::same, &Packed::same2}, /*views=*/true);
   // An op's result nobody has read (the operand of each op of a chain after the first): its

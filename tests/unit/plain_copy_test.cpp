@@ -15,6 +15,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/csrc/autograd/forward_grad.h>
 
+#include <tensordict/backends/consolidated.h>
 #include <tensordict/backends/lazy_stack.h>
 #include <tensordict/tensor_dict.h>
 
@@ -311,6 +312,58 @@ TEST_CASE("copy_rows_into declines what copy_ would do more for, writing nothing
   at::set_num_threads(2);
   CHECK(declined(at::zeros({2, at::internal::GRAIN_SIZE}), 0, 1, true, at::randn({at::internal::GRAIN_SIZE})));
   at::set_num_threads(threads);
+}
+
+TEST_CASE("copy_bytes_into writes a tensor's bytes as a copy_ into a view of the bytes does", "[unit][plain_copy]") {
+  at::manual_seed(17);
+  for (at::ScalarType dtype : kDtypes) {
+    for (const auto& shape : kShapes) {
+      const at::Tensor value = random_of(shape, dtype);
+      const int64_t n = value.numel() * value.element_size();
+      for (int64_t offset : {int64_t{0}, int64_t{8}}) {
+        at::Tensor expected = at::zeros({n + 16}, at::kByte), got = at::zeros({n + 16}, at::kByte);
+        expected.narrow(0, offset, n).view(dtype).view(value.sizes()).copy_(value);
+        INFO(value.sizes() << " " << dtype << " at " << offset);
+        REQUIRE(tensordict::detail::copy_bytes_into(got, offset, value));
+        CHECK(at::equal(got, expected));
+        CHECK(got._version() == expected._version());
+      }
+    }
+  }
+  const at::Tensor bytes = at::zeros({64}, at::kByte);
+  const auto declined = [&](const at::Tensor& into, int64_t offset, const at::Tensor& value) {
+    const at::Tensor before = into.clone();
+    const bool wrote = tensordict::detail::copy_bytes_into(into, offset, value);
+    CHECK(at::equal(into, before));
+    return !wrote;
+  };
+  CHECK(declined(bytes, 60, at::randn({2})));  // past the end
+  CHECK(declined(bytes, -1, at::randn({2})));
+  CHECK(declined(bytes, 0, at::randn({2, 3}).t()));  // not contiguous
+  CHECK(declined(bytes, 0, at::randn({2}).requires_grad_(true)));
+  CHECK(declined(bytes.view({8, 8}), 0, at::randn({2})));  // not 1-D
+  CHECK(declined(at::zeros({16}), 0, at::randn({2})));     // not bytes
+  CHECK(declined(bytes, 0, bytes.narrow(0, 8, 8)));        // the bytes themselves
+}
+
+TEST_CASE("consolidate copies plain leaves with no copy_", "[unit][plain_copy]") {
+  at::manual_seed(19);
+  TensorDict td({}, {4});
+  td.set("a", at::randn({4, 3}));
+  td.set({"n", "b"}, at::randint(0, 9, {4, 2, 2}));
+  td.set({"n", "c"}, at::rand({4}) > 0.5);
+  td.set({"n", "d"}, at::randn({4, 5}, at::kDouble));
+  TensorDict c;
+  CHECK(KernelCount::of("aten::copy_", [&] { c = consolidate(td); }) == 0);
+  for (const NestedKey& key : td.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    CHECK(at::equal(c.get(key), td.get(key)));
+    CHECK(c.get(key).is_alias_of(consolidated_storage(c)));
+  }
+  SECTION("a leaf that is not plain goes through copy_") {
+    td.set("t", at::randn({3, 4}).t());
+    CHECK(KernelCount::of("aten::copy_", [&] { c = consolidate(td); }) == 1);
+    CHECK(at::equal(c.get("t"), td.get("t")));
+  }
 }
 
 TensorDict tree(double shift) {

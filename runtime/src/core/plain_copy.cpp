@@ -151,5 +151,24 @@ bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool dr
   return true;
 }
 
+bool copy_bytes_into(const at::Tensor& bytes, int64_t offset, const at::Tensor& value) {
+  if (!bytes.defined() || !value.defined() || !plain_copy_allowed() ||
+      c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView))
+    return false;
+  const c10::TensorImpl* dest = bytes.unsafeGetTensorImpl();
+  const c10::TensorImpl* src = value.unsafeGetTensorImpl();
+  if (!plain_tensor(dest, bytes, caffe2::TypeMeta::Make<uint8_t>()) || dest->dim() != 1 ||
+      !plain_tensor(src, value, src->dtype()) || (bytes.is_inference() && !c10::InferenceMode::is_enabled()))
+    return false;
+  const int64_t numel = src->numel(), nbytes = numel * static_cast<int64_t>(src->dtype().itemsize());
+  if (offset < 0 || offset + nbytes > dest->numel()) return false;
+  // copy_ runs over threads, unless called from a parallel region already.
+  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1 && !at::in_parallel_region()) return false;
+  if (nbytes != 0 && value.is_alias_of(bytes)) return false;
+  if (nbytes != 0) std::memcpy(static_cast<char*>(bytes.data_ptr()) + offset, value.data_ptr(), static_cast<size_t>(nbytes));
+  const_cast<c10::TensorImpl*>(dest)->bump_version();  // as copy_ on a view of `bytes` does
+  return true;
+}
+
 }  // namespace detail
 }  // namespace tensordict

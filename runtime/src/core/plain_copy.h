@@ -37,6 +37,12 @@ at::Tensor clone_tensor(const at::Tensor& t);
 /// otherwise: the caller then calls copy_.
 bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value);
 
+/// `bytes.narrow(0, offset, n).view(value.dtype()).view(value.sizes()).copy_(value)` for the
+/// byte tensor `bytes` (1-D, kByte) and the `n` bytes of `value`: `value`'s bytes written at
+/// `offset` with `memcpy` where `value` is such a tensor and `bytes` a plain CPU one, and
+/// `bytes`' version bumped as that copy_ would. False, nothing written, otherwise.
+bool copy_bytes_into(const at::Tensor& bytes, int64_t offset, const at::Tensor& value);
+
 /// `dest.copy_(value)` for a `value` of dest's shape, as copy_rows_into writes rows (every row);
 /// false, nothing written, where it would not (a 0-dim `dest` included).
 inline bool copy_into(const at::Tensor& dest, const at::Tensor& value) {

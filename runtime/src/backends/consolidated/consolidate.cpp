@@ -26,6 +26,7 @@
 #include "backends/table_backend.h"
 #include "core/file_io.h"
 #include "core/forward_ad.h"
+#include "core/plain_copy.h"
 #include "core/strided_view.h"
 #include "core/format.h"
 
@@ -517,7 +518,9 @@ std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device 
   at::Tensor storage = at::empty(
       {total}, at::TensorOptions().dtype(at::kByte).device(device).pinned_memory(pin && device.is_cpu() && at::hasCUDA()));
   auto copy_one = [&](const Packed& p) {
-    if (p.nbytes > 0) storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
+    // A plain CPU leaf: one memcpy, no view made (Note [Plain copies]).
+    if (p.nbytes > 0 && !detail::copy_bytes_into(storage, p.start, p.leaf))
+      storage.narrow(0, p.start, p.nbytes).view(p.leaf.scalar_type()).view(p.leaf.sizes()).copy_(p.leaf);
     const int64_t pad = padded_bytes(p.nbytes) - p.nbytes;
     if (pad > 0) storage.narrow(0, p.start + p.nbytes, pad).zero_();
   };
