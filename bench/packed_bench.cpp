@@ -46,6 +46,8 @@ struct Packed {
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
   TensorDict plain;   // the tree the others are consolidated from: 30 leaves, 30 storages
   std::vector<at::Tensor> plain_leaves;
+  TensorDict plain_w;  // a copy of plain that zero_ writes, and its leaves
+  std::vector<at::Tensor> plain_w_leaves;
   // A consolidated tree written since (an RL step's action set into its observations): 30 leaves
   // in one storage and one of its own, no longer intact; and its 31 leaves.
   TensorDict written;
@@ -60,6 +62,8 @@ struct Packed {
     for (int g = 0; g < 3; ++g)
       for (int x = 0; x < 10; ++x) plain.set({"g" + std::to_string(g), "x" + std::to_string(x)}, at::randn({64, 16}));
     for (const auto& e : plain.values(true, true)) plain_leaves.push_back(e.tensor());
+    plain_w = plain.clone();
+    for (const auto& e : plain_w.values(true, true)) plain_w_leaves.push_back(e.tensor());
     td = tensordict::consolidate(plain);
     td2 = tensordict::consolidate(plain.clone());
     for (const auto& e : td.values(true, true)) leaves.push_back(e.tensor());
@@ -509,6 +513,11 @@ void register_all() {
       at += t.numel();
     }
     DoNotOptimize(storage);
+  });
+  // zero_() of a tree never consolidated (30 storages): per leaf.
+  reg("cpp/zero__plain", [](Packed& p) { p.plain_w.zero_(); });
+  reg("floor/zero__plain", [](Packed& p) {
+    for (const at::Tensor& t : p.plain_w_leaves) t.zero_();
   });
   reg("storage/consolidate", [](Packed& p) {
     std::vector<at::Tensor> flat;

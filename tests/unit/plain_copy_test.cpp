@@ -346,6 +346,46 @@ TEST_CASE("copy_bytes_into writes a tensor's bytes as a copy_ into a view of the
   CHECK(declined(bytes, 0, bytes.narrow(0, 8, 8)));        // the bytes themselves
 }
 
+TEST_CASE("zero_plain clears what zero_ clears, its version bumped once", "[unit][plain_copy]") {
+  at::manual_seed(23);
+  for (at::ScalarType dtype : kDtypes) {
+    for (const auto& shape : kShapes) {
+      const at::Tensor t = random_of(shape, dtype);
+      at::Tensor expected = t.clone(), got = t.clone();
+      expected.zero_();
+      INFO(t.sizes() << " " << dtype);
+      REQUIRE(tensordict::detail::zero_plain(got));
+      CHECK(at::equal(got, expected));
+      CHECK(got._version() == expected._version());
+    }
+  }
+  {
+    const c10::InferenceMode guard;
+    const at::Tensor t = at::randn({2, 3});
+    REQUIRE(tensordict::detail::zero_plain(t));
+    CHECK(at::equal(t, at::zeros({2, 3})));
+  }
+  const auto declined = [](const at::Tensor& t) {
+    const at::Tensor before = t.detach().clone();
+    const bool wrote = tensordict::detail::zero_plain(t);
+    CHECK(at::equal(t.detach(), before));
+    return !wrote;
+  };
+  CHECK(declined(at::randn({3, 4}).t()));
+  CHECK(declined(at::randn({3}).requires_grad_(true)));
+  CHECK(declined(at::randn({2, 3}, at::kComplexFloat).conj()));
+  at::Tensor inference;
+  {
+    const c10::InferenceMode guard;
+    inference = at::randn({3});
+  }
+  CHECK(declined(inference));  // zero_ raises outside inference mode
+  {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    CHECK(declined(at::randn({3})));
+  }
+}
+
 TEST_CASE("consolidate copies plain leaves with no copy_", "[unit][plain_copy]") {
   at::manual_seed(19);
   TensorDict td({}, {4});
@@ -413,6 +453,15 @@ TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no a
       CHECK(at::equal(copy.get(key), tds[1].get(key)));
       CHECK(!copy.get(key).is_alias_of(tds[1].get(key)));
     }
+  }
+  SECTION("zero_ of the tree") {
+    TensorDict dest = tds[1].clone();
+    const at::Tensor held = dest.get("a");
+    const auto version = held._version();
+    CHECK(KernelCount::of("aten::zero_", [&] { dest.zero_(); }) == 0);
+    CHECK(held._version() == version + 1);
+    for (const NestedKey& key : dest.keys(/*include_nested=*/true, /*leaves_only=*/true))
+      CHECK(at::equal(dest.get(key), at::zeros_like(dest.get(key))));
   }
   SECTION("a lazy stack made dense") {
     const TensorDict lazy = lazy_stack(tds, 1);

@@ -170,5 +170,17 @@ bool copy_bytes_into(const at::Tensor& bytes, int64_t offset, const at::Tensor& 
   return true;
 }
 
+bool zero_plain(const at::Tensor& t) {
+  if (!t.defined() || !plain_copy_allowed() || c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView))
+    return false;
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!plain_tensor(impl, t, impl->dtype()) || (t.is_inference() && !c10::InferenceMode::is_enabled())) return false;
+  const int64_t numel = impl->numel();
+  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1) return false;  // zero_ runs over threads
+  if (numel != 0) std::memset(t.data_ptr(), 0, static_cast<size_t>(numel) * impl->dtype().itemsize());
+  const_cast<c10::TensorImpl*>(impl)->bump_version();  // as zero_ does
+  return true;
+}
+
 }  // namespace detail
 }  // namespace tensordict

@@ -43,6 +43,11 @@ bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool dr
 /// `bytes`' version bumped as that copy_ would. False, nothing written, otherwise.
 bool copy_bytes_into(const at::Tensor& bytes, int64_t offset, const at::Tensor& value);
 
+/// `t.zero_()` with `memset` (every dtype's zero is all bits clear) where `t` is such a tensor
+/// and the thread's state lets zero_ bump its version (which this does); false, nothing written,
+/// otherwise.
+bool zero_plain(const at::Tensor& t);
+
 /// `dest.copy_(value)` for a `value` of dest's shape, as copy_rows_into writes rows (every row);
 /// false, nothing written, where it would not (a 0-dim `dest` included).
 inline bool copy_into(const at::Tensor& dest, const at::Tensor& value) {

@@ -139,7 +139,10 @@ TensorDict TensorDict::empty_like() const {
 }
 
 TensorDict& TensorDict::zero_() {
-  update_every_leaf(*this, "zero_", [](const at::Tensor& t) { t.zero_(); });
+  // A plain CPU leaf: one memset (Note [Plain copies]).
+  update_every_leaf(*this, "zero_", [](const at::Tensor& t) {
+    if (!detail::zero_plain(t)) t.zero_();
+  });
   return *this;
 }
 
