@@ -7,6 +7,7 @@
 #include "support/catch_torch.h"
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -533,6 +534,30 @@ TEST_CASE("td[rows] = other, update_ and copy_ write plain leaves with no copy_,
     CHECK(KernelCount::of("aten::copy_", [&] { dest.index_put_({Slice(1, 3)}, value); }) == 1);
     CHECK(dest.get("a").grad_fn() != nullptr);
   }
+}
+
+TEST_CASE("four threads stack, cat, clone and consolidate one set of trees at once", "[unit][plain_copy]") {
+  at::manual_seed(29);
+  const std::vector<TensorDict> tds{tree(0), tree(10), tree(20)};
+  const TensorDict stacked = tensordict::stack(tds, 0), joined = tensordict::cat(tds, 0);
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < 4; ++w) {
+    threads.emplace_back([&, w] {
+      // No Catch assertion off the main thread: each worker notes what differs.
+      for (int round = 0; round < 20; ++round) {
+        const TensorDict s = tensordict::stack(tds, 0), c = tensordict::cat(tds, 0), k = tds[w % 3].clone();
+        const TensorDict packed = consolidate(tds[w % 3]);
+        for (const NestedKey& key : tds[0].keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+          if (!at::equal(s.get(key), stacked.get(key)) || !at::equal(c.get(key), joined.get(key)) ||
+              !at::equal(k.get(key), tds[w % 3].get(key)) || !at::equal(packed.get(key), tds[w % 3].get(key)))
+            failures[w] = "round " + std::to_string(round) + ": " + key.repr();
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& f : failures) CHECK(f.empty());
 }
 
 }  // namespace plain_copy_test
