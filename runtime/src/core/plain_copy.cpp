@@ -40,6 +40,20 @@ inline bool plain_copy_allowed() {
   return !c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python) && !forward_ad_open();
 }
 
+// Whether `t` may be written in place here as an in-place op would write it: the copy allowed,
+// ADInplaceOrView in effect (the op would bump the version, as this then does), and no
+// inference tensor outside inference mode (the op raises there).
+inline bool writable_in_place(const at::Tensor& t) {
+  return plain_copy_allowed() && !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView) &&
+         !(t.is_inference() && !c10::InferenceMode::is_enabled());
+}
+
+// Whether LibTorch would copy `numel` elements on one thread (below GRAIN_SIZE, one thread, or
+// already in a parallel region): a copy it splits over threads is left to it.
+inline bool one_thread_copy(int64_t numel) {
+  return numel < at::internal::GRAIN_SIZE || at::get_num_threads() == 1 || at::in_parallel_region();
+}
+
 // Where a part's bytes start, and how many of them a row of the result takes.
 struct Source {
   const char* data;
@@ -89,7 +103,7 @@ at::Tensor join_by_copy(at::TensorList parts, int64_t dim, bool stack) {
   if (stack) sizes.insert(sizes.begin() + dim, joined);
   else sizes[dim] = joined;
   const int64_t numel = c10::multiply_integers(sizes);
-  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1) return {};  // LibTorch copies over threads
+  if (!one_thread_copy(numel)) return {};
   at::Tensor out = at::empty(sizes, first.options());
   char* dst = static_cast<char*>(out.data_ptr());
   for (int64_t o = 0; o < outer; ++o) {
@@ -114,7 +128,7 @@ at::Tensor clone_tensor(const at::Tensor& t) {
   const int64_t numel = impl->numel();
   // clone() keeps the strides of a dense tensor: only the standard ones are what at::empty gives.
   if (!plain_tensor(impl, t, impl->dtype()) || !has_standard_strides(impl->sizes(), impl->strides()) ||
-      (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1))
+      !one_thread_copy(numel))
     return t.clone();
   at::Tensor out = at::empty(impl->sizes(), t.options());
   if (numel != 0) std::memcpy(out.data_ptr(), t.data_ptr(), static_cast<size_t>(numel) * impl->dtype().itemsize());
@@ -122,14 +136,10 @@ at::Tensor clone_tensor(const at::Tensor& t) {
 }
 
 bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value) {
-  if (!leaf.defined() || !value.defined() || !plain_copy_allowed() ||
-      c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView))  // copy_ would bump no version
-    return false;
+  if (!leaf.defined() || !value.defined() || !writable_in_place(leaf)) return false;
   const c10::TensorImpl* dest = leaf.unsafeGetTensorImpl();
   const c10::TensorImpl* src = value.unsafeGetTensorImpl();
-  if (!plain_tensor(dest, leaf, dest->dtype()) || !plain_tensor(src, value, dest->dtype()) ||
-      (leaf.is_inference() && !c10::InferenceMode::is_enabled()))  // copy_ raises there
-    return false;
+  if (!plain_tensor(dest, leaf, dest->dtype()) || !plain_tensor(src, value, dest->dtype())) return false;
   const c10::IntArrayRef shape = dest->sizes(), given = src->sizes();
   if (shape.empty() || start < 0 || rows < 0 || start + rows > shape[0] || (drop_dim && rows != 1)) return false;
   // The rows' shape exactly: copy_'s broadcast is left to it.
@@ -139,7 +149,7 @@ bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool dr
     if (given[d - skip] != shape[d]) return false;
   }
   const int64_t numel = src->numel();
-  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1) return false;  // copy_ runs over threads
+  if (!one_thread_copy(numel)) return false;
   // copy_ handles a source that overlaps its destination.
   if (numel != 0 && value.is_alias_of(leaf)) return false;
   if (numel != 0) {
@@ -152,18 +162,15 @@ bool copy_rows_into(const at::Tensor& leaf, int64_t start, int64_t rows, bool dr
 }
 
 bool copy_bytes_into(const at::Tensor& bytes, int64_t offset, const at::Tensor& value) {
-  if (!bytes.defined() || !value.defined() || !plain_copy_allowed() ||
-      c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView))
-    return false;
+  if (!bytes.defined() || !value.defined() || !writable_in_place(bytes)) return false;
   const c10::TensorImpl* dest = bytes.unsafeGetTensorImpl();
   const c10::TensorImpl* src = value.unsafeGetTensorImpl();
   if (!plain_tensor(dest, bytes, caffe2::TypeMeta::Make<uint8_t>()) || dest->dim() != 1 ||
-      !plain_tensor(src, value, src->dtype()) || (bytes.is_inference() && !c10::InferenceMode::is_enabled()))
+      !plain_tensor(src, value, src->dtype()))
     return false;
   const int64_t numel = src->numel(), nbytes = numel * static_cast<int64_t>(src->dtype().itemsize());
   if (offset < 0 || offset + nbytes > dest->numel()) return false;
-  // copy_ runs over threads, unless called from a parallel region already.
-  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1 && !at::in_parallel_region()) return false;
+  if (!one_thread_copy(numel)) return false;
   if (nbytes != 0 && value.is_alias_of(bytes)) return false;
   if (nbytes != 0) std::memcpy(static_cast<char*>(bytes.data_ptr()) + offset, value.data_ptr(), static_cast<size_t>(nbytes));
   const_cast<c10::TensorImpl*>(dest)->bump_version();  // as copy_ on a view of `bytes` does
@@ -171,12 +178,11 @@ bool copy_bytes_into(const at::Tensor& bytes, int64_t offset, const at::Tensor& 
 }
 
 bool zero_plain(const at::Tensor& t) {
-  if (!t.defined() || !plain_copy_allowed() || c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView))
-    return false;
+  if (!t.defined() || !writable_in_place(t)) return false;
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  if (!plain_tensor(impl, t, impl->dtype()) || (t.is_inference() && !c10::InferenceMode::is_enabled())) return false;
+  if (!plain_tensor(impl, t, impl->dtype())) return false;
   const int64_t numel = impl->numel();
-  if (numel >= at::internal::GRAIN_SIZE && at::get_num_threads() > 1) return false;  // zero_ runs over threads
+  if (!one_thread_copy(numel)) return false;
   if (numel != 0) std::memset(t.data_ptr(), 0, static_cast<size_t>(numel) * impl->dtype().itemsize());
   const_cast<c10::TensorImpl*>(impl)->bump_version();  // as zero_ does
   return true;
