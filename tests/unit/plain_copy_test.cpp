@@ -6,6 +6,8 @@
 // leaves, and one for a leaf that needs grad.
 #include "support/catch_torch.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -387,6 +389,56 @@ TEST_CASE("zero_plain clears what zero_ clears, its version bumped once", "[unit
   }
 }
 
+// The bits of a float or double tensor (NaN compares unequal to itself).
+at::Tensor bits_of(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t.view(at::kInt) : t.view(at::kLong); }
+
+TEST_CASE("convert_tensor converts between float and double as to() does, bit for bit", "[unit][plain_copy]") {
+  // Signed zeros, infinities, NaN, subnormals, values that overflow or underflow a float, and
+  // ties that round to even.
+  const double inf = std::numeric_limits<double>::infinity();
+  const at::Tensor specials = at::tensor(
+      std::vector<double>{0.0, -0.0, inf, -inf, std::nan(""), 1e-40, -3e-39, 1e300, -1e300, 1e-320, 1 + std::ldexp(1.0, -24),
+                          1 + 3 * std::ldexp(1.0, -24), 3.4028234663852886e38, 0.1, -2.5, 1.0 / 3},
+      at::kDouble);
+  at::manual_seed(31);
+  for (const auto& shape : kShapes) {
+    const int64_t numel = c10::multiply_integers(shape);
+    const at::Tensor values =
+        at::cat({specials, at::randn({std::max<int64_t>(numel, 1)}, at::kDouble)}).narrow(0, 0, numel).view(shape);
+    for (const at::Tensor& t : {values, values.to(at::kFloat)}) {
+      const at::ScalarType to = t.scalar_type() == at::kFloat ? at::kDouble : at::kFloat;
+      const at::Tensor expected = t.to(to);
+      at::Tensor got;
+      const int calls = KernelCount::of("aten::_to_copy", [&] { got = tensordict::detail::convert_tensor(t, to); });
+      INFO(t.sizes() << " " << t.scalar_type() << " -> " << to);
+      if (numel > 0) CHECK(calls == 0);  // an empty tensor's strides may be to()'s to keep
+      CHECK(got.sizes() == expected.sizes());
+      CHECK(got.strides() == expected.strides());
+      CHECK(got.dtype() == expected.dtype());
+      CHECK(at::equal(bits_of(got), bits_of(expected)));
+    }
+  }
+  SECTION("the rest is to()'s") {
+    const at::Tensor x = at::randn({4, 3});
+    const auto converts = [](const at::Tensor& t, at::ScalarType to) {
+      return KernelCount::of("aten::_to_copy", [&] { tensordict::detail::convert_tensor(t, to); });
+    };
+    CHECK(tensordict::detail::convert_tensor(x, at::kFloat).is_same(x));  // already of the dtype
+    CHECK(converts(x, at::kHalf) == 1);
+    CHECK(converts(x.to(at::kLong), at::kDouble) == 1);
+    CHECK(converts(x.t(), at::kDouble) == 1);                                    // to() keeps these strides
+    CHECK(converts(at::randn({3}).as_strided({3, 1}, {1, 7}), at::kDouble) == 1);
+    const at::Tensor grad = x.clone().requires_grad_(true);
+    CHECK(converts(grad, at::kDouble) == 1);
+    CHECK(tensordict::detail::convert_tensor(grad, at::kDouble).grad_fn() != nullptr);
+    {
+      const c10::InferenceMode guard;
+      const at::Tensor got = tensordict::detail::convert_tensor(at::randn({2, 3}), at::kDouble);
+      CHECK(got.is_inference());
+    }
+  }
+}
+
 TEST_CASE("consolidate copies plain leaves with no copy_", "[unit][plain_copy]") {
   at::manual_seed(19);
   TensorDict td({}, {4});
@@ -453,6 +505,18 @@ TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no a
     for (const NestedKey& key : tds[1].keys(/*include_nested=*/true, /*leaves_only=*/true)) {
       CHECK(at::equal(copy.get(key), tds[1].get(key)));
       CHECK(!copy.get(key).is_alias_of(tds[1].get(key)));
+    }
+  }
+  SECTION("to(double) and back of the tree's float leaves") {
+    TensorDict floats({}, {4});
+    floats.set("a", at::randn({4, 3}));
+    floats.set({"n", "b"}, at::randn({4, 2, 2}));
+    TensorDict doubles, back;
+    CHECK(KernelCount::of("aten::_to_copy", [&] { doubles = floats.to(at::kDouble); }) == 0);
+    CHECK(KernelCount::of("aten::_to_copy", [&] { back = doubles.to(at::kFloat); }) == 0);
+    for (const NestedKey& key : floats.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+      CHECK(at::equal(doubles.get(key), floats.get(key).to(at::kDouble)));
+      CHECK(at::equal(back.get(key), floats.get(key)));
     }
   }
   SECTION("zero_ of the tree") {

@@ -31,6 +31,12 @@ at::Tensor stack_tensors(at::TensorList parts, int64_t dim);
 /// standard ones, which clone() keeps).
 at::Tensor clone_tensor(const at::Tensor& t);
 
+/// `t.to(dtype)`, converted here between float and double (each element's `static_cast`, the
+/// conversion LibTorch's own kernel makes, IEEE round-to-nearest) where `t` is such a tensor
+/// with the standard strides (which `to` keeps); every other pair of dtypes, and `t` of `dtype`
+/// already (returned as it is), are LibTorch's.
+at::Tensor convert_tensor(const at::Tensor& t, at::ScalarType dtype);
+
 /// `leaf.narrow(0, start, rows).copy_(value)`, or `leaf.select(0, start).copy_(value)` where
 /// `drop_dim` (then `rows` is 1), written with `memcpy` where the leaf and `value` are such
 /// tensors of one dtype, `value` has the rows' shape (no broadcast) and another storage, and the

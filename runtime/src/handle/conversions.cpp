@@ -54,7 +54,10 @@ std::optional<TensorDict> packed_map(const TensorDict& td, FunctionRef<at::Tenso
 TensorDict TensorDict::to(at::ScalarType dtype) const {
   if (auto packed = packed_map(*this, [&](const at::Tensor& t) { return t.to(dtype); }, c10::elementSize(dtype), is_locked()))
     return *packed;
-  return keep_names(keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return t.to(dtype); }, device()), *this), *impl_);
+  // Plain CPU leaves between float and double: converted with no dispatch (Note [Plain copies]).
+  return keep_names(
+      keep_lock(impl_->map_leaves([&](const at::Tensor& t) { return detail::convert_tensor(t, dtype); }, device()), *this),
+      *impl_);
 }
 
 TensorDict TensorDict::to(at::Device device, at::ScalarType dtype, bool non_blocking) const {
