@@ -1,12 +1,13 @@
-// Note [Plain copies] (issue 34): stack and cat of plain CPU leaves copy the bytes into
-// LibTorch's result with no dispatch. Each result is compared with at::stack's or at::cat's
-// (sizes, strides, dtype, bytes, inference-ness) over dtypes, shapes with empty and size-one
-// dims, every dim; parts LibTorch would not join by a plain copy are declined; and a
-// tensordict's stack, cat and lazy-stack read make no aten::stack or aten::cat call for plain
-// leaves, and one for a leaf that needs grad.
+// Note [Plain copies] (issue 34): stack, cat, clone() and to() between float and double of plain
+// CPU tensors are made without the dispatcher. Each result is compared with LibTorch's (sizes,
+// strides, dtype, bytes, inference-ness) over dtypes, shapes with empty and size-one dims and
+// every dim; what LibTorch would not copy plainly is left to it; a tensordict's stack, cat,
+// clone, to() and lazy-stack reads make no such call for plain leaves, and one for a leaf that
+// needs grad. The in-place writes are in plain_write_test.cpp.
 #include "support/catch_torch.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -16,7 +17,6 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/Dimname.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/csrc/autograd/forward_grad.h>
 
 #include <tensordict/backends/consolidated.h>
 #include <tensordict/backends/lazy_stack.h>
@@ -24,20 +24,15 @@
 
 #include "core/plain_copy.h"
 #include "support/runs_fixtures.h"
+#include "unit/plain_copy_fixtures.h"
 
 using namespace tensordict;
 
 // A namespace of its own, not an anonymous one: the sanitizer build compiles test files together.
 namespace plain_copy_test {
 
+using namespace plain_copy_fixtures;
 using runs_fixtures::KernelCount;
-
-at::Tensor random_of(c10::IntArrayRef sizes, at::ScalarType dtype) {
-  if (dtype == at::kBool) return at::randint(0, 2, sizes).to(at::kBool);
-  if (at::isIntegralType(dtype, /*includeBool=*/false)) return at::randint(-100, 100, sizes).to(dtype);
-  if (at::isComplexType(dtype)) return at::randn(sizes, at::TensorOptions().dtype(dtype));
-  return at::randn(sizes).to(dtype);
-}
 
 // join_by_copy's result is at::stack's / at::cat's, bit for bit and stride for stride.
 void require_as_libtorch(const std::vector<at::Tensor>& parts, int64_t dim, bool stack) {
@@ -56,16 +51,6 @@ void require_as_libtorch(const std::vector<at::Tensor>& parts, int64_t dim, bool
   CHECK(at::equal(got, expected));
   for (const at::Tensor& p : parts) CHECK(!got.is_alias_of(p));
 }
-
-const std::vector<at::ScalarType> kDtypes{at::kFloat, at::kDouble, at::kLong, at::kChar,
-                                          at::kBool,  at::kHalf,   at::kComplexFloat};
-
-// Shapes with empty and size-one dims, and the 4-D and 5-D ones whose strides a memory format
-// could read otherwise.
-const std::vector<std::vector<int64_t>> kShapes{
-    {},           {3},          {4, 5},       {2, 3, 4},    {0, 3},       {3, 0},       {5, 1},       {1, 1},
-    {2, 1, 3, 1}, {3, 1, 1, 1}, {1, 1, 1, 1}, {2, 3, 1, 1}, {1, 3, 4, 5}, {2, 3, 4, 5}, {2, 1, 2, 2, 1},
-    {2, 3, 4, 5, 6}, {1, 2, 1, 1, 1}};
 
 TEST_CASE("join_by_copy gives at::stack's and at::cat's result for plain CPU parts", "[unit][plain_copy]") {
   at::manual_seed(3);
@@ -118,11 +103,6 @@ TEST_CASE("join_by_copy: parts viewing one storage, inference tensors and infere
   REQUIRE(made_in_inference.is_inference());
   require_as_libtorch({made_in_inference, at::randn({2, 3})}, 1, /*stack=*/true);
 }
-
-struct DualLevel {
-  const uint64_t index = torch::autograd::ForwardADLevel::get_next_idx();
-  ~DualLevel() { torch::autograd::ForwardADLevel::release_idx(index); }
-};
 
 TEST_CASE("join_by_copy declines parts LibTorch would not join by a plain copy", "[unit][plain_copy]") {
   const at::Tensor a = at::randn({2, 3, 4, 5}), b = at::randn({2, 3, 4, 5});
@@ -229,166 +209,6 @@ TEST_CASE("clone_tensor gives clone()'s result, copied where the tensor is plain
   }
 }
 
-// copy_rows_into and copy_ into the rows' view, on copies of `leaf`: the same bytes and one version
-// bump each.
-void require_as_copy_(const at::Tensor& leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value) {
-  at::Tensor expected = leaf.clone(), got = leaf.clone();
-  const bool inference = got.is_inference();  // no version counter
-  const auto expected_version = inference ? 0 : expected._version(), got_version = inference ? 0 : got._version();
-  (drop_dim ? expected.select(0, start) : expected.narrow(0, start, rows)).copy_(value);
-  INFO("rows " << start << "+" << rows << (drop_dim ? " (one, its dim dropped)" : "") << " of " << leaf.sizes() << " "
-               << leaf.scalar_type());
-  REQUIRE(tensordict::detail::copy_rows_into(got, start, rows, drop_dim, value));
-  CHECK(at::equal(got, expected));
-  if (!got.is_inference()) CHECK(got._version() - got_version == expected._version() - expected_version);
-}
-
-TEST_CASE("copy_rows_into writes what copy_ into the rows writes, its version bumped once", "[unit][plain_copy]") {
-  at::manual_seed(11);
-  for (at::ScalarType dtype : kDtypes) {
-    for (const auto& shape : kShapes) {
-      if (shape.empty() || shape[0] == 0) continue;
-      const at::Tensor leaf = random_of(shape, dtype);
-      const int64_t n = shape[0];
-      for (int64_t start = 0; start < n; ++start) {
-        for (int64_t rows = 0; start + rows <= n; ++rows) {
-          std::vector<int64_t> s = shape;
-          s[0] = rows;
-          require_as_copy_(leaf, start, rows, false, random_of(s, dtype));
-        }
-        require_as_copy_(leaf, start, 1, true, random_of(c10::IntArrayRef(shape).slice(1), dtype));
-      }
-    }
-  }
-  SECTION("in inference mode, into inference and normal leaves") {
-    const at::Tensor normal = at::randn({4, 3});
-    const c10::InferenceMode guard;
-    require_as_copy_(at::randn({4, 3}), 1, 2, false, at::randn({2, 3}));
-    require_as_copy_(normal, 0, 1, true, at::randn({3}));
-  }
-}
-
-TEST_CASE("copy_rows_into declines what copy_ would do more for, writing nothing", "[unit][plain_copy]") {
-  const at::Tensor base = at::randn({4, 3});
-  int call = 0;
-  const auto declined = [&](at::Tensor leaf, int64_t start, int64_t rows, bool drop_dim, const at::Tensor& value) {
-    INFO("call " << ++call);
-    const at::Tensor before = leaf.detach().clone();
-    // Inference tensors keep no version counter.
-    const auto version = leaf.is_inference() ? 0 : leaf._version();
-    const bool wrote = tensordict::detail::copy_rows_into(leaf, start, rows, drop_dim, value);
-    CHECK(at::equal(leaf.detach(), before));
-    CHECK((leaf.is_inference() ? 0 : leaf._version()) == version);
-    return !wrote;
-  };
-  CHECK(tensordict::detail::copy_rows_into(base.clone(), 1, 2, false, at::randn({2, 3})));  // the plain case
-  CHECK(declined(base.clone(), 1, 2, false, at::randn({1, 3})));  // copy_ broadcasts
-  CHECK(declined(base.clone(), 1, 2, false, at::randn({3})));
-  CHECK(declined(base.clone(), 1, 2, false, at::randn({2, 3}, at::kDouble)));  // copy_ casts
-  CHECK(declined(base.clone(), 1, 2, false, at::randn({3, 2}).t()));  // not contiguous
-  CHECK(declined(base.clone().t().contiguous().t(), 1, 2, false, at::randn({2, 3})));
-  CHECK(declined(base.clone(), 3, 2, false, at::randn({2, 3})));  // past the end
-  CHECK(declined(base.clone(), 1, 2, true, at::randn({3})));
-  at::Tensor self = base.clone();
-  CHECK(declined(self, 0, 2, false, self.narrow(0, 2, 2)));  // the source in the leaf's storage
-  CHECK(declined(base.clone().requires_grad_(true), 0, 1, true, at::randn({3})));
-  CHECK(declined(base.clone(), 0, 1, true, at::randn({3}).requires_grad_(true)));
-  const std::vector<at::Dimname> names{at::Dimname::fromSymbol(at::Symbol::dimname("B")),
-                                       at::Dimname::fromSymbol(at::Symbol::dimname("F"))};
-  CHECK(declined(base.clone().refine_names(names), 0, 1, true, at::randn({3})));
-  CHECK(declined(at::randn({4, 3}, at::kComplexFloat).conj(), 0, 1, true, at::randn({3}, at::kComplexFloat)));
-  at::Tensor inference;
-  {
-    const c10::InferenceMode guard;
-    inference = at::randn({4, 3});
-  }
-  CHECK(declined(inference, 0, 1, true, at::randn({3})));  // copy_ raises outside inference mode
-  {
-    const at::AutoDispatchBelowADInplaceOrView below;  // copy_ would bump no version
-    CHECK(declined(base.clone(), 0, 1, true, at::randn({3})));
-  }
-  {
-    DualLevel dual;
-    CHECK(declined(base.clone(), 0, 1, true, at::randn({3})));
-  }
-  const int threads = at::get_num_threads();
-  at::set_num_threads(2);
-  CHECK(declined(at::zeros({2, at::internal::GRAIN_SIZE}), 0, 1, true, at::randn({at::internal::GRAIN_SIZE})));
-  at::set_num_threads(threads);
-}
-
-TEST_CASE("copy_bytes_into writes a tensor's bytes as a copy_ into a view of the bytes does", "[unit][plain_copy]") {
-  at::manual_seed(17);
-  for (at::ScalarType dtype : kDtypes) {
-    for (const auto& shape : kShapes) {
-      const at::Tensor value = random_of(shape, dtype);
-      const int64_t n = value.numel() * value.element_size();
-      for (int64_t offset : {int64_t{0}, int64_t{8}}) {
-        at::Tensor expected = at::zeros({n + 16}, at::kByte), got = at::zeros({n + 16}, at::kByte);
-        expected.narrow(0, offset, n).view(dtype).view(value.sizes()).copy_(value);
-        INFO(value.sizes() << " " << dtype << " at " << offset);
-        REQUIRE(tensordict::detail::copy_bytes_into(got, offset, value));
-        CHECK(at::equal(got, expected));
-        CHECK(got._version() == expected._version());
-      }
-    }
-  }
-  const at::Tensor bytes = at::zeros({64}, at::kByte);
-  const auto declined = [&](const at::Tensor& into, int64_t offset, const at::Tensor& value) {
-    const at::Tensor before = into.clone();
-    const bool wrote = tensordict::detail::copy_bytes_into(into, offset, value);
-    CHECK(at::equal(into, before));
-    return !wrote;
-  };
-  CHECK(declined(bytes, 60, at::randn({2})));  // past the end
-  CHECK(declined(bytes, -1, at::randn({2})));
-  CHECK(declined(bytes, 0, at::randn({2, 3}).t()));  // not contiguous
-  CHECK(declined(bytes, 0, at::randn({2}).requires_grad_(true)));
-  CHECK(declined(bytes.view({8, 8}), 0, at::randn({2})));  // not 1-D
-  CHECK(declined(at::zeros({16}), 0, at::randn({2})));     // not bytes
-  CHECK(declined(bytes, 0, bytes.narrow(0, 8, 8)));        // the bytes themselves
-}
-
-TEST_CASE("zero_plain clears what zero_ clears, its version bumped once", "[unit][plain_copy]") {
-  at::manual_seed(23);
-  for (at::ScalarType dtype : kDtypes) {
-    for (const auto& shape : kShapes) {
-      const at::Tensor t = random_of(shape, dtype);
-      at::Tensor expected = t.clone(), got = t.clone();
-      expected.zero_();
-      INFO(t.sizes() << " " << dtype);
-      REQUIRE(tensordict::detail::zero_plain(got));
-      CHECK(at::equal(got, expected));
-      CHECK(got._version() == expected._version());
-    }
-  }
-  {
-    const c10::InferenceMode guard;
-    const at::Tensor t = at::randn({2, 3});
-    REQUIRE(tensordict::detail::zero_plain(t));
-    CHECK(at::equal(t, at::zeros({2, 3})));
-  }
-  const auto declined = [](const at::Tensor& t) {
-    const at::Tensor before = t.detach().clone();
-    const bool wrote = tensordict::detail::zero_plain(t);
-    CHECK(at::equal(t.detach(), before));
-    return !wrote;
-  };
-  CHECK(declined(at::randn({3, 4}).t()));
-  CHECK(declined(at::randn({3}).requires_grad_(true)));
-  CHECK(declined(at::randn({2, 3}, at::kComplexFloat).conj()));
-  at::Tensor inference;
-  {
-    const c10::InferenceMode guard;
-    inference = at::randn({3});
-  }
-  CHECK(declined(inference));  // zero_ raises outside inference mode
-  {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    CHECK(declined(at::randn({3})));
-  }
-}
-
 // The bits of a float or double tensor (NaN compares unequal to itself).
 at::Tensor bits_of(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t.view(at::kInt) : t.view(at::kLong); }
 
@@ -439,35 +259,7 @@ TEST_CASE("convert_tensor converts between float and double as to() does, bit fo
   }
 }
 
-TEST_CASE("consolidate copies plain leaves with no copy_", "[unit][plain_copy]") {
-  at::manual_seed(19);
-  TensorDict td({}, {4});
-  td.set("a", at::randn({4, 3}));
-  td.set({"n", "b"}, at::randint(0, 9, {4, 2, 2}));
-  td.set({"n", "c"}, at::rand({4}) > 0.5);
-  td.set({"n", "d"}, at::randn({4, 5}, at::kDouble));
-  TensorDict c;
-  CHECK(KernelCount::of("aten::copy_", [&] { c = consolidate(td); }) == 0);
-  for (const NestedKey& key : td.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-    CHECK(at::equal(c.get(key), td.get(key)));
-    CHECK(c.get(key).is_alias_of(consolidated_storage(c)));
-  }
-  SECTION("a leaf that is not plain goes through copy_") {
-    td.set("t", at::randn({3, 4}).t());
-    CHECK(KernelCount::of("aten::copy_", [&] { c = consolidate(td); }) == 1);
-    CHECK(at::equal(c.get("t"), td.get("t")));
-  }
-}
-
-TensorDict tree(double shift) {
-  TensorDict td({}, {4});
-  td.set("a", at::randn({4, 3}) + shift);
-  td.set({"n", "b"}, at::randint(0, 9, {4, 2, 2}));
-  td.set({"n", "c"}, at::rand({4}) > 0.5);
-  return td;
-}
-
-TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no aten::stack, cat or clone",
+TEST_CASE("stack, cat, clone, to() and a lazy stack's read copy plain leaves with no aten::stack, cat, clone or to",
           "[unit][plain_copy]") {
   at::manual_seed(5);
   const std::vector<TensorDict> tds{tree(0), tree(10), tree(20)};
@@ -519,15 +311,6 @@ TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no a
       CHECK(at::equal(back.get(key), floats.get(key)));
     }
   }
-  SECTION("zero_ of the tree") {
-    TensorDict dest = tds[1].clone();
-    const at::Tensor held = dest.get("a");
-    const auto version = held._version();
-    CHECK(KernelCount::of("aten::zero_", [&] { dest.zero_(); }) == 0);
-    CHECK(held._version() == version + 1);
-    for (const NestedKey& key : dest.keys(/*include_nested=*/true, /*leaves_only=*/true))
-      CHECK(at::equal(dest.get(key), at::zeros_like(dest.get(key))));
-  }
   SECTION("a lazy stack made dense") {
     const TensorDict lazy = lazy_stack(tds, 1);
     TensorDict dense;
@@ -548,55 +331,6 @@ TEST_CASE("stack, cat, clone and a lazy stack's read copy plain leaves with no a
     ragged[2] = tds[2].clone();
     ragged[2].set({"n", "b"}, at::randint(0, 9, {4, 2, 3}));
     CHECK_THROWS_WITH(tensordict::stack(ragged, 0), Catch::Contains(NestedKey({"n", "b"}).repr()));
-  }
-}
-
-TEST_CASE("td[rows] = other, update_ and copy_ write plain leaves with no copy_, the leaves' versions bumped", "[unit][plain_copy]") {
-  at::manual_seed(13);
-  const TensorDict source = tree(0);
-  const auto require_written = [&](const std::vector<at::indexing::TensorIndex>& index, const TensorDict& value) {
-    TensorDict dest = source.clone(), expected = source.clone();
-    const at::Tensor held = dest.get("a");
-    const auto version = held._version();
-    CHECK(KernelCount::of("aten::copy_", [&] { dest.index_put_(index, value); }) == 0);
-    for (const NestedKey& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-      expected.get(key).index(index).copy_(value.get(key));
-      CHECK(at::equal(dest.get(key), expected.get(key)));
-    }
-    CHECK(held._version() == version + 1);
-  };
-  using at::indexing::Slice;
-  require_written({Slice(1, 3)}, tree(10).index({Slice(0, 2)}).clone());
-  require_written({2}, tree(10).index({0}).clone());
-  require_written({-1}, tree(10).index({0}).clone());
-  require_written({Slice()}, tree(10));
-  SECTION("update_ and copy_ of a whole tree") {
-    TensorDict dest = source.clone();
-    const TensorDict value = tree(20), other = tree(30);
-    const at::Tensor held = dest.get({"n", "b"});
-    const auto version = held._version();
-    CHECK(KernelCount::of("aten::copy_", [&] { dest.update_(value); }) == 0);
-    CHECK(KernelCount::of("aten::copy_", [&] { dest.copy_(other); }) == 0);
-    CHECK(held._version() == version + 2);
-    dest.update_(value);
-    for (const NestedKey& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true))
-      CHECK(at::equal(dest.get(key), value.get(key)));
-    // apply_ writes a result that is not the leaf itself back the same way.
-    CHECK(KernelCount::of("aten::copy_", [&] { dest.apply_([](const at::Tensor& t) { return t.flip(0); }); }) == 0);
-    for (const NestedKey& key : source.keys(/*include_nested=*/true, /*leaves_only=*/true))
-      CHECK(at::equal(dest.get(key), value.get(key).flip(0)));
-    dest.update_(value);
-    // A value of another dtype is cast by copy_.
-    TensorDict cast = value.clone();
-    cast.set("a", at::ones({4, 3}, at::kDouble));
-    CHECK(KernelCount::of("aten::copy_", [&] { dest.update_(cast); }) == 1);
-    CHECK(at::equal(dest.get("a"), at::ones({4, 3})));
-  }
-  SECTION("a value that needs grad goes through copy_, its graph kept") {
-    TensorDict dest = source.clone(), value = tree(10).index({Slice(0, 2)}).clone();
-    value.set("a", at::randn({2, 3}).requires_grad_(true));
-    CHECK(KernelCount::of("aten::copy_", [&] { dest.index_put_({Slice(1, 3)}, value); }) == 1);
-    CHECK(dest.get("a").grad_fn() != nullptr);
   }
 }
 
