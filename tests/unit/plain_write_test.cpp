@@ -6,11 +6,6 @@
 // leaves.
 #include "support/catch_torch.h"
 
-#include <cmath>
-#include <functional>
-#include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -19,7 +14,6 @@
 #include <c10/core/InferenceMode.h>
 
 #include <tensordict/backends/consolidated.h>
-#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/tensor_dict.h>
 
 #include "core/plain_copy.h"
