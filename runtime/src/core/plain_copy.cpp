@@ -34,24 +34,43 @@ inline bool plain_tensor(const c10::TensorImpl* impl, const at::Tensor& t, caffe
          !impl->has_named_tensor_meta() && !t.requires_grad();
 }
 
-// Whether this thread's state lets a copy be made here: no Python mode takes ops, no forward
-// tangent could be dropped.
-inline bool plain_copy_allowed() {
-  return !c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python) && !forward_ad_open();
+// Whether LibTorch would copy `numel` elements on one thread (below GRAIN_SIZE, one thread, or
+// already in a parallel region): a copy it splits over threads is left to it.
+inline bool one_thread_copy(int64_t numel) {
+  return numel < at::internal::GRAIN_SIZE || at::get_num_threads() == 1 || at::in_parallel_region();
+}
+
+// Whether this thread's state lets a copy be made here: no Python mode takes ops (one read of
+// the thread's dispatch keys, inline), no forward tangent could be dropped.
+inline bool plain_copy_allowed(const c10::impl::LocalDispatchKeySet& keys = c10::impl::tls_local_dispatch_key_set()) {
+  return !keys.included_.has(c10::DispatchKey::Python) && !forward_ad_open();
 }
 
 // Whether `t` may be written in place here as an in-place op would write it: the copy allowed,
 // ADInplaceOrView in effect (the op would bump the version, as this then does), and no
 // inference tensor outside inference mode (the op raises there).
 inline bool writable_in_place(const at::Tensor& t) {
-  return plain_copy_allowed() && !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::ADInplaceOrView) &&
+  const c10::impl::LocalDispatchKeySet keys = c10::impl::tls_local_dispatch_key_set();
+  return plain_copy_allowed(keys) && !keys.excluded_.has(c10::DispatchKey::ADInplaceOrView) &&
          !(t.is_inference() && !c10::InferenceMode::is_enabled());
 }
 
-// Whether LibTorch would copy `numel` elements on one thread (below GRAIN_SIZE, one thread, or
-// already in a parallel region): a copy it splits over threads is left to it.
-inline bool one_thread_copy(int64_t numel) {
-  return numel < at::internal::GRAIN_SIZE || at::get_num_threads() == 1 || at::in_parallel_region();
+// Whether `t` is copied whole here as clone() or to() would make it: such a tensor, with the
+// standard strides (which both keep), copied on one thread.
+inline bool copied_whole(const c10::TensorImpl* impl, const at::Tensor& t) {
+  return plain_tensor(impl, t, impl->dtype()) && has_standard_strides(impl->sizes(), impl->strides()) &&
+         one_thread_copy(impl->numel());
+}
+
+// Blocks of eight with restrict pointers: GCC vectorizes them at -O2 (its cheap cost model
+// leaves a plain loop of unknown length scalar).
+template <typename From, typename To>
+void convert_elements(const From* __restrict from, To* __restrict to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) to[i + k] = static_cast<To>(from[i + k]);
+  }
+  for (; i < n; ++i) to[i] = static_cast<To>(from[i]);
 }
 
 // Where a part's bytes start, and how many of them a row of the result takes.
@@ -125,38 +144,20 @@ at::Tensor stack_tensors(at::TensorList parts, int64_t dim) {
 at::Tensor clone_tensor(const at::Tensor& t) {
   if (!t.defined() || !plain_copy_allowed()) return t.clone();
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!copied_whole(impl, t)) return t.clone();
   const int64_t numel = impl->numel();
-  // clone() keeps the strides of a dense tensor: only the standard ones are what at::empty gives.
-  if (!plain_tensor(impl, t, impl->dtype()) || !has_standard_strides(impl->sizes(), impl->strides()) ||
-      !one_thread_copy(numel))
-    return t.clone();
   at::Tensor out = at::empty(impl->sizes(), t.options());
   if (numel != 0) std::memcpy(out.data_ptr(), t.data_ptr(), static_cast<size_t>(numel) * impl->dtype().itemsize());
   return out;
 }
-
-namespace {
-// Blocks of eight with restrict pointers: GCC vectorizes them at -O2 (its cheap cost model
-// leaves a plain loop of unknown length scalar).
-template <typename From, typename To>
-void convert_elements(const From* __restrict from, To* __restrict to, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) to[i + k] = static_cast<To>(from[i + k]);
-  }
-  for (; i < n; ++i) to[i] = static_cast<To>(from[i]);
-}
-}  // namespace
 
 at::Tensor convert_tensor(const at::Tensor& t, at::ScalarType dtype) {
   if (!t.defined() || t.scalar_type() == dtype || !plain_copy_allowed()) return t.to(dtype);
   const at::ScalarType from = t.scalar_type();
   const bool pair = (from == at::kFloat && dtype == at::kDouble) || (from == at::kDouble && dtype == at::kFloat);
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!pair || !copied_whole(impl, t)) return t.to(dtype);
   const int64_t numel = impl->numel();
-  if (!pair || !plain_tensor(impl, t, impl->dtype()) || !has_standard_strides(impl->sizes(), impl->strides()) ||
-      !one_thread_copy(numel))
-    return t.to(dtype);
   at::Tensor out = at::empty(impl->sizes(), t.options().dtype(dtype));
   if (numel == 0) return out;
   if (from == at::kFloat) convert_elements(static_cast<const float*>(t.data_ptr()), static_cast<double*>(out.data_ptr()), numel);
