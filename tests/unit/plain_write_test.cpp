@@ -14,6 +14,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <tensordict/backends/consolidated.h>
+#include <tensordict/backends/lazy_stack.h>
 #include <tensordict/tensor_dict.h>
 
 #include "core/plain_copy.h"
@@ -257,6 +258,20 @@ TEST_CASE("td[rows] = other, update_, copy_ and zero_ write plain leaves with no
     CHECK(held._version() == version + 1);
     for (const NestedKey& key : dest.keys(/*include_nested=*/true, /*leaves_only=*/true))
       CHECK(at::equal(dest.get(key), at::zeros_like(dest.get(key))));
+  }
+  SECTION("update_ of a tree holding a lazy stack: the in-memory level's leaves copied in place") {
+    // A level whose reads are copies sends update_ through each level's write_many_.
+    TensorDict dest = source.clone(), value = tree(40);
+    const TensorDict lazy_dest = lazy_stack(tree(1).unbind(0), 0), lazy_value = lazy_stack(tree(2).unbind(0), 0);
+    dest.set("ls", lazy_dest);
+    value.set("ls", lazy_value);
+    REQUIRE(LazyStackedTensorDict::is_lazy_stack(dest.get_tensordict("ls")));
+    const at::Tensor held = dest.get({"n", "b"});
+    const auto version = held._version();
+    dest.update_(value);
+    CHECK(held._version() == version + 1);
+    for (const NestedKey& key : value.keys(/*include_nested=*/true, /*leaves_only=*/true))
+      CHECK(at::equal(dest.get(key), value.get(key)));
   }
   SECTION("a value that needs grad goes through copy_, its graph kept") {
     TensorDict dest = source.clone(), value = tree(10).index({Slice(0, 2)}).clone();
