@@ -8,7 +8,7 @@ namespace {
 
 struct Row {
   c10::ScalarType dtype;
-  const char* name;
+  std::string_view name;  // its length known: a lookup by name compares lengths first
 };
 
 constexpr Row kRows[] = {
@@ -37,14 +37,18 @@ const Row* find(c10::ScalarType dtype) {
 }  // namespace
 
 std::string short_dtype_name(c10::ScalarType dtype) {
-  if (const Row* r = find(dtype)) return r->name;
+  if (const Row* r = find(dtype)) return std::string(r->name);
   for (const Row& r : kUnstorable) {
-    if (r.dtype == dtype) return r.name;
+    if (r.dtype == dtype) return std::string(r.name);
   }
   return c10::toString(dtype);
 }
 
-std::string torch_dtype_name(c10::ScalarType dtype) { return "torch." + short_dtype_name(dtype); }
+std::string torch_dtype_name(c10::ScalarType dtype) {
+  // Built in place (the names fit a short string): one per leaf when a tensordict is stored.
+  if (const Row* r = find(dtype)) return std::string("torch.").append(r->name);
+  return "torch." + short_dtype_name(dtype);
+}
 
 std::optional<c10::ScalarType> dtype_from_torch_name(std::string_view name) {
   constexpr std::string_view prefix = "torch.";

@@ -5,6 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 // support.h (ATen) before Catch: c10/util/logging defines its own CHECK macro, which must
 // not replace Catch's.
 #include "backends/memmap/support.h"
@@ -76,6 +81,38 @@ TEST_CASE("key encoding follows Python's robust key rules and decodes back", "[m
     CHECK(decode_key_from_filesystem(encode_key_for_filesystem(k)) == k);
   }
   CHECK(decode_key_from_filesystem("50%zz") == "50%zz");  // invalid escapes stay literal
+}
+
+TEST_CASE("a dtype name reads back as its dtype - any other byte string as none or its own dtype", "[memmap][dtypes]") {
+  // The lookup compares names in word loads: every byte of a name, its length and its prefix count.
+  std::vector<std::pair<std::string, at::ScalarType>> names;
+  for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
+    const auto dtype = static_cast<at::ScalarType>(i);
+    if (is_storable_dtype(dtype)) names.emplace_back(torch_dtype_name(dtype), dtype);
+  }
+  REQUIRE(names.size() >= 13);
+  auto expected = [&](const std::string& name) -> std::optional<at::ScalarType> {
+    for (const auto& [n, d] : names)
+      if (n == name) return d;
+    return std::nullopt;
+  };
+  size_t tried = 0;
+  for (const auto& [name, dtype] : names) {
+    CHECK(dtype_from_torch_name(name) == dtype);
+    for (size_t i = 0; i < name.size(); ++i) {
+      for (char c : {'x', '4', '.', '\0'}) {
+        std::string changed = name;
+        if (changed[i] == c) continue;
+        changed[i] = c;
+        CHECK(dtype_from_torch_name(changed) == expected(changed));
+        ++tried;
+      }
+      CHECK(dtype_from_torch_name(name.substr(0, i)) == expected(name.substr(0, i)));
+    }
+    CHECK_FALSE(dtype_from_torch_name(name + "0").has_value());
+    CHECK_FALSE(dtype_from_torch_name(name.substr(6)).has_value());  // without "torch."
+  }
+  CHECK(tried > 400);
 }
 
 TEST_CASE("dtype names are canonical torch names - unloadable dtypes are refused", "[memmap][dtypes]") {

@@ -6,12 +6,10 @@
 #include <cstring>
 #include <string_view>
 #include <typeinfo>
-#include <unordered_set>
 #include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/util/strides.h>
 
 #include <tensordict/backends/lazy_stack.h>
 #include <tensordict/dtype.h>
@@ -20,6 +18,7 @@
 
 #include "backends/consolidated/dtype_groups.h"
 #include "backends/consolidated/metadata_layout.h"
+#include "backends/consolidated/metadata_reader.h"
 #include "backends/consolidated/rebuild.h"
 #include "backends/in_memory/level_builder.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
@@ -38,6 +37,11 @@ using consolidated::is_metadata_field;
 using consolidated::padded_bytes;
 using consolidated::kLazyClass;
 using consolidated::LeafFlats;
+using consolidated::build_lazy_stack;
+using consolidated::fill_level;
+using consolidated::level_batch;
+using consolidated::level_class;
+using consolidated::level_names;
 
 namespace {
 
@@ -81,8 +85,21 @@ class ConsolidatedRoot final : public TableBackend {
 
 json::Value int_list(c10::IntArrayRef values) {
   json::Array out;
+  out.reserve(values.size());
   for (int64_t v : values) out.emplace_back(v);
   return json::Value(std::move(out));
+}
+
+// A leaf's [dtype, shape, start, stop, pad], its values moved in (an initializer list copies).
+json::Value leaf_spec(const at::Tensor& t, int64_t start, int64_t stop, int64_t pad) {
+  json::Array spec;
+  spec.reserve(5);
+  spec.emplace_back(torch_dtype_name(t.scalar_type()));
+  spec.push_back(int_list(t.sizes()));
+  spec.emplace_back(start);
+  spec.emplace_back(stop);
+  spec.emplace_back(pad);
+  return json::Value(std::move(spec));
 }
 
 json::Value device_json(const std::optional<at::Device>& device) {
@@ -120,34 +137,34 @@ json::Value describe(const TensorDictBase& td, const NestedKey& where, DtypeGrou
   json::Object non_tensors;
   json::Object leaf_meta;
   json::Object children;
+  leaf_meta.reserve(td.num_entries());
   td.for_each([&](const std::string& key, const Entry& entry) {
-    const NestedKey full = where.child(key);
     switch (entry.kind()) {
       case Entry::Kind::Tensor: {
         const at::Tensor& t = entry.tensor_unchecked();
         TD_CHECK(is_storable_dtype(t.scalar_type()), NotImplementedError, "consolidate: the dtype ",
-                 torch_dtype_name(t.scalar_type()), " of ", full.repr(), " cannot be stored in the consolidated format");
+                 torch_dtype_name(t.scalar_type()), " of ", where.child(key).repr(),
+                 " cannot be stored in the consolidated format");
         const int64_t n = t.numel() * static_cast<int64_t>(t.element_size());
         const int64_t padded = padded_bytes(n);
         const int64_t start = layout.place(t.scalar_type(), padded);
-        leaf_meta.emplace_back(key, json::Value(json::Array{json::Value(torch_dtype_name(t.scalar_type())),
-                                                             int_list(t.sizes()), start, start + padded, padded - n}));
+        leaf_meta.emplace_back(key, leaf_spec(t, start, start + padded, padded - n));
         leaves.push_back(Packed{t, start, n});
         break;
       }
       case Entry::Kind::NonTensor: {
         const NonTensorData& data = entry.non_tensor();
-        TD_CHECK(!data.is_stack(), NotImplementedError, "consolidate: the non-tensor stack at ", full.repr(),
+        TD_CHECK(!data.is_stack(), NotImplementedError, "consolidate: the non-tensor stack at ", where.child(key).repr(),
                  " is not supported yet; store it as a uniform value or a tensor");
         non_tensors.emplace_back(
             key, json::Value(json::Array{data.value(), int_list(td.batch_size()), device_json(td.device())}));
         break;
       }
       case Entry::Kind::TensorDict:
-        TD_CHECK(!is_metadata_field(key), ValueError, "consolidate: the sub-tensordict key ", full.repr(),
+        TD_CHECK(!is_metadata_field(key), ValueError, "consolidate: the sub-tensordict key ", where.child(key).repr(),
                  " collides with a metadata field of the consolidated format "
                  "(cls, leaves, non_tensors, cls_metadata, size)");
-        children.emplace_back(key, describe(*entry.tensordict_unchecked().impl(), full, layout, leaves));
+        children.emplace_back(key, describe(*entry.tensordict_unchecked().impl(), where.child(key), layout, leaves));
         break;
       case Entry::Kind::Undefined:
         break;
@@ -166,159 +183,6 @@ json::Value describe(const TensorDictBase& td, const NestedKey& where, DtypeGrou
                                                               {"is_locked", td.is_locked()}})}};
   for (auto& child : children) meta.push_back(std::move(child));
   return json::Value(std::move(meta));
-}
-
-[[noreturn]] void bad_metadata(const std::string& source, const std::string& what) {
-  TD_THROW(StorageError, source, ": malformed consolidated metadata: ", what);
-}
-
-std::vector<int64_t> read_ints(const json::Value& v, const std::string& source, const std::string& what) {
-  if (!v.is_array()) bad_metadata(source, what + " is not a list of integers");
-  std::vector<int64_t> out;
-  for (const auto& x : v.as_array()) {
-    if (!x.is_int()) bad_metadata(source, what + " is not a list of integers");
-    out.push_back(x.as_int());
-  }
-  return out;
-}
-
-// The class of one level of the metadata: TensorDict or LazyStackedTensorDict.
-const std::string& level_class(const json::Value& meta, const std::string& source) {
-  if (!meta.is_object()) bad_metadata(source, "a level is not an object");
-  const json::Value* cls = meta.find("cls");
-  if (!cls || !cls->is_string()) bad_metadata(source, "a level has no \"cls\"");
-  TD_CHECK(cls->as_string() == "TensorDict" || cls->as_string() == kLazyClass, StorageError, source,
-           ": consolidated class ", cls->as_string(), " is not supported by the C++ loader");
-  return cls->as_string();
-}
-
-// The batch size of one TensorDict level of the metadata.
-std::vector<int64_t> level_batch(const json::Value& meta, const std::string& source) {
-  TD_CHECK(level_class(meta, source) == "TensorDict", StorageError, source, ": expected a TensorDict level, got ",
-           kLazyClass);
-  const json::Value* cm = meta.find("cls_metadata");
-  if (!cm || !cm->is_object() || !cm->find("batch_size")) bad_metadata(source, "no cls_metadata.batch_size");
-  return read_ints(*cm->find("batch_size"), source, "batch_size");
-}
-
-TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
-                       std::optional<at::Device> device, const std::string& source);
-
-// The level's batch-dim names from cls_metadata.names (Python writes one string or null per dim);
-// empty when there are none or the list does not fit the batch.
-DimNames level_names(const json::Value& meta, size_t batch_dims) {
-  const json::Value* cm = meta.find("cls_metadata");
-  const json::Value* names = cm && cm->is_object() ? cm->find("names") : nullptr;
-  if (!names || !names->is_array() || names->as_array().size() != batch_dims) return {};
-  DimNames out;
-  bool any = false;
-  for (const json::Value& n : names->as_array()) {
-    if (!n.is_null() && !n.is_string()) return {};
-    out.push_back(n.is_string() ? std::optional<std::string>(n.as_string()) : std::nullopt);
-    any = any || n.is_string();
-  }
-  return any ? out : DimNames{};
-}
-
-// Adds one level's entries, whose leaves view `storage`, to `out` (the root's table or a nested
-// level). With `flats` the leaves are made when read (Note [Lazy leaves]).
-void fill_level(LevelBuilder& out, const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
-                std::optional<at::Device> device, const std::string& source) {
-  const int64_t total = storage.numel();
-  // A key may name one entry of a level: a leaf, non-tensor data or a nested level.
-  std::unordered_set<std::string_view> seen;
-  auto check_new = [&](const std::string& key) {
-    if (!seen.insert(key).second) bad_metadata(source, "the key " + NestedKey(key).repr() + " names two entries of one level");
-  };
-  if (const json::Value* leaves = meta.find("leaves")) {
-    if (!leaves->is_object()) bad_metadata(source, "\"leaves\" is not an object");
-    for (const auto& [key, spec] : leaves->as_object()) {
-      check_new(key);
-      const std::string what = "leaf " + NestedKey(key).repr();
-      if (!spec.is_array() || spec.as_array().size() < 5) bad_metadata(source, what + " is not [dtype, shape, start, stop, pad]");
-      const auto& a = spec.as_array();
-      if (!a[0].is_string() || !a[2].is_int() || !a[3].is_int()) bad_metadata(source, what + " has a bad entry");
-      auto dtype = dtype_from_torch_name(a[0].as_string());
-      TD_CHECK(dtype.has_value(), StorageError, source, ": unknown dtype ", a[0].as_string(), " for ", what);
-      std::vector<int64_t> shape = read_ints(a[1], source, what + " shape");
-      int64_t numel = 1;
-      for (int64_t s : shape) {
-        if (s < 0) bad_metadata(source, what + " has a negative size (jagged tensors are not supported)");
-        numel *= s;
-      }
-      const int64_t start = a[2].as_int();
-      const int64_t stop = a[3].as_int();
-      const auto item = static_cast<int64_t>(c10::elementSize(*dtype));
-      const int64_t n = numel * item;
-      // Aligned to the element (Python pads leaves to 8 bytes only when dtypes differ).
-      TD_CHECK(start >= 0 && start % item == 0 && stop >= start + n && stop <= total, StorageError, source, ": ", what,
-               " spans bytes [", start, ", ", stop, ") which do not hold ", n, " aligned bytes inside the ", total,
-               "-byte storage");
-      if (const at::Tensor* flat = flats != nullptr ? flats->find(*dtype, start, n) : nullptr) {
-        out.append_lazy_view(key, *flat, start / item, shape, c10::contiguous_strides(shape));
-      } else {
-        out.append(key, storage.narrow(0, start, n).view(*dtype).view(shape));
-      }
-    }
-  }
-  if (const json::Value* nts = meta.find("non_tensors")) {
-    if (!nts->is_object()) bad_metadata(source, "\"non_tensors\" is not an object");
-    for (const auto& [key, spec] : nts->as_object()) {
-      check_new(key);
-      if (!spec.is_array() || spec.as_array().empty()) bad_metadata(source, "non-tensor " + key + " is not [data, batch_size, device]");
-      out.append(key, NonTensorData(spec.as_array()[0]));
-    }
-  }
-  for (const auto& [key, value] : meta.as_object()) {
-    if (is_metadata_field(key)) continue;
-    check_new(key);
-    out.append(key, build_level(storage, flats, value, device, source));
-  }
-}
-
-// A lazy stack level: its members are the children "0", "1", ..., "n-1" (Python reads them in
-// that order); it holds no leaves of its own.
-TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
-                            const std::string& source) {
-  const json::Value* cm = meta.find("cls_metadata");
-  const json::Value* dim = cm && cm->is_object() ? cm->find("stack_dim") : nullptr;
-  if (!dim || !dim->is_int()) bad_metadata(source, "a LazyStackedTensorDict level has no integer cls_metadata.stack_dim");
-  for (const char* own : {"leaves", "non_tensors"}) {
-    const json::Value* v = meta.find(own);
-    if (v && !(v->is_object() && v->as_object().empty()))
-      bad_metadata(source, std::string("a LazyStackedTensorDict level has ") + own + " of its own");
-  }
-  size_t children = 0;
-  for (const auto& field : meta.as_object()) children += is_metadata_field(field.first) ? 0 : 1;
-  std::vector<TensorDict> members;
-  for (size_t i = 0; i < children; ++i) {
-    const json::Value* member = meta.find(std::to_string(i));
-    if (!member) bad_metadata(source, "a LazyStackedTensorDict level has " + std::to_string(children) +
-                                          " children but no member \"" + std::to_string(i) + "\"");
-    members.push_back(build_level(storage, nullptr, *member, device, source));
-  }
-  TD_CHECK(!members.empty(), StorageError, source, ": a LazyStackedTensorDict level has no members");
-  try {
-    return LazyStackedTensorDict(std::move(members), dim->as_int());
-  } catch (const Error& e) {
-    TD_THROW(StorageError, source, ": the members of a LazyStackedTensorDict level do not stack: ", e.message());
-  }
-}
-
-// A nested level: an in-memory level (or a lazy stack of them) whose leaves view `storage`.
-TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
-                       std::optional<at::Device> device, const std::string& source) {
-  if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
-  const std::vector<int64_t> batch = level_batch(meta, source);
-  LevelBuilder child(batch, device);
-  if (flats != nullptr) {
-    child.mark_packed_result();
-    child.list_flats(flats->all(), !flats->tiles());
-  }
-  fill_level(child, storage, flats, meta, device, source);
-  TensorDict out = child.finish();
-  out.impl()->set_dim_names(level_names(meta, batch.size()));
-  return out;
 }
 
 TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,

@@ -4,6 +4,7 @@
 // are made from.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -16,8 +17,9 @@ namespace consolidated {
 constexpr const char* kLazyClass = "LazyStackedTensorDict";
 
 /// A level's own fields; every other key of a level names a nested level.
-inline bool is_metadata_field(const std::string& key) {
-  return key == "cls" || key == "leaves" || key == "non_tensors" || key == "cls_metadata" || key == "size";
+inline bool is_metadata_field(std::string_view key) {
+  using namespace std::string_view_literals;  // lengths known: most keys differ in length
+  return key == "cls"sv || key == "leaves"sv || key == "non_tensors"sv || key == "cls_metadata"sv || key == "size"sv;
 }
 
 /// The typed views of a consolidated storage (1-D bytes) its leaves are made from when read
