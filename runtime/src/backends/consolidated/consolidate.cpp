@@ -20,6 +20,7 @@
 #include "backends/consolidated/metadata_layout.h"
 #include "backends/consolidated/metadata_reader.h"
 #include "backends/consolidated/rebuild.h"
+#include "backends/consolidated/views_from_tree.h"
 #include "backends/in_memory/level_builder.h"
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/table_backend.h"
@@ -106,11 +107,7 @@ json::Value device_json(const std::optional<at::Device>& device) {
   return device ? json::Value(device->str()) : json::Value();
 }
 
-struct Packed {
-  at::Tensor leaf;
-  int64_t start;
-  int64_t nbytes;
-};
+using Packed = consolidated::PackedLeaf;
 
 json::Value describe(const TensorDictBase& td, const NestedKey& where, DtypeGroups& layout, std::vector<Packed>& leaves);
 
@@ -371,8 +368,14 @@ TensorDict ConsolidatedRoot::rebased(const at::Tensor& moved, std::optional<at::
 }  // namespace
 
 namespace {
+struct PackedTree {
+  at::Tensor storage;
+  json::Value meta;
+  std::vector<Packed> leaves;  // in the order describe() met them
+};
+
 // Copies every leaf of `td` into one byte storage on `device` and describes where each went.
-std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device device, bool pin = false) {
+PackedTree pack_leaves(const TensorDict& td, at::Device device, bool pin = false) {
   DtypeGroups layout(*td.impl());
   std::vector<Packed> leaves;
   json::Value meta = describe(*td.impl(), NestedKey(), layout, leaves);
@@ -397,7 +400,20 @@ std::pair<at::Tensor, json::Value> pack_leaves(const TensorDict& td, at::Device 
   } else {
     for (const auto& p : leaves) copy_one(p);
   }
-  return {std::move(storage), std::move(meta)};
+  return {std::move(storage), std::move(meta), std::move(leaves)};
+}
+
+// consolidate()'s result in memory: its views made from the tree packed (views_from_tree.h), or
+// read back from the metadata where the tree holds a lazy stack.
+TensorDict views_of(const TensorDict& td, const PackedTree& packed, std::optional<at::Device> device) {
+  std::optional<TensorDict> table = consolidated::table_from_tree(*td.impl(), packed.storage, packed.leaves, device);
+  if (!table) return rebuild_views(packed.storage, packed.meta, device, "consolidate");
+  auto root = c10::make_intrusive<ConsolidatedRoot>(td.batch_size(), device, packed.storage, packed.meta);
+  root->set_dim_names(consolidated::stored_names(*td.impl()));
+  root->set_table(*table);
+  TensorDict out(std::move(root));
+  out.lock_();
+  return out;
 }
 }  // namespace
 
@@ -406,9 +422,9 @@ TensorDict consolidate(const TensorDict& td, const ConsolidateOptions& options) 
   const at::Device storage_device = device.value_or(at::Device(at::kCPU));
   TD_CHECK(options.filename.empty() || storage_device.is_cpu(), ValueError, "consolidate to a file needs the CPU, got device ",
            storage_device.str());
-  auto [storage, meta] = pack_leaves(td, storage_device, options.pin_memory && options.filename.empty());
-  if (options.filename.empty()) return rebuild_views(storage, meta, device, "consolidate");
-  const std::string blob = pack(storage, meta);
+  const PackedTree packed = pack_leaves(td, storage_device, options.pin_memory && options.filename.empty());
+  if (options.filename.empty()) return views_of(td, packed, device);
+  const std::string blob = pack(packed.storage, packed.meta);
   // A new file renamed over the old one: a kill or a full disk leaves the old file whole.
   const std::string path = absolute_path(options.filename);
   remove_dead_temporaries(path);
@@ -428,8 +444,8 @@ std::string to_bytes(const TensorDict& td) {
     const ConsolidatedRoot& root = consolidated_root(td);
     return pack(root.storage(), root.metadata());
   }
-  auto [storage, meta] = pack_leaves(td, at::Device(at::kCPU));
-  return pack(storage, meta);
+  const PackedTree packed = pack_leaves(td, at::Device(at::kCPU));
+  return pack(packed.storage, packed.meta);
 }
 
 TensorDict from_bytes(std::string_view bytes) {

@@ -52,7 +52,13 @@ bool LeafFlats::collect(const json::Value& meta, std::vector<Leaf>& leaves) {
 
 LeafFlats::LeafFlats(const at::Tensor& storage, const json::Value& meta) {
   std::vector<Leaf> leaves;
-  if (!collect(meta, leaves) || leaves.size() < 2) return;
+  if (collect(meta, leaves)) lay_out(storage, std::move(leaves));
+}
+
+LeafFlats::LeafFlats(const at::Tensor& storage, std::vector<Leaf> leaves) { lay_out(storage, std::move(leaves)); }
+
+void LeafFlats::lay_out(const at::Tensor& storage, std::vector<Leaf> leaves) {
+  if (leaves.size() < 2) return;
   const int64_t total = storage.numel();
   if (storage.dim() != 1 || storage.storage_offset() != 0 || !storage.is_contiguous() ||
       storage.scalar_type() != at::kByte)

@@ -3,6 +3,7 @@
 // level's own fields (the rest are nested levels), and the typed views of the storage its leaves
 // are made from.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,14 @@ class LeafFlats {
   /// an entry is malformed (the reader then names it), leaves overlap, or the runs would be more
   /// than half as many as the leaves (one kernel a leaf is then as fast).
   LeafFlats(const at::Tensor& storage, const json::Value& meta);
+  /// Where one leaf lies: bytes [start, start + bytes) of `dtype`.
+  struct Leaf {
+    int64_t start, bytes;
+    at::ScalarType dtype;
+    uint32_t flat = 0;
+  };
+  /// The same from the leaves' places, as consolidate() laid them out (no metadata read back).
+  LeafFlats(const at::Tensor& storage, std::vector<Leaf> leaves);
   bool empty() const { return flats_.empty(); }
   /// Every flat, in storage order: each level lists them all (LevelBuilder::list_flats).
   c10::ArrayRef<at::Tensor> all() const { return flats_; }
@@ -45,12 +54,8 @@ class LeafFlats {
   const at::Tensor* find(at::ScalarType dtype, int64_t start, int64_t bytes) const;
 
  private:
-  struct Leaf {
-    int64_t start, bytes;
-    at::ScalarType dtype;
-    uint32_t flat;
-  };
   static bool collect(const json::Value& meta, std::vector<Leaf>& leaves);
+  void lay_out(const at::Tensor& storage, std::vector<Leaf> leaves);
 
   std::vector<at::Tensor> flats_;
   std::vector<Leaf> leaves_;  // sorted by (start, bytes, dtype)
