@@ -195,7 +195,7 @@ TensorDict rebuild_views(const at::Tensor& storage, const json::Value& meta, std
   auto root = c10::make_intrusive<ConsolidatedRoot>(batch, device, storage, meta);
   root->set_dim_names(level_names(meta, batch.size()));
   const LeafFlats flats(storage, meta);
-  LevelBuilder table(batch, device);
+  LevelBuilder table(batch, device, consolidated::entry_count(meta));
   if (!flats.empty()) {
     table.mark_packed_result();
     table.list_flats(flats.all(), !flats.tiles());

@@ -47,6 +47,18 @@ TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const 
 
 }  // namespace
 
+size_t entry_count(const json::Value& meta) {
+  size_t n = 0;
+  for (const auto& [key, value] : meta.as_object()) {
+    if (!is_metadata_field(key)) {
+      ++n;
+    } else if ((key == "leaves" || key == "non_tensors") && value.is_object()) {
+      n += value.as_object().size();
+    }
+  }
+  return n;
+}
+
 const std::string& level_class(const json::Value& meta, const std::string& source) {
   if (!meta.is_object()) bad_metadata(source, "a level is not an object");
   const json::Value* cls = meta.find("cls");
@@ -173,7 +185,7 @@ TensorDict build_level(const at::Tensor& storage, const LeafFlats* flats, const 
                        std::optional<at::Device> device, const std::string& source) {
   if (level_class(meta, source) == kLazyClass) return build_lazy_stack(storage, meta, device, source);
   const std::vector<int64_t> batch = level_batch(meta, source);
-  LevelBuilder child(batch, device);
+  LevelBuilder child(batch, device, entry_count(meta));
   if (flats != nullptr) {
     child.mark_packed_result();
     child.list_flats(flats->all(), !flats->tiles());

@@ -28,6 +28,9 @@ std::vector<int64_t> level_batch(const json::Value& meta, const std::string& sou
 /// The level's batch-dim names from cls_metadata.names (Python writes one string or null per
 /// dim); empty when there are none or the list does not fit the batch.
 DimNames level_names(const json::Value& meta, size_t batch_dims);
+/// How many entries a level of the metadata (an object) lists: its leaves, non-tensor data and
+/// nested levels, what a builder reserves for.
+size_t entry_count(const json::Value& meta);
 /// Adds one level's entries, whose leaves view `storage`, to `out` (the root's table or a nested
 /// level). With `flats` the leaves are made when read (Note [Lazy leaves]).
 void fill_level(LevelBuilder& out, const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
