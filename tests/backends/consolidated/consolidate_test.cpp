@@ -395,3 +395,22 @@ TEST_CASE("leaves aligned to their element, not to 8 bytes, load (Python's layou
   REQUIRE_THROWS_AS(from_bytes(with_storage_and_meta(storage, replaced(text, R"([3],12,24,0])", R"([3],10,22,0])"))),
                     StorageError);
 }
+
+TEST_CASE("what consolidate cannot store raises naming the key path", "[consolidate][errors]") {
+  // A dtype with no stored form, two levels down.
+  TensorDict quantized({{"n", {{"m", {{"q", at::quantize_per_tensor(at::ones({2}), 0.1, 0, at::kQInt8)}}}}}}, {2});
+  REQUIRE_THROWS_AS(consolidate(quantized), NotImplementedError);
+  REQUIRE_THROWS_WITH(consolidate(quantized), Catch::Contains("the dtype torch.qint8 of ('n', 'm', 'q') cannot be stored"));
+  // A non-tensor stack (one value per row) in a nested level.
+  TensorDict stacked({{"n", {{"x", at::ones({2})}}}}, {2});
+  const NonTensorData rows =
+      NonTensorData::stack({NonTensorData(json::Value("a")), NonTensorData(json::Value("b"))}, 0, {});
+  REQUIRE(rows.is_stack());
+  stacked.set(NestedKey({"n", "s"}), EntryInit(rows));
+  REQUIRE_THROWS_AS(consolidate(stacked), NotImplementedError);
+  REQUIRE_THROWS_WITH(consolidate(stacked), Catch::Contains("the non-tensor stack at ('n', 's') is not supported"));
+  // A nested level named as a field of a level's metadata.
+  TensorDict clash({{"n", {{"leaves", {{"x", at::ones({2})}}}}}}, {2});
+  REQUIRE_THROWS_AS(consolidate(clash), ValueError);
+  REQUIRE_THROWS_WITH(consolidate(clash), Catch::Contains("the sub-tensordict key ('n', 'leaves') collides"));
+}
