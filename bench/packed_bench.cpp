@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,7 @@ struct Packed {
   // *_fresh rows; same_fresh and same_fresh2 are equal and never written (eq_all_fresh).
   TensorDict fresh, fresh2, same_fresh, same_fresh2;
   TensorDict plain;   // the tree the others are consolidated from: 30 leaves, 30 storages
+  std::string bytes;  // to_bytes(fresh): what from_bytes reads (a message, or a file read whole)
   std::vector<at::Tensor> plain_leaves;
   TensorDict plain_w;  // a copy of plain that zero_ writes, and its leaves
   std::vector<at::Tensor> plain_w_leaves;
@@ -81,6 +83,7 @@ struct Packed {
     same_unread2 = same2 * 1.0;
     fresh = tensordict::consolidate(plain);
     fresh2 = tensordict::consolidate(plain.clone());
+    bytes = tensordict::to_bytes(fresh);
     same_fresh = tensordict::consolidate(plain.clone());
     same_fresh2 = tensordict::consolidate(plain.clone());
     written = tensordict::consolidate(plain).clone();
@@ -513,6 +516,24 @@ void register_all() {
       at += t.numel();
     }
     DoNotOptimize(storage);
+  });
+  // from_bytes() of F's bytes, against the bytes copied into one storage and each leaf viewed
+  // where a layout known by hand puts it (no metadata read, no tree built).
+  reg("cpp/from_bytes", [](Packed& p) { DoNotOptimize(tensordict::from_bytes(p.bytes)); });
+  reg("floor/from_bytes", [](Packed& p) {
+    int64_t total = 0;
+    for (const at::Tensor& t : p.plain_leaves) total += t.numel() * static_cast<int64_t>(t.element_size());
+    at::Tensor storage = at::empty({total}, at::kByte);
+    std::memcpy(storage.data_ptr(), p.bytes.data(), static_cast<size_t>(total));
+    std::vector<at::Tensor> views;
+    views.reserve(p.plain_leaves.size());
+    int64_t at = 0;
+    for (const at::Tensor& t : p.plain_leaves) {
+      const int64_t n = t.numel() * static_cast<int64_t>(t.element_size());
+      views.push_back(storage.narrow(0, at, n).view(t.scalar_type()).view(t.sizes()));
+      at += n;
+    }
+    DoNotOptimize(views);
   });
   // zero_() of a tree never consolidated (30 storages): per leaf.
   reg("cpp/zero__plain", [](Packed& p) { p.plain_w.zero_(); });
