@@ -1,5 +1,10 @@
 // Unit tests of json::Value: the value type of non-tensor entries and of stored meta.json files.
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -94,6 +99,55 @@ TEST_CASE("object key order is kept through parse and dump", "[json]") {
   // A duplicated key keeps the last value at the first position, like Python's json.loads.
   Value dup = json::parse(R"({"a":1,"b":2,"a":3})");
   CHECK((dup.dump() == R"({"a":3,"b":2})"));
+}
+
+TEST_CASE("duplicated keys keep the last value at the first position, in objects of any size", "[json]") {
+  // Against a model of Python's json.loads: objects of up to 200 keys (past the size where the
+  // parser stops scanning and hashes the keys), keys drawn from pools small enough to repeat.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    const int pool = 1 + static_cast<int>(rng() % 120);
+    const int count = static_cast<int>(rng() % 201);
+    std::vector<std::pair<std::string, int64_t>> model;
+    std::string text = "{";
+    for (int i = 0; i < count; ++i) {
+      const std::string key = "k" + std::to_string(rng() % pool);
+      const int64_t value = i;
+      text += (i ? "," : "") + std::string("\"") + key + "\":" + std::to_string(value);
+      auto it = std::find_if(model.begin(), model.end(), [&](const auto& kv) { return kv.first == key; });
+      if (it != model.end()) {
+        it->second = value;
+      } else {
+        model.emplace_back(key, value);
+      }
+    }
+    text += "}";
+    const Value v = json::parse(text);
+    const auto& obj = v.as_object();
+    REQUIRE(obj.size() == model.size());
+    for (size_t i = 0; i < model.size(); ++i) {
+      REQUIRE(obj[i].first == model[i].first);
+      REQUIRE(obj[i].second.as_int() == model[i].second);
+    }
+  }
+}
+
+TEST_CASE("nested arrays of every length parse to their elements in order", "[json]") {
+  const std::string text = R"([[1,[2,3]],[],[4,[5,[6]],[[]]],"s",[true,null,[1.5,[-2]]],{"a":[7,8],"b":[]},9])";
+  const Value v = json::parse(text);
+  CHECK(v.dump() == text);
+  REQUIRE(v.as_array().size() == 7);
+  CHECK(v.as_array()[2].as_array()[1].as_array()[1].as_array()[0].as_int() == 6);
+  CHECK(v.as_array()[5].find("a")->as_array()[1].as_int() == 8);
+  // A long array, and one inside a long array.
+  std::string long_text = "[";
+  for (int i = 0; i < 1000; ++i) long_text += (i ? "," : "") + (i % 100 == 0 ? "[" + std::to_string(i) + ",[]]" : std::to_string(i));
+  long_text += "]";
+  const Value w = json::parse(long_text);
+  REQUIRE(w.as_array().size() == 1000);
+  CHECK(w.as_array()[999].as_int() == 999);
+  CHECK(w.as_array()[300].as_array()[0].as_int() == 300);
+  CHECK(w.dump() == long_text);
 }
 
 TEST_CASE("python_str and python_repr print what Python prints", "[json]") {

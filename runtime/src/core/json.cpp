@@ -3,8 +3,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <ostream>
+#include <string_view>
+#include <unordered_set>
 
 #include <tensordict/errors.h>
 
@@ -297,6 +300,19 @@ std::ostream& operator<<(std::ostream& os, const Value& value) { return os << va
 
 namespace {
 
+// Positions of an object's entries, hashed and compared by their keys (positions stay valid as
+// the object grows; views of its keys would not).
+struct KeyHash {
+  const Object* obj;
+  size_t operator()(size_t i) const { return std::hash<std::string_view>()((*obj)[i].first); }
+};
+struct KeyEquals {
+  const Object* obj;
+  bool operator()(size_t a, size_t b) const { return (*obj)[a].first == (*obj)[b].first; }
+};
+using KeyPositions = std::unordered_set<size_t, KeyHash, KeyEquals>;
+constexpr size_t kScannedKeys = 16;
+
 class Parser {
  public:
   Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {}
@@ -349,9 +365,34 @@ class Parser {
     fail(std::string("unexpected character '") + c + "'");
   }
 
+  // Python keeps the last of duplicated keys, at the position of the first: the entry just added
+  // to `obj` moves its value there. A small object is scanned; a large one keeps the positions
+  // of its keys in `seen` (a scan per key made an object of n keys cost n^2 / 2 compares: 0.3 s
+  // for 20,000 keys).
+  static void keep_last_of_duplicates(Object& obj, KeyPositions& seen) {
+    const size_t last = obj.size() - 1;
+    if (obj.size() <= kScannedKeys) {
+      for (size_t i = 0; i < last; ++i) {
+        if (obj[i].first == obj[last].first) return move_back_to(obj, i);
+      }
+      return;
+    }
+    if (seen.empty()) {
+      seen.reserve(2 * kScannedKeys);
+      for (size_t i = 0; i < last; ++i) seen.insert(i);  // distinct: kept so while scanned
+    }
+    const auto [at, added] = seen.insert(last);
+    if (!added) move_back_to(obj, *at);
+  }
+  static void move_back_to(Object& obj, size_t i) {
+    obj[i].second = std::move(obj.back().second);
+    obj.pop_back();
+  }
+
   Value parse_object(int depth) {
     ++pos_;  // {
     Object obj;
+    KeyPositions seen(0, KeyHash{&obj}, KeyEquals{&obj});
     skip_ws();
     if (pos_ < text_.size() && text_[pos_] == '}') {
       ++pos_;
@@ -365,13 +406,8 @@ class Parser {
       if (pos_ >= text_.size() || text_[pos_] != ':') fail("expected ':'");
       ++pos_;
       skip_ws();
-      Value v = parse_value(depth + 1);
-      // Python keeps the last of duplicated keys, at the position of the first.
-      bool replaced = false;
-      for (auto& kv : obj) {
-        if (kv.first == key) { kv.second = std::move(v); replaced = true; break; }
-      }
-      if (!replaced) obj.emplace_back(std::move(key), std::move(v));
+      obj.emplace_back(std::move(key), parse_value(depth + 1));
+      keep_last_of_duplicates(obj, seen);
       skip_ws();
       if (pos_ >= text_.size()) fail("unexpected end of input in object");
       if (text_[pos_] == ',') { ++pos_; continue; }
@@ -383,21 +419,27 @@ class Parser {
 
   Value parse_array(int depth) {
     ++pos_;  // [
-    Array arr;
     skip_ws();
     if (pos_ < text_.size() && text_[pos_] == ']') {
       ++pos_;
-      return Value(std::move(arr));
+      return Value(Array());
     }
+    // The elements wait on a stack shared by the nesting levels, then move into an array of
+    // their number: one allocation an array, where growing it took up to four for a leaf's spec.
+    const size_t base = pending_.size();
     while (true) {
       skip_ws();
-      arr.push_back(parse_value(depth + 1));
+      Value element = parse_value(depth + 1);
+      pending_.push_back(std::move(element));
       skip_ws();
       if (pos_ >= text_.size()) fail("unexpected end of input in array");
       if (text_[pos_] == ',') { ++pos_; continue; }
       if (text_[pos_] == ']') { ++pos_; break; }
       fail("expected ',' or ']'");
     }
+    Array arr(std::make_move_iterator(pending_.begin() + static_cast<std::ptrdiff_t>(base)),
+              std::make_move_iterator(pending_.end()));
+    pending_.resize(base);
     return Value(std::move(arr));
   }
 
@@ -514,6 +556,7 @@ class Parser {
   std::string_view text_;
   std::string source_;
   size_t pos_ = 0;
+  std::vector<Value> pending_;  // elements of the arrays being parsed (parse_array)
 };
 
 }  // namespace
