@@ -187,6 +187,15 @@ TEST_CASE("parse errors name the source, line and column", "[json][errors]") {
   REQUIRE_THROWS_WITH(json::parse("\"\\u12G4\""), Catch::Contains("bad hex digit"));
   REQUIRE_THROWS_WITH(json::parse("1 2"), Catch::Contains("1:3") && Catch::Contains("trailing characters"));
   REQUIRE_THROWS_WITH(json::parse("1.2.3"), Catch::Contains("bad number"));
+  // A minus sign starts a number unless -Infinity follows; what is neither is a bad number.
+  for (const char* bad : {"-", "[-]", "-Inf", "-Infinit", "-x", "[1,-]"})
+    REQUIRE_THROWS_WITH(json::parse(bad), Catch::Contains("bad number"));
+  REQUIRE_THROWS_WITH(json::parse("nul"), Catch::Contains("unexpected character 'n'"));
+  REQUIRE_THROWS_WITH(json::parse("Inf"), Catch::Contains("unexpected character 'I'"));
+  CHECK(json::parse("-0").as_int() == 0);
+  CHECK(json::parse("-12").as_int() == -12);
+  CHECK(json::parse("-2.5e1").as_double() == -25.0);
+  CHECK(json::parse("[-Infinity,-1]").dump(/*allow_nan=*/true) == "[-Infinity,-1]");
   REQUIRE_THROWS_WITH(json::parse(""), Catch::Contains("end of input"));
   REQUIRE_THROWS_WITH(json::parse("\"a\nb\""), Catch::Contains("control character"));
   REQUIRE_THROWS_WITH(json::parse(std::string(600, '[')), Catch::Contains("nesting too deep"));

@@ -355,13 +355,16 @@ class Parser {
     if (c == '{') return parse_object(depth);
     if (c == '[') return parse_array(depth);
     if (c == '"') return Value(parse_string());
+    // Numbers first (most values of stored metadata), without trying each word on them.
+    if ((c >= '0' && c <= '9') || (c == '-' && !(pos_ + 1 < text_.size() && text_[pos_ + 1] == 'I')))
+      return parse_number();
     if (consume("true")) return Value(true);
     if (consume("false")) return Value(false);
     if (consume("null")) return Value();
     if (consume("NaN")) return Value(std::numeric_limits<double>::quiet_NaN());
     if (consume("Infinity")) return Value(std::numeric_limits<double>::infinity());
     if (consume("-Infinity")) return Value(-std::numeric_limits<double>::infinity());
-    if (c == '-' || (c >= '0' && c <= '9')) return parse_number();
+    if (c == '-') return parse_number();  // "-I..." that is not -Infinity: named a bad number
     fail(std::string("unexpected character '") + c + "'");
   }
 
@@ -372,8 +375,13 @@ class Parser {
   static void keep_last_of_duplicates(Object& obj, KeyPositions& seen) {
     const size_t last = obj.size() - 1;
     if (obj.size() <= kScannedKeys) {
+      const std::string& key = obj[last].first;
       for (size_t i = 0; i < last; ++i) {
-        if (obj[i].first == obj[last].first) return move_back_to(obj, i);
+        // Lengths and last bytes first: numbered keys ("x0", "x1", ...) differ there, and the
+        // full compare is a call to memcmp.
+        const std::string& other = obj[i].first;
+        if (other.size() == key.size() && (key.empty() || other.back() == key.back()) && other == key)
+          return move_back_to(obj, i);
       }
       return;
     }
