@@ -1,6 +1,6 @@
 // How per-key operations scale with the size of a level: the cost per key of get, set of a new
 // key, erase (from the end and from the front), pop, rename_key_, select_ and exclude_ on one
-// level of N = 1k, 10k and 100k keys. Each op is measured through tensordict-cpp ("cpp/<op>") and
+// level of N = 1k, 10k and 100k keys, and load_memmap of a stored level of N (empty) leaves. Each op is measured through tensordict-cpp ("cpp/<op>") and
 // through the hand-written floor a C++ user would write without tensordict ("floor/<op>"): a
 // std::unordered_map from key to tensor plus a std::vector of keys for the order, with the same
 // work per key. scripts/bench.sh prints the cost per key at every N, its growth from 1k to 100k
@@ -12,10 +12,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
@@ -234,6 +239,76 @@ void floor_exclude_(benchmark::State& state) {
   });
 }
 
+// ---- load: a stored level's metadata read back --------------------------------------------------
+
+// A memmap directory whose one level holds n empty leaves: no data files, only its meta.json (n
+// entries), so a load's cost is the metadata's. Made once per n, removed at exit.
+class LoadDirs {
+ public:
+  const std::string& dir_for(int64_t n) {
+    std::string& dir = dirs_[n];
+    if (dir.empty()) {
+      dir = (std::filesystem::temp_directory_path() /
+             ("td_scaling_load_" + std::to_string(::getpid()) + "_" + std::to_string(n)))
+                .string();
+      TensorDict td;
+      for (const auto& k : keys_for(n)) td.set(k, at::empty({0}));
+      tensordict::memmap(td, dir);
+    }
+    return dir;
+  }
+  ~LoadDirs() {
+    std::error_code ignored;
+    for (const auto& [n, dir] : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+
+ private:
+  std::unordered_map<int64_t, std::string> dirs_;
+};
+LoadDirs& load_dirs() {
+  static LoadDirs dirs;
+  return dirs;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// load_memmap of the level: its meta.json read and parsed, the level built. (Per key: the
+// parse of a JSON object once scanned every earlier key for a duplicate, quadratic in n.)
+void cpp_load(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const std::string& dir = load_dirs().dir_for(n);
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    TensorDict td = tensordict::load_memmap(dir);
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    benchmark::DoNotOptimize(td);
+  }
+  state.counters["keys"] = static_cast<double>(n);
+}
+// By hand, knowing the keys: the same meta.json read, and the floor's dict of the n keys built
+// with an empty tensor each (no metadata parsed: a lower bound, not the same work).
+void floor_load(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const std::string meta = load_dirs().dir_for(n) + "/meta.json";
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    Floor f;
+    const std::string text = read_file(meta);
+    f.map.reserve(static_cast<size_t>(n));
+    for (const auto& k : keys_for(n)) {
+      f.map.emplace(k, at::empty({0}));
+      f.order.push_back(k);
+    }
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    benchmark::DoNotOptimize(text);
+    benchmark::DoNotOptimize(f);
+  }
+  state.counters["keys"] = static_cast<double>(n);
+}
+
 void configure(benchmark::internal::Benchmark* b) {
   b->Arg(1000)->Arg(10000)->Arg(100000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
@@ -251,4 +326,5 @@ TENSORDICT_SCALING_BENCH(pop)
 TENSORDICT_SCALING_BENCH(rename)
 TENSORDICT_SCALING_BENCH(select_)
 TENSORDICT_SCALING_BENCH(exclude_)
+TENSORDICT_SCALING_BENCH(load)
 #undef TENSORDICT_SCALING_BENCH

@@ -300,8 +300,8 @@ std::ostream& operator<<(std::ostream& os, const Value& value) { return os << va
 
 namespace {
 
-// Positions of an object's entries, hashed and compared by their keys (positions stay valid as
-// the object grows; views of its keys would not).
+// Positions of an object's members in the parser's stack of them, hashed and compared by their
+// keys (positions stay valid as the stack grows; views of its keys would not).
 struct KeyHash {
   const Object* obj;
   size_t operator()(size_t i) const { return std::hash<std::string_view>()((*obj)[i].first); }
@@ -368,44 +368,46 @@ class Parser {
     fail(std::string("unexpected character '") + c + "'");
   }
 
-  // Python keeps the last of duplicated keys, at the position of the first: the entry just added
-  // to `obj` moves its value there. A small object is scanned; a large one keeps the positions
-  // of its keys in `seen` (a scan per key made an object of n keys cost n^2 / 2 compares: 0.3 s
-  // for 20,000 keys).
-  static void keep_last_of_duplicates(Object& obj, KeyPositions& seen) {
-    const size_t last = obj.size() - 1;
-    if (obj.size() <= kScannedKeys) {
-      const std::string& key = obj[last].first;
-      for (size_t i = 0; i < last; ++i) {
+  // Python keeps the last of duplicated keys, at the position of the first: the member just
+  // added (the last of members_, its object's from `base`) moves its value there. A small object
+  // is scanned; a large one keeps the positions of its keys in `seen` (a scan per key made an
+  // object of n keys cost n^2 / 2 compares: 0.3 s for 20,000 keys).
+  void keep_last_of_duplicates(size_t base, KeyPositions& seen) {
+    const size_t last = members_.size() - 1;
+    if (last - base < kScannedKeys) {
+      const std::string& key = members_[last].first;
+      for (size_t i = base; i < last; ++i) {
         // Lengths and last bytes first: numbered keys ("x0", "x1", ...) differ there, and the
         // full compare is a call to memcmp.
-        const std::string& other = obj[i].first;
+        const std::string& other = members_[i].first;
         if (other.size() == key.size() && (key.empty() || other.back() == key.back()) && other == key)
-          return move_back_to(obj, i);
+          return move_back_to(i);
       }
       return;
     }
     if (seen.empty()) {
       seen.reserve(2 * kScannedKeys);
-      for (size_t i = 0; i < last; ++i) seen.insert(i);  // distinct: kept so while scanned
+      for (size_t i = base; i < last; ++i) seen.insert(i);  // distinct: kept so while scanned
     }
     const auto [at, added] = seen.insert(last);
-    if (!added) move_back_to(obj, *at);
+    if (!added) move_back_to(*at);
   }
-  static void move_back_to(Object& obj, size_t i) {
-    obj[i].second = std::move(obj.back().second);
-    obj.pop_back();
+  void move_back_to(size_t i) {
+    members_[i].second = std::move(members_.back().second);
+    members_.pop_back();
   }
 
   Value parse_object(int depth) {
     ++pos_;  // {
-    Object obj;
-    KeyPositions seen(0, KeyHash{&obj}, KeyEquals{&obj});
     skip_ws();
     if (pos_ < text_.size() && text_[pos_] == '}') {
       ++pos_;
-      return Value(std::move(obj));
+      return Value(Object());
     }
+    // The members wait on a stack shared by the nesting levels (as parse_array's elements do),
+    // then move into an object of their number: one allocation an object.
+    const size_t base = members_.size();
+    KeyPositions seen(0, KeyHash{&members_}, KeyEquals{&members_});
     while (true) {
       skip_ws();
       if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a string key");
@@ -414,14 +416,18 @@ class Parser {
       if (pos_ >= text_.size() || text_[pos_] != ':') fail("expected ':'");
       ++pos_;
       skip_ws();
-      obj.emplace_back(std::move(key), parse_value(depth + 1));
-      keep_last_of_duplicates(obj, seen);
+      Value value = parse_value(depth + 1);
+      members_.emplace_back(std::move(key), std::move(value));
+      keep_last_of_duplicates(base, seen);
       skip_ws();
       if (pos_ >= text_.size()) fail("unexpected end of input in object");
       if (text_[pos_] == ',') { ++pos_; continue; }
       if (text_[pos_] == '}') { ++pos_; break; }
       fail("expected ',' or '}'");
     }
+    Object obj(std::make_move_iterator(members_.begin() + static_cast<std::ptrdiff_t>(base)),
+               std::make_move_iterator(members_.end()));
+    members_.resize(base);
     return Value(std::move(obj));
   }
 
@@ -487,14 +493,18 @@ class Parser {
     ++pos_;  // "
     std::string out;
     while (true) {
+      // A run of plain characters is appended at once (a string without escapes is one run).
+      const size_t run = pos_;
+      while (pos_ < text_.size()) {
+        const auto p = static_cast<unsigned char>(text_[pos_]);
+        if (p == '"' || p == '\\' || p < 0x20) break;
+        ++pos_;
+      }
+      out.append(text_.data() + run, pos_ - run);
       if (pos_ >= text_.size()) fail("unterminated string");
       char c = text_[pos_++];
       if (c == '"') break;
       if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
       if (pos_ >= text_.size()) fail("unterminated escape");
       char e = text_[pos_++];
       switch (e) {
@@ -565,6 +575,7 @@ class Parser {
   std::string source_;
   size_t pos_ = 0;
   std::vector<Value> pending_;  // elements of the arrays being parsed (parse_array)
+  Object members_;              // members of the objects being parsed (parse_object)
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <tensordict/dtype.h>
 #include <tensordict/entry.h>
 #include <tensordict/errors.h>
+#include <tensordict/function_ref.h>
 
 #include "backends/lazy_stack/lazy_stack_impl.h"
 #include "backends/memmap/format.h"
@@ -53,14 +54,16 @@ class Loader {
   }
 
  private:
+  // `field` names the list in an error only (made then: this runs once per leaf).
   static std::vector<int64_t> read_shape(const json::Value* v, const std::string& meta_path,
-                                         const std::string& field) {
-    TD_CHECK(v && v->is_array(), StorageError, meta_path, ": malformed meta.json: ", field,
+                                         FunctionRef<std::string()> field) {
+    TD_CHECK(v && v->is_array(), StorageError, meta_path, ": malformed meta.json: ", field(),
              " must be a list of sizes");
     std::vector<int64_t> shape;
+    shape.reserve(v->as_array().size());
     for (const auto& s : v->as_array()) {
       TD_CHECK(s.is_int() && s.as_int() >= 0, StorageError, meta_path, ": malformed meta.json: ",
-               field, " holds ", s.dump(true), ", not a non-negative integer size");
+               field(), " holds ", s.dump(true), ", not a non-negative integer size");
       shape.push_back(s.as_int());
     }
     return shape;
@@ -83,7 +86,7 @@ class Loader {
   }
 
   Entry load_tensordict(const std::string& dir, const std::string& meta_path, const json::Value& meta) {
-    std::vector<int64_t> batch = read_shape(meta.find("shape"), meta_path, "\"shape\"");
+    std::vector<int64_t> batch = read_shape(meta.find("shape"), meta_path, [] { return std::string("\"shape\""); });
     std::optional<at::Device> device;
     if (const json::Value* d = meta.find("device")) {
       // Data is always on the CPU; "None" (older saves) means no device.
@@ -132,27 +135,33 @@ class Loader {
 
   at::Tensor load_leaf(const std::string& dir, const std::string& meta_path, const std::string& key,
                        const json::Value& entry, c10::IntArrayRef batch) {
-    const std::string what = "leaf " + NestedKey(key).repr();
+    // Only an error names the leaf, so its name is made then (a level may hold 100k leaves).
+    auto what = [&key] { return "leaf " + NestedKey(key).repr(); };
     const json::Value* dtype_v = entry.find("dtype");
     TD_CHECK(dtype_v && dtype_v->is_string(), StorageError, meta_path, ": malformed meta.json: ",
-             what, " has no \"dtype\" string");
+             what(), " has no \"dtype\" string");
     std::optional<at::ScalarType> dtype = dtype_from_torch_name(dtype_v->as_string());
     TD_CHECK(dtype.has_value(), StorageError, meta_path, ": unknown dtype ",
-             json::Value(dtype_v->as_string()).dump(), " for ", what,
+             json::Value(dtype_v->as_string()).dump(), " for ", what(),
              " (known: torch.bool, torch.uint8, torch.int8..int64, torch.float16/32/64, "
              "torch.bfloat16, torch.complex32/64/128)");
-    std::vector<int64_t> shape = read_shape(entry.find("shape"), meta_path, what + " \"shape\"");
+    std::vector<int64_t> shape = read_shape(entry.find("shape"), meta_path, [&] { return what() + " \"shape\""; });
     if (const json::Value* nested = entry.find("is_nested")) {
-      TD_CHECK(!(nested->is_bool() && nested->as_bool()), StorageError, meta_path, ": ", what,
+      TD_CHECK(!(nested->is_bool() && nested->as_bool()), StorageError, meta_path, ": ", what(),
                " is a nested (jagged) tensor, which the C++ loader does not support");
     }
     TD_CHECK(shape.size() >= batch.size() && c10::IntArrayRef(shape).slice(0, batch.size()) == batch,
-             StorageError, meta_path, ": ", what, " has shape ", detail::size_str(shape),
+             StorageError, meta_path, ": ", what(), " has shape ", detail::size_str(shape),
              ", which does not start with the batch size ", detail::size_str(batch));
+    // The byte count, its overflow raised by shape_nbytes naming the leaf.
+    int64_t nbytes = static_cast<int64_t>(c10::elementSize(*dtype));
+    bool overflow = false;
+    for (int64_t size : shape) overflow |= __builtin_mul_overflow(nbytes, size, &nbytes);
+    if (overflow) shape_nbytes(shape, *dtype, meta_path + ": " + what());
+    // An empty leaf has no file (none is looked for).
+    if (nbytes == 0) return at::empty(shape, at::TensorOptions().dtype(*dtype));
     const std::string path = resolve(dir, key, ".memmap", /*collection=*/false);
-    if (shape_nbytes(shape, *dtype, meta_path + ": " + what) == 0)
-      return at::empty(shape, at::TensorOptions().dtype(*dtype));
-    TD_CHECK(path_exists(path), StorageError, path, ": file is missing for ", what, " of shape ",
+    TD_CHECK(path_exists(path), StorageError, path, ": file is missing for ", what(), " of shape ",
              detail::size_str(shape), " listed in ", meta_path);
     refuse_symlink(path);
     return map_file(path, *dtype, shape, options_.writable);
