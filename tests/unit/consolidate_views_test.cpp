@@ -15,6 +15,7 @@
 #include "backends/consolidated/rebuild.h"
 #include "backends/in_memory/lazy_leaves.h"
 #include "backends/in_memory/tensor_dict_impl.h"
+#include "support/same_view.h"
 
 using namespace tensordict;
 
@@ -75,16 +76,8 @@ void same_tree(const TensorDict& a, const TensorDict& b, const std::string& wher
     if (ea.is_tensor() && stacked) {
       CHECK(at::equal(ea.tensor(), eb.tensor()));  // a lazy stack's read is a new tensor
     } else if (ea.is_tensor()) {
-      const at::Tensor& ta = ea.tensor();
-      const at::Tensor& tb = eb.tensor();
       INFO("leaf " << key.repr());
-      CHECK(ta.data_ptr() == tb.data_ptr());
-      CHECK(ta.sizes() == tb.sizes());
-      CHECK(ta.strides() == tb.strides());
-      CHECK(ta.scalar_type() == tb.scalar_type());
-      CHECK(ta.storage_offset() == tb.storage_offset());
-      CHECK(ta.is_view() == tb.is_view());
-      CHECK(ta.requires_grad() == tb.requires_grad());
+      testing_support::check_same_view(ea.tensor(), eb.tensor());
     } else if (ea.is_non_tensor()) {
       CHECK(ea.non_tensor().value() == eb.non_tensor().value());
     } else if (ea.is_tensordict()) {

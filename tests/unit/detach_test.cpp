@@ -6,6 +6,7 @@
 #include "support/catch_torch.h"
 #include "support/packed_fixtures.h"
 #include "support/runs_fixtures.h"
+#include "support/same_view.h"
 
 #include <string>
 #include <thread>
@@ -56,14 +57,8 @@ void require_detached_per_leaf(const TensorDict& out, const TensorDict& td) {
   for (const NestedKey& k : keys) {
     INFO(k.repr());
     const at::Tensor got = out.get(k), leaf = td.get(k), expected = leaf.detach();
-    CHECK(got.data_ptr() == expected.data_ptr());
-    CHECK(got.sizes() == expected.sizes());
-    CHECK(got.strides() == expected.strides());
-    CHECK(got.dtype() == expected.dtype());
-    CHECK(got.requires_grad() == expected.requires_grad());
-    CHECK(got.is_view() == expected.is_view());
+    testing_support::check_same_view(got, expected);
     CHECK(got.is_leaf() == expected.is_leaf());
-    CHECK(got.storage_offset() == expected.storage_offset());
     CHECK(got.key_set() == expected.key_set());
     CHECK(got.has_names() == expected.has_names());
     if (expected.has_names()) CHECK(got.names() == expected.names());
