@@ -414,3 +414,41 @@ TEST_CASE("what consolidate cannot store raises naming the key path", "[consolid
   REQUIRE_THROWS_AS(consolidate(clash), ValueError);
   REQUIRE_THROWS_WITH(consolidate(clash), Catch::Contains("the sub-tensordict key ('n', 'leaves') collides"));
 }
+
+TEST_CASE("a lazy stack's members are its children 0..n-1, in any order, each number once", "[consolidate][lazy][errors]") {
+  // Many members: each reads back at its index (the reader finds them in one pass).
+  std::vector<TensorDict> members;
+  for (int i = 0; i < 300; ++i) members.push_back(TensorDict({{"i", at::full({1}, i, at::kLong)}}, {}));
+  const TensorDict big = LazyStackedTensorDict(members, 0);
+  const TensorDict back = from_bytes(to_bytes(big));
+  CHECK(at::equal(back.get("i"), at::arange(300, at::kLong).view({300, 1})));
+  const TensorDict c = consolidate(big);
+  CHECK(at::equal(c.get("i"), at::arange(300, at::kLong).view({300, 1})));
+
+  TensorDict three = LazyStackedTensorDict(
+      {TensorDict({{"x", at::zeros({1})}}, {}), TensorDict({{"x", at::ones({1})}}, {}),
+       TensorDict({{"x", at::full({1}, 2.0f)}}, {})},
+      0);
+  const std::string good = to_bytes(three);
+  const std::string text = metadata_of(good).dump();
+  const std::string storage = storage_of(good);
+  // Listed in another order, the members still read back by number.
+  const json::Value meta = json::parse(text);
+  json::Object reordered;
+  for (const char* key : {"cls", "non_tensors", "leaves", "cls_metadata", "2", "0", "1"})
+    reordered.emplace_back(key, *meta.find(key));
+  const TensorDict shuffled = from_bytes(with_storage_and_meta(storage, json::Value(reordered).dump()));
+  CHECK(at::equal(shuffled.get("x"), at::arange(3, at::kFloat).view({3, 1})));
+  // A number written otherwise ("01", "+1", "1.0") or another key is not a member's: the member
+  // it leaves missing is named.
+  for (const char* other : {"01", "+1", "1.0", "one", ""}) {
+    INFO(other);
+    REQUIRE_THROWS_AS(from_bytes(with_storage_and_meta(storage, replaced(text, R"("1":{)", "\"" + std::string(other) + "\":{"))),
+                      StorageError);
+    REQUIRE_THROWS_WITH(from_bytes(with_storage_and_meta(storage, replaced(text, R"("1":{)", "\"" + std::string(other) + "\":{"))),
+                        Catch::Contains("has 3 children but no member \"1\""));
+  }
+  // A number past the last member's.
+  REQUIRE_THROWS_WITH(from_bytes(with_storage_and_meta(storage, replaced(text, R"("2":{)", R"("3":{)"))),
+                      Catch::Contains("has 3 children but no member \"2\""));
+}

@@ -262,12 +262,10 @@ bool level_matches(const TensorDictBase& level, const json::Value& meta, const a
   if (const auto* ls = dynamic_cast<const lazy::LazyStackImpl*>(&level)) {
     const json::Value* dim = cm->find("stack_dim");
     if (cls->as_string() != kLazyClass || !dim || !dim->is_int() || dim->as_int() != ls->stack_dim()) return false;
-    size_t children = 0;
-    for (const auto& field : meta.as_object()) children += is_metadata_field(field.first) ? 0 : 1;
-    if (children != ls->members().size()) return false;
-    for (int64_t i = 0; i < ls->count(); ++i) {
-      const json::Value* member = meta.find(std::to_string(i));
-      if (!member || !level_matches(*ls->members()[i].impl(), *member, storage, untracked)) return false;
+    const std::vector<const json::Value*> members = consolidated::lazy_members(meta);
+    if (members.size() != ls->members().size()) return false;
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (!members[i] || !level_matches(*ls->members()[i].impl(), *members[i], storage, untracked)) return false;
     }
     return true;
   }

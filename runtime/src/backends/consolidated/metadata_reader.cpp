@@ -59,6 +59,24 @@ size_t entry_count(const json::Value& meta) {
   return n;
 }
 
+std::vector<const json::Value*> lazy_members(const json::Value& meta) {
+  size_t children = 0;
+  for (const auto& field : meta.as_object()) children += is_metadata_field(field.first) ? 0 : 1;
+  std::vector<const json::Value*> out(children, nullptr);
+  for (const auto& [key, value] : meta.as_object()) {
+    // "0", "1", ... as std::to_string writes them: no sign, no leading zero.
+    if (is_metadata_field(key) || key.empty() || key.size() > 19 || (key.size() > 1 && key[0] == '0')) continue;
+    size_t i = 0;
+    bool digits = true;
+    for (const char c : key) {
+      digits = digits && c >= '0' && c <= '9';
+      i = i * 10 + static_cast<size_t>(c - '0');
+    }
+    if (digits && i < children) out[i] = &value;  // the parser kept one member a key
+  }
+  return out;
+}
+
 const std::string& level_class(const json::Value& meta, const std::string& source) {
   if (!meta.is_object()) bad_metadata(source, "a level is not an object");
   const json::Value* cls = meta.find("cls");
@@ -162,14 +180,13 @@ TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, 
     if (v && !(v->is_object() && v->as_object().empty()))
       bad_metadata(source, std::string("a LazyStackedTensorDict level has ") + own + " of its own");
   }
-  size_t children = 0;
-  for (const auto& field : meta.as_object()) children += is_metadata_field(field.first) ? 0 : 1;
+  const std::vector<const json::Value*> by_index = lazy_members(meta);
   std::vector<TensorDict> members;
-  for (size_t i = 0; i < children; ++i) {
-    const json::Value* member = meta.find(std::to_string(i));
-    if (!member) bad_metadata(source, "a LazyStackedTensorDict level has " + std::to_string(children) +
-                                          " children but no member \"" + std::to_string(i) + "\"");
-    members.push_back(build_level(storage, nullptr, *member, device, source));
+  members.reserve(by_index.size());
+  for (size_t i = 0; i < by_index.size(); ++i) {
+    if (!by_index[i]) bad_metadata(source, "a LazyStackedTensorDict level has " + std::to_string(by_index.size()) +
+                                               " children but no member \"" + std::to_string(i) + "\"");
+    members.push_back(build_level(storage, nullptr, *by_index[i], device, source));
   }
   TD_CHECK(!members.empty(), StorageError, source, ": a LazyStackedTensorDict level has no members");
   try {

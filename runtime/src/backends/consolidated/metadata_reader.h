@@ -35,6 +35,9 @@ size_t entry_count(const json::Value& meta);
 /// level). With `flats` the leaves are made when read (Note [Lazy leaves]).
 void fill_level(LevelBuilder& out, const at::Tensor& storage, const LeafFlats* flats, const json::Value& meta,
                 std::optional<at::Device> device, const std::string& source);
+/// A lazy stack level's members: `meta`'s children "0", "1", ..., "n-1" (n children), found in
+/// one pass; nullptr where a number is missing (another key takes its place).
+std::vector<const json::Value*> lazy_members(const json::Value& meta);
 /// A lazy stack level: its members are the children "0", "1", ..., "n-1" (Python reads them in
 /// that order); it holds no leaves of its own.
 TensorDict build_lazy_stack(const at::Tensor& storage, const json::Value& meta, std::optional<at::Device> device,
