@@ -40,8 +40,9 @@ class TreeViews {
 
   /// False when a level is a lazy stack (the partial build is then dropped).
   bool fill(LevelBuilder& out, const TensorDictBase& source) {
-    c10::SmallVector<std::pair<const std::string*, const NonTensorData*>, 4> non_tensors;
-    c10::SmallVector<std::pair<const std::string*, TensorDict>, 4> children;
+    // Copies: a backend's for_each may hand each key and entry over as temporaries.
+    c10::SmallVector<std::pair<std::string, NonTensorData>, 4> non_tensors;
+    c10::SmallVector<std::pair<std::string, TensorDict>, 4> children;
     bool ok = true;
     source.for_each([&](const std::string& key, const Entry& entry) {
       if (!ok) return;
@@ -54,7 +55,7 @@ class TreeViews {
           append_leaf(out, key, leaves_[next_++]);
           break;
         case Entry::Kind::NonTensor:
-          non_tensors.emplace_back(&key, &entry.non_tensor());
+          non_tensors.emplace_back(key, entry.non_tensor());
           break;
         case Entry::Kind::TensorDict: {
           const TensorDictBase& child = *entry.tensordict_unchecked().impl();
@@ -63,7 +64,7 @@ class TreeViews {
             ok = false;
             return;
           }
-          children.emplace_back(&key, std::move(*level));
+          children.emplace_back(key, std::move(*level));
           break;
         }
         case Entry::Kind::Undefined:
@@ -71,8 +72,8 @@ class TreeViews {
       }
     });
     if (!ok) return false;
-    for (const auto& [key, data] : non_tensors) out.append(*key, NonTensorData(data->value()));
-    for (auto& [key, child] : children) out.append(*key, std::move(child));
+    for (auto& [key, data] : non_tensors) out.append(std::move(key), NonTensorData(data.value()));
+    for (auto& [key, child] : children) out.append(std::move(key), std::move(child));
     return true;
   }
 
