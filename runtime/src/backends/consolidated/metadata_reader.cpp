@@ -4,7 +4,7 @@
 #include <string_view>
 #include <utility>
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/strides.h>
 
@@ -93,7 +93,6 @@ std::vector<int64_t> level_batch(const json::Value& meta, const std::string& sou
   if (!cm || !cm->is_object() || !cm->find("batch_size")) bad_metadata(source, "no cls_metadata.batch_size");
   return read_ints(*cm->find("batch_size"), source, "batch_size");
 }
-
 
 DimNames level_names(const json::Value& meta, size_t batch_dims) {
   const json::Value* cm = meta.find("cls_metadata");

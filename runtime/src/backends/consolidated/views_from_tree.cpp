@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/strides.h>
 
