@@ -108,8 +108,7 @@ void TensorDictBase::write_many_(const TensorDict& values) {
     ++position;
     if (entry.is_tensor()) {
       if (here != nullptr && here->is_tensor()) {
-        const at::Tensor& dest = here->tensor_unchecked();
-        if (!detail::copy_into(dest, entry.tensor_unchecked())) dest.copy_(entry.tensor_unchecked());
+        detail::copy_leaf_(here->tensor_unchecked(), entry.tensor_unchecked());
       } else {
         write_(key, entry.tensor_unchecked());
       }

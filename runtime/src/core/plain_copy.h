@@ -62,5 +62,10 @@ inline bool copy_into(const at::Tensor& dest, const at::Tensor& value) {
   return dest.defined() && dest.dim() > 0 && copy_rows_into(dest, 0, dest.size(0), false, value);
 }
 
+/// `dest.copy_(value)`: copy_into where it writes, LibTorch's copy_ otherwise.
+inline void copy_leaf_(const at::Tensor& dest, const at::Tensor& value) {
+  if (!copy_into(dest, value)) dest.copy_(value);
+}
+
 }  // namespace detail
 }  // namespace tensordict

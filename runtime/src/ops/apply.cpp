@@ -209,8 +209,7 @@ void run_apply_(const TensorDict& td, c10::ArrayRef<TensorDict> others, ApplyFn 
           }
           try {
             at::Tensor r = fn(nullptr, e.tensor_unchecked(), args);
-            const at::Tensor& dest = e.tensor_unchecked();
-            if (r.defined() && !r.is_same(dest) && !detail::copy_into(dest, r)) dest.copy_(r);  // Note [Plain copies]
+            if (r.defined() && !r.is_same(e.tensor_unchecked())) detail::copy_leaf_(e.tensor_unchecked(), r);
           } catch (...) {
             rethrow_leaf_error("apply_", [&] { return prefix.child_path(key); });
           }

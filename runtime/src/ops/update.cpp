@@ -314,9 +314,7 @@ TensorDict& TensorDict::update_(const TensorDict& source) {
       }
       if (!packed) {
         // Plain CPU leaves: one memcpy each (Note [Plain copies]).
-        for (const auto& [dest, value] : pairs) {
-          if (!detail::copy_into(*dest, *value)) dest->copy_(*value);
-        }
+        for (const auto& [dest, value] : pairs) detail::copy_leaf_(*dest, *value);
       }
     } else {
       impl_->write_many_(source);
