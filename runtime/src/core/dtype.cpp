@@ -45,7 +45,7 @@ std::string short_dtype_name(c10::ScalarType dtype) {
 }
 
 std::string torch_dtype_name(c10::ScalarType dtype) {
-  // Built in place (the names fit a short string): one per leaf when a tensordict is stored.
+  // Built in place (most names fit a short string): one per leaf when a tensordict is stored.
   if (const Row* r = find(dtype)) return std::string("torch.").append(r->name);
   return "torch." + short_dtype_name(dtype);
 }

@@ -318,10 +318,14 @@ std::string read_text_file(const std::string& path) {
 }
 
 int64_t shape_nbytes(c10::IntArrayRef shape, at::ScalarType dtype, const std::string& where) {
+  return shape_nbytes(shape, dtype, [&where] { return where; });
+}
+
+int64_t shape_nbytes(c10::IntArrayRef shape, at::ScalarType dtype, FunctionRef<std::string()> where) {
   int64_t n = static_cast<int64_t>(c10::elementSize(dtype));
   for (int64_t s : shape) {
-    TD_CHECK(s >= 0, StorageError, where, ": negative size in shape ", detail::size_str(shape));
-    TD_CHECK(!__builtin_mul_overflow(n, s, &n), StorageError, where, ": shape ", detail::size_str(shape), " of ",
+    TD_CHECK(s >= 0, StorageError, where(), ": negative size in shape ", detail::size_str(shape));
+    TD_CHECK(!__builtin_mul_overflow(n, s, &n), StorageError, where(), ": shape ", detail::size_str(shape), " of ",
              torch_dtype_name(dtype), " holds more bytes than int64 can count");
   }
   // A zero dim makes the count 0 whatever the others are; they must still be countable.

@@ -9,6 +9,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <tensordict/function_ref.h>
+
 namespace tensordict {
 namespace detail {
 
@@ -68,6 +70,8 @@ std::string read_text_file(const std::string& path);
 /// negative or the count overflows int64 (a corrupt or hostile meta.json), so nothing is
 /// allocated or mapped from it.
 int64_t shape_nbytes(c10::IntArrayRef shape, at::ScalarType dtype, const std::string& where);
+/// The same, `where` made only for the error (a loader asks this once per leaf).
+int64_t shape_nbytes(c10::IntArrayRef shape, at::ScalarType dtype, FunctionRef<std::string()> where);
 /// True when `path` itself is a symbolic link (not followed).
 bool is_symlink(const std::string& path);
 /// Maps the first numel*itemsize bytes of `path` as a tensor. `shared` tells whether the

@@ -153,13 +153,9 @@ class Loader {
     TD_CHECK(shape.size() >= batch.size() && c10::IntArrayRef(shape).slice(0, batch.size()) == batch,
              StorageError, meta_path, ": ", what(), " has shape ", detail::size_str(shape),
              ", which does not start with the batch size ", detail::size_str(batch));
-    // The byte count, its overflow raised by shape_nbytes naming the leaf.
-    int64_t nbytes = static_cast<int64_t>(c10::elementSize(*dtype));
-    bool overflow = false;
-    for (int64_t size : shape) overflow |= __builtin_mul_overflow(nbytes, size, &nbytes);
-    if (overflow) shape_nbytes(shape, *dtype, meta_path + ": " + what());
     // An empty leaf has no file (none is looked for).
-    if (nbytes == 0) return at::empty(shape, at::TensorOptions().dtype(*dtype));
+    if (shape_nbytes(shape, *dtype, [&] { return meta_path + ": " + what(); }) == 0)
+      return at::empty(shape, at::TensorOptions().dtype(*dtype));
     const std::string path = resolve(dir, key, ".memmap", /*collection=*/false);
     TD_CHECK(path_exists(path), StorageError, path, ": file is missing for ", what(), " of shape ",
              detail::size_str(shape), " listed in ", meta_path);
