@@ -9,7 +9,7 @@
 //     num_entries, keys, has, get, for_each, insert_or_assign, erase, rename;
 //   - write_, unless its leaves alias its storage (StoragePolicy below).
 // It may override the hooks, whose defaults are correct for any backend: peek, peek_at,
-// insert_or_assign_at, erase_if_present, kind, for_each_key, leaf_meta, snapshot, write_at_,
+// insert_or_assign_at, erase_if_present, kind, for_each_key, for_each_key_nesting, leaf_meta, snapshot, write_at_,
 // write_many_, make_child, set_batch_size, set_locked, is_locked, index, map_batch,
 // rearrange_batch, map_leaves, leaf_class_name, missing_key_note, repr_parts, is_shared,
 // is_memmap.
@@ -143,6 +143,10 @@ class TensorDictBase : public c10::intrusive_ptr_target {
   virtual EntryKind kind(std::string_view key) const;
   /// Calls `fn(key, kind)` for every entry, in order, without reading tensor data.
   virtual void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const;
+  /// for_each_key for a walk that only tells nested levels from the rest: `fn(key, nested)`. A
+  /// backend that must open a leaf to tell a tensor from non-tensor data (HDF5) lists these
+  /// without opening any. The default asks for_each_key.
+  virtual void for_each_key_nesting(FunctionRef<void(const std::string&, bool)> fn) const;
   /// Shape, dtype and device of the tensor leaf `key` (repr, tdtool). The default reads it.
   virtual LeafMeta leaf_meta(std::string_view key) const;
   /// Appended to the KeyError for a key this level lacks: why it is missing, when the backend

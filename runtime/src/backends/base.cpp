@@ -61,6 +61,10 @@ void TensorDictBase::for_each_key(FunctionRef<void(const std::string&, EntryKind
   for_each([&](const std::string& key, const Entry& entry) { fn(key, entry.kind()); });
 }
 
+void TensorDictBase::for_each_key_nesting(FunctionRef<void(const std::string&, bool)> fn) const {
+  for_each_key([&](const std::string& key, EntryKind kind) { fn(key, kind == EntryKind::TensorDict); });
+}
+
 TensorDict TensorDictBase::snapshot() const {
   return detail::map_level(
       *this, batch_size_, device_, [](const std::string&, const at::Tensor& t) { return t; },

@@ -2,7 +2,6 @@
 
 #include <tensordict/tensor_dict.h>
 
-#include <algorithm>
 #include <typeinfo>
 
 #include <tensordict/entry.h>
@@ -26,8 +25,9 @@ NestedKey joined(const std::vector<std::string>& path, const std::string& key) {
 bool listed(EntryKind kind, bool leaves_only) { return !leaves_only || kind == EntryKind::Tensor; }
 
 // Keys below `td` in pre-order, read without touching tensor data: an in-memory level's slots in
-// place (its nested levels with them), another level's through for_each_key, then get for a
-// nested level (a remote backend lists kinds without reading tensors).
+// place (its nested levels with them), another level's through for_each_key (for_each_key_nesting
+// when every key is listed: an HDF5 level then opens no dataset), then get for a nested level (a
+// remote backend lists kinds without reading tensors).
 void collect_keys(const TensorDictBase& td, std::vector<std::string>& path, bool include_nested, bool leaves_only,
                   std::vector<NestedKey>& out) {
   const auto visit = [&](const std::string& key, EntryKind kind, const Entry* nested) {
@@ -43,13 +43,19 @@ void collect_keys(const TensorDictBase& td, std::vector<std::string>& path, bool
   if (typeid(td) == typeid(TensorDictImpl)) {
     static_cast<const TensorDictImpl&>(td).for_each_slot(
         [&](const TensorDictImpl::Slot& slot) { visit(slot.key, slot.value.kind(), &slot.value); });
-  } else {
+  } else if (leaves_only) {
     td.for_each_key([&](const std::string& key, EntryKind kind) { visit(key, kind, nullptr); });
+  } else {
+    // Any kind but TensorDict stands for a key that is not nested: every one is listed.
+    td.for_each_key_nesting([&](const std::string& key, bool nested) {
+      visit(key, nested ? EntryKind::TensorDict : EntryKind::Tensor, nullptr);
+    });
   }
 }
 
 // How many keys collect_keys lists below `td` in levels in memory: what `out` reserves (growing it
-// key by key moves every key made so far). Keys in levels of other backends are not counted.
+// key by key moves every key made so far). Keys in levels of other backends are not counted:
+// counting them is a listing of its own (HDF5, a store).
 size_t count_in_memory_keys(const TensorDictBase& td, bool include_nested, bool leaves_only) {
   if (typeid(td) != typeid(TensorDictImpl)) return 0;
   size_t n = 0;
@@ -80,7 +86,7 @@ void collect_entries(const TensorDictBase& td, std::vector<std::string>& path, b
 
 std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
   std::vector<NestedKey> out;
-  out.reserve(std::max(impl_->num_entries(), count_in_memory_keys(*impl_, include_nested, leaves_only)));
+  out.reserve(count_in_memory_keys(*impl_, include_nested, leaves_only));
   std::vector<std::string> path;
   collect_keys(*impl_, path, include_nested, leaves_only, out);
   return out;

@@ -19,10 +19,6 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
   return 0;
 }
 
-H5Id open_group(const H5File& f, const std::string& path) {
-  return check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
-}
-
 void list_by_name(const H5File& f, const std::string& path, hid_t group, std::vector<std::string>& names) {
   hsize_t idx = 0;
   check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_name, &names), location(f, path), "H5Literate");
@@ -30,20 +26,27 @@ void list_by_name(const H5File& f, const std::string& path, hid_t group, std::ve
 
 }  // namespace
 
+H5Id open_group(const H5File& f, const std::string& path) {
+  return check_id(H5Gopen2(f.id(), path.c_str(), H5P_DEFAULT), location(f, path), "H5Gopen2");
+}
+
 GroupLinks list_group(const H5File& f, const std::string& path) {
+  return list_open_group(f, path, open_group(f, path).get());
+}
+
+GroupLinks list_open_group(const H5File& f, const std::string& path, hid_t group) {
   GroupLinks out;
-  H5Id g = open_group(f, path);
   // Listing by creation order fails on a group that does not track it, and is then redone by
   // name: one call for the groups C++ writes, two for h5py's. The order is not read from the
   // group's creation property list first: H5Gget_create_plist parses the link-info message and
   // opens the group's name index for nothing but this flag, where HDF5 1.10 crashes on some
   // corrupt files (docs/reliability.md).
   hsize_t idx = 0;
-  out.in_creation_order = H5Literate(g.get(), H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, collect_name, &out.names) >= 0;
+  out.in_creation_order = H5Literate(group, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, collect_name, &out.names) >= 0;
   if (!out.in_creation_order) {
     H5Eclear2(H5E_DEFAULT);
     out.names.clear();
-    list_by_name(f, path, g.get(), out.names);
+    list_by_name(f, path, group, out.names);
   }
   return out;
 }

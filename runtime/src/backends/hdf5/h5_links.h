@@ -23,6 +23,10 @@ struct GroupLinks {
   bool in_creation_order = false;
 };
 GroupLinks list_group(const H5File& f, const std::string& path);
+/// list_group of the group `group`, open already (`path` names it in errors).
+GroupLinks list_open_group(const H5File& f, const std::string& path, hid_t group);
+/// The group `path`, opened (StorageError naming it otherwise).
+H5Id open_group(const H5File& f, const std::string& path);
 /// list_group(f, path).names.
 std::vector<std::string> group_keys(const H5File& f, const std::string& path);
 /// The link names of a group by name, for walks whose result does not show the order: one

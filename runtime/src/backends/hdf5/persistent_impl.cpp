@@ -16,6 +16,7 @@
 
 #include "backends/hdf5/h5_batches.h"
 #include "backends/hdf5/h5_direct_read.h"
+#include "backends/hdf5/h5_entries.h"
 #include "backends/hdf5/h5_links.h"
 #include "backends/hdf5/h5_non_tensor.h"
 #include "backends/hdf5/h5_objects.h"
@@ -88,14 +89,13 @@ size_t H5Level::num_entries() const { return keys().size(); }
 
 std::vector<std::string> H5Level::keys() const {
   const auto guard = file_->lock();
-  std::vector<std::string> out;
-  for (std::string& key : group_keys(*file_, group_)) {
-    if (object_kind(*file_, child_path(group_, key)) != EntryKind::Undefined) out.push_back(std::move(key));
-  }
-  return out;
+  return entry_names(*file_, group_);
 }
 
-bool H5Level::has(std::string_view key) const { return kind(key) != EntryKind::Undefined; }
+bool H5Level::has(std::string_view key) const {
+  const auto guard = file_->lock();
+  return linkable(key) && holds_entry(*file_, child_path(group_, key));
+}
 
 EntryKind H5Level::kind(std::string_view key) const {
   const auto guard = file_->lock();
@@ -104,10 +104,12 @@ EntryKind H5Level::kind(std::string_view key) const {
 
 void H5Level::for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const {
   const auto guard = file_->lock();
-  for (const std::string& key : group_keys(*file_, group_)) {
-    const EntryKind k = object_kind(*file_, child_path(group_, key));
-    if (k != EntryKind::Undefined) fn(key, k);
-  }
+  for_each_entry_kind(*file_, group_, fn);
+}
+
+void H5Level::for_each_key_nesting(FunctionRef<void(const std::string&, bool)> fn) const {
+  const auto guard = file_->lock();
+  for_each_entry_nesting(*file_, group_, fn);
 }
 
 c10::intrusive_ptr<H5Level> H5Level::child(std::string_view key) const {

@@ -81,6 +81,7 @@ class H5Level final : public TensorDictBase {
 
   EntryKind kind(std::string_view key) const override;
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override;
+  void for_each_key_nesting(FunctionRef<void(const std::string&, bool)> fn) const override;
   LeafMeta leaf_meta(std::string_view key) const override;
   void write_(std::string_view key, const at::Tensor& value) override;
   void write_at_(std::string_view key, const BatchIndex& index, const at::Tensor& value) override;
@@ -121,6 +122,9 @@ class H5View final : public TensorDictBase {
   EntryKind kind(std::string_view key) const override { return source_->kind(key); }
   void for_each_key(FunctionRef<void(const std::string&, EntryKind)> fn) const override {
     source_->for_each_key(fn);
+  }
+  void for_each_key_nesting(FunctionRef<void(const std::string&, bool)> fn) const override {
+    source_->for_each_key_nesting(fn);
   }
   Entry get(std::string_view key) const override;
   void for_each(FunctionRef<void(const std::string&, const Entry&)> fn) const override;

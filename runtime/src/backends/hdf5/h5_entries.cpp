@@ -1,0 +1,92 @@
+// A group's entries from the objects' headers (h5_entries.h).
+//
+// Opening an object by its full path resolves every group above it and, for a dataset, reads
+// its layout, dataspace and filters: 18-26 us a link on this VM, where HDF5 reads the object's
+// type from its header in 3.5 us (8-10 us the first time after the file opens). Names alone
+// (h5py's keys()) cost about 1 us a link, but would list named datatypes as keys that get()
+// does not find.
+
+#include "backends/hdf5/h5_entries.h"
+
+#include <tensordict/errors.h>
+
+#include "backends/hdf5/h5_id.h"
+#include "backends/hdf5/h5_links.h"
+#include "backends/hdf5/h5_objects.h"
+#include "backends/hdf5/persistent_impl.h"
+
+namespace tensordict {
+namespace h5 {
+
+namespace {
+
+// The type of the object `name` (relative to `loc`) from its header; H5O_TYPE_UNKNOWN when the
+// link is absent. A link that exists but resolves to nothing raises, naming `path()` (made only
+// then).
+H5O_type_t object_type(const H5File& f, hid_t loc, const char* name, FunctionRef<std::string()> path) {
+#if H5_VERSION_GE(1, 12, 0)
+  H5O_info2_t info;
+  const herr_t status = H5Oget_info_by_name3(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
+#else
+  H5O_info_t info;
+  const herr_t status = H5Oget_info_by_name2(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
+#endif
+  if (status >= 0) return info.type;
+  const std::string stack = error_stack();
+  const std::string full = path();
+  if (!link_exists(f, full)) return H5O_TYPE_UNKNOWN;
+  TD_THROW(StorageError, location(f, full), ": H5Oget_info failed: ", stack);
+}
+
+bool is_entry(H5O_type_t type) { return type == H5O_TYPE_GROUP || type == H5O_TYPE_DATASET; }
+
+// Calls fn(name, type, group id) for each link of `group` that holds an entry, in list order.
+template <typename Fn>
+void for_each_entry(const H5File& f, const std::string& group, Fn&& fn) {
+  H5Id g = open_group(f, group);
+  for (std::string& name : list_open_group(f, group, g.get()).names) {
+    const H5O_type_t type = object_type(f, g.get(), name.c_str(), [&] { return child_path(group, name); });
+    if (is_entry(type)) fn(name, type, g.get());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> entry_names(const H5File& f, const std::string& group) {
+  std::vector<std::string> names;
+  for_each_entry(f, group, [&](std::string& name, H5O_type_t, hid_t) { names.push_back(std::move(name)); });
+  return names;
+}
+
+void for_each_entry_kind(const H5File& f, const std::string& group,
+                         FunctionRef<void(const std::string&, EntryKind)> fn) {
+  H5Id g = open_group(f, group);
+  for (const std::string& name : list_open_group(f, group, g.get()).names) {
+    H5Id object(H5Oopen(g.get(), name.c_str(), H5P_DEFAULT));
+    if (!object.valid()) {
+      const std::string stack = error_stack();
+      const std::string path = child_path(group, name);
+      if (!link_exists(f, path)) continue;
+      TD_THROW(StorageError, location(f, path), ": H5Oopen failed: ", stack);
+    }
+    const H5I_type_t type = H5Iget_type(object.get());
+    if (type == H5I_GROUP) {
+      fn(name, EntryKind::TensorDict);
+    } else if (type == H5I_DATASET) {
+      H5Id datatype = check_id(H5Dget_type(object.get()), location(f, child_path(group, name)), "H5Dget_type");
+      fn(name, dataset_kind(datatype.get()));
+    }
+  }
+}
+
+void for_each_entry_nesting(const H5File& f, const std::string& group,
+                            FunctionRef<void(const std::string&, bool)> fn) {
+  for_each_entry(f, group, [&](const std::string& name, H5O_type_t type, hid_t) { fn(name, type == H5O_TYPE_GROUP); });
+}
+
+bool holds_entry(const H5File& f, const std::string& path) {
+  return is_entry(object_type(f, f.id(), path.c_str(), [&] { return path; }));
+}
+
+}  // namespace h5
+}  // namespace tensordict
