@@ -16,6 +16,13 @@
 //                      same file without the check, so the ratio is what the check costs.
 //                      n = 1: the 1 GiB file; 3: a small file (3 datasets in 2 groups); 1000:
 //                      fixture B's layout with 1000 small datasets in 10 groups
+//   Keys/<n>           keys() of an open file whose root holds n small datasets (n = 100, 1000,
+//                      10000: growth); the floor lists the links with H5Literate and asks each
+//                      one's object type from its header (H5Oget_info), the check keys() makes
+//                      that a link holds an entry (h5py's keys() lists names alone: the script)
+//   LeafKeys/<n>       keys(true, true) of the same files: leaves only, so each dataset's
+//                      datatype is read to tell tensors from strings; the floor opens each
+//                      dataset by name from its group and reads its datatype class
 //
 // Run: scripts/bench.sh (the h5 table), or build-release/bench/h5_bench. h5py's times for the
 // same reads: /usr/bin/python3 bench/h5_bench_h5py.py (by hand).
@@ -302,6 +309,87 @@ const std::string& untrusted_file(int64_t datasets) {
   return files.emplace(datasets, path).first->second;
 }
 
+// ---- listing keys -------------------------------------------------------------------------------
+
+// The file Keys/<n> and LeafKeys/<n> list (written once): n datasets [16, 4] at the root.
+const std::string& keys_file(int64_t datasets) {
+  static std::map<int64_t, std::string> files;
+  auto it = files.find(datasets);
+  if (it != files.end()) return it->second;
+  std::vector<TensorDict::Item> leaves;
+  for (int64_t d = 0; d < datasets; ++d) leaves.emplace_back("x" + std::to_string(d), at::ones({16, 4}));
+  const std::string path = scratch().fresh();
+  PersistentTensorDict::to_h5(TensorDict(leaves, {16}), path).close();
+  return files.emplace(datasets, path).first->second;
+}
+
+void BM_Keys_Cpp(benchmark::State& state) {
+  TensorDict td = PersistentTensorDict::from_h5(keys_file(state.range(0)), "r");
+  for (auto _ : state) benchmark::DoNotOptimize(td.keys());
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+// The link names of the root, in creation order.
+std::vector<std::string> root_links(hid_t root) {
+  std::vector<std::string> names;
+  hsize_t idx = 0;
+  H5Literate(root, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, collect_link, &names);
+  return names;
+}
+
+void BM_Keys_Floor(benchmark::State& state) {
+  hid_t file = H5Fopen(keys_file(state.range(0)).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t root = H5Gopen2(file, "/", H5P_DEFAULT);
+  for (auto _ : state) {
+    std::vector<std::string> keys;
+    for (std::string& name : root_links(root)) {
+#if H5_VERSION_GE(1, 12, 0)
+      H5O_info2_t info;
+      const herr_t status = H5Oget_info_by_name3(root, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT);
+#else
+      H5O_info_t info;
+      const herr_t status = H5Oget_info_by_name2(root, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT);
+#endif
+      if (status >= 0 && (info.type == H5O_TYPE_GROUP || info.type == H5O_TYPE_DATASET))
+        keys.push_back(std::move(name));
+    }
+    benchmark::DoNotOptimize(keys);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  H5Gclose(root);
+  H5Fclose(file);
+}
+
+void BM_LeafKeys_Cpp(benchmark::State& state) {
+  TensorDict td = PersistentTensorDict::from_h5(keys_file(state.range(0)), "r");
+  for (auto _ : state) benchmark::DoNotOptimize(td.keys(true, true));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+void BM_LeafKeys_Floor(benchmark::State& state) {
+  hid_t file = H5Fopen(keys_file(state.range(0)).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t root = H5Gopen2(file, "/", H5P_DEFAULT);
+  for (auto _ : state) {
+    std::vector<std::string> keys;
+    for (std::string& name : root_links(root)) {
+      hid_t ds = H5Dopen2(root, name.c_str(), H5P_DEFAULT);
+      hid_t type = H5Dget_type(ds);
+      if (H5Tget_class(type) != H5T_STRING) keys.push_back(std::move(name));
+      H5Tclose(type);
+      H5Dclose(ds);
+    }
+    benchmark::DoNotOptimize(keys);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  H5Gclose(root);
+  H5Fclose(file);
+}
+
 void BM_OpenUntrusted_Cpp(benchmark::State& state) {
   const std::string& path = untrusted_file(state.range(0));
   tensordict::H5OpenOptions open;
@@ -336,3 +424,7 @@ BENCHMARK(BM_ToH5_Cpp)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ToH5_Floor)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OpenUntrusted_Cpp)->Arg(1)->Arg(3)->Arg(1000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OpenUntrusted_Floor)->Arg(1)->Arg(3)->Arg(1000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Keys_Cpp)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Keys_Floor)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LeafKeys_Cpp)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LeafKeys_Floor)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -2,7 +2,7 @@
 
 Run by hand with Debian's interpreter (it has h5py): /usr/bin/python3 bench/h5_bench_h5py.py
 Writes the same 1 GiB file ([262144, 1024] float32 "obs") in a temporary directory, then times
-each read (median of 5 rounds, each round as many calls as fit in 0.2 s) and prints
+each read (and the key listings of files of n small datasets) (median of 5 rounds, each round as many calls as fit in 0.2 s) and prints
 `op rows microseconds`. h5py needs increasing, distinct indices: the random read sorts them,
 reads, and puts the rows back in the asked order, as users must.
 """
@@ -60,6 +60,18 @@ def main():
             print(f"random_rows {rows} {timed(random_rows):.1f}")
         print(f"full_read {ROWS} {timed(lambda: ds[...], rounds=3):.1f}")
         f.close()
+
+        # h5_bench's Keys/<n>: n datasets [16, 4] at the root of an open file. h5py's keys()
+        # lists link names alone; telling leaves from strings reads each dataset's dtype.
+        for n in (100, 1000, 10000):
+            keys_path = os.path.join(d, f"keys{n}.h5")
+            with h5py.File(keys_path, "w", track_order=True) as f:
+                for i in range(n):
+                    f.create_dataset(f"x{i}", data=np.ones((16, 4), np.float32))
+            with h5py.File(keys_path, "r") as f:
+                print(f"keys {n} {timed(lambda: list(f.keys())):.1f}")
+                leaf_keys = lambda: [k for k, v in f.items() if v.dtype.kind not in "SOU"]
+                print(f"leaf_keys {n} {timed(leaf_keys):.1f}")
 
 
 if __name__ == "__main__":
