@@ -23,11 +23,7 @@ using testing_support::TempDir;
 
 std::vector<std::string> joined(const std::vector<NestedKey>& keys) {
   std::vector<std::string> out;
-  for (const NestedKey& k : keys) {
-    std::string s;
-    for (size_t i = 0; i < k.size(); ++i) s += (i ? "/" : "") + k[i];
-    out.push_back(s);
-  }
+  for (const NestedKey& k : keys) out.push_back(k.join("/"));
   return out;
 }
 

@@ -8,8 +8,6 @@
 
 #include "backends/hdf5/h5_entries.h"
 
-#include <tensordict/errors.h>
-
 #include "backends/hdf5/h5_id.h"
 #include "backends/hdf5/h5_links.h"
 #include "backends/hdf5/h5_objects.h"
@@ -32,21 +30,19 @@ H5O_type_t object_type(const H5File& f, hid_t loc, const char* name, FunctionRef
   const herr_t status = H5Oget_info_by_name2(loc, name, &info, H5O_INFO_BASIC, H5P_DEFAULT);
 #endif
   if (status >= 0) return info.type;
-  const std::string stack = error_stack();
-  const std::string full = path();
-  if (!link_exists(f, full)) return H5O_TYPE_UNKNOWN;
-  TD_THROW(StorageError, location(f, full), ": H5Oget_info failed: ", stack);
+  raise_unless_absent(f, path(), "H5Oget_info");
+  return H5O_TYPE_UNKNOWN;
 }
 
 bool is_entry(H5O_type_t type) { return type == H5O_TYPE_GROUP || type == H5O_TYPE_DATASET; }
 
-// Calls fn(name, type, group id) for each link of `group` that holds an entry, in list order.
+// Calls fn(name, type) for each link of `group` that holds an entry, in list order.
 template <typename Fn>
 void for_each_entry(const H5File& f, const std::string& group, Fn&& fn) {
   H5Id g = open_group(f, group);
   for (std::string& name : list_open_group(f, group, g.get()).names) {
     const H5O_type_t type = object_type(f, g.get(), name.c_str(), [&] { return child_path(group, name); });
-    if (is_entry(type)) fn(name, type, g.get());
+    if (is_entry(type)) fn(name, type);
   }
 }
 
@@ -54,7 +50,7 @@ void for_each_entry(const H5File& f, const std::string& group, Fn&& fn) {
 
 std::vector<std::string> entry_names(const H5File& f, const std::string& group) {
   std::vector<std::string> names;
-  for_each_entry(f, group, [&](std::string& name, H5O_type_t, hid_t) { names.push_back(std::move(name)); });
+  for_each_entry(f, group, [&](std::string& name, H5O_type_t) { names.push_back(std::move(name)); });
   return names;
 }
 
@@ -62,26 +58,14 @@ void for_each_entry_kind(const H5File& f, const std::string& group,
                          FunctionRef<void(const std::string&, EntryKind)> fn) {
   H5Id g = open_group(f, group);
   for (const std::string& name : list_open_group(f, group, g.get()).names) {
-    H5Id object(H5Oopen(g.get(), name.c_str(), H5P_DEFAULT));
-    if (!object.valid()) {
-      const std::string stack = error_stack();
-      const std::string path = child_path(group, name);
-      if (!link_exists(f, path)) continue;
-      TD_THROW(StorageError, location(f, path), ": H5Oopen failed: ", stack);
-    }
-    const H5I_type_t type = H5Iget_type(object.get());
-    if (type == H5I_GROUP) {
-      fn(name, EntryKind::TensorDict);
-    } else if (type == H5I_DATASET) {
-      H5Id datatype = check_id(H5Dget_type(object.get()), location(f, child_path(group, name)), "H5Dget_type");
-      fn(name, dataset_kind(datatype.get()));
-    }
+    const EntryKind kind = object_kind_at(f, g.get(), name.c_str(), [&] { return child_path(group, name); });
+    if (kind != EntryKind::Undefined) fn(name, kind);
   }
 }
 
 void for_each_entry_nesting(const H5File& f, const std::string& group,
                             FunctionRef<void(const std::string&, bool)> fn) {
-  for_each_entry(f, group, [&](const std::string& name, H5O_type_t type, hid_t) { fn(name, type == H5O_TYPE_GROUP); });
+  for_each_entry(f, group, [&](const std::string& name, H5O_type_t type) { fn(name, type == H5O_TYPE_GROUP); });
 }
 
 bool holds_entry(const H5File& f, const std::string& path) {

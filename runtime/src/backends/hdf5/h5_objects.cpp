@@ -234,12 +234,16 @@ void forget_batches(H5File& f, const std::string& path) {
 
 // The object `path` names, opened; an invalid id when there is no such link. Opened first,
 // asked whether it exists only when that fails: one HDF5 call on every read.
+void raise_unless_absent(const H5File& f, const std::string& path, const char* what) {
+  const std::string stack = error_stack();  // before link_exists, which clears it
+  if (!link_exists(f, path)) return;
+  TD_THROW(StorageError, location(f, path), ": ", what, " failed: ", stack);
+}
+
 H5Id open_target(const H5File& f, const std::string& path) {
   const hid_t id = H5Oopen(f.id(), path.c_str(), H5P_DEFAULT);
-  if (id >= 0) return H5Id(id);
-  const std::string stack = error_stack();
-  if (!link_exists(f, path)) return H5Id();
-  TD_THROW(StorageError, location(f, path), ": H5Oopen failed: ", stack);
+  if (id < 0) raise_unless_absent(f, path, "H5Oopen");
+  return H5Id(id);
 }
 
 // The entry a dataset of `type` is: strings and h5py's numpy scalars are non-tensor values;
@@ -274,11 +278,19 @@ Object open_object(const H5File& f, const std::string& path, const std::string& 
 // What `path` holds, from the object's type and its datatype alone (listing keys asks this of
 // every entry: no shape, no attributes).
 EntryKind object_kind(const H5File& f, const std::string& path) {
-  H5Id obj = open_target(f, path);
-  if (!obj.valid()) return EntryKind::Undefined;
+  return object_kind_at(f, f.id(), path.c_str(), [&] { return path; });
+}
+
+EntryKind object_kind_at(const H5File& f, hid_t loc, const char* name, FunctionRef<std::string()> path) {
+  H5Id obj(H5Oopen(loc, name, H5P_DEFAULT));
+  if (!obj.valid()) {
+    raise_unless_absent(f, path(), "H5Oopen");
+    return EntryKind::Undefined;
+  }
   const EntryKind kind = object_kind_of(obj.get());
   if (kind != EntryKind::Tensor) return kind;
-  H5Id type = check_id(H5Dget_type(obj.get()), location(f, path), "H5Dget_type");
+  H5Id type(H5Dget_type(obj.get()));
+  if (!type.valid()) check(-1, location(f, path()), "H5Dget_type");
   return dataset_kind(type.get());
 }
 

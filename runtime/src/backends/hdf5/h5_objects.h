@@ -12,6 +12,7 @@
 #include <hdf5.h>
 
 #include <tensordict/entry.h>
+#include <tensordict/function_ref.h>
 
 #include "backends/hdf5/h5_id.h"
 #include "backends/hdf5/h5_selection.h"
@@ -67,10 +68,16 @@ H5Id create_group(H5File& f, const std::string& path, c10::IntArrayRef batch, co
 /// Drops the recorded batch sizes of `path` and every group below it.
 void forget_batches(H5File& f, const std::string& path);
 
+/// After a failed HDF5 call `what` on the object `path`: returns when its link is absent (no
+/// entry there), else raises StorageError naming it, with HDF5's error stack.
+void raise_unless_absent(const H5File& f, const std::string& path, const char* what);
 H5Id open_target(const H5File& f, const std::string& path);
 EntryKind dataset_kind(hid_t type);
 Object open_object(const H5File& f, const std::string& path, const std::string& where);
 EntryKind object_kind(const H5File& f, const std::string& path);
+/// object_kind of the object `name` relative to `loc` (a group already open); `path()`, its path
+/// in the file, is made only for an error.
+EntryKind object_kind_at(const H5File& f, hid_t loc, const char* name, FunctionRef<std::string()> path);
 
 }  // namespace h5
 }  // namespace tensordict
