@@ -125,6 +125,52 @@ TEST_CASE("direct writes keep order, values and the index over a random run", "[
   CHECK(direct > 1500);  // most writes took the direct path
 }
 
+TEST_CASE("a stale write hint never redirects a direct write", "[unit][direct_write]") {
+  // Note [Write hints]: each level remembers the slot its last direct write used. Erases shift
+  // slots, renames change keys, a nested level is replaced: the hint then points at another
+  // key (or past the end), and each write must still reach its own key.
+  TensorDict td({}, {2});
+  for (const char* k : {"a", "b", "c"}) td.set(k, at::zeros({2}));
+  REQUIRE(direct_set(td, "b", at::full({2}, 1.0)));  // the hint: slot 1, "b"
+  REQUIRE(direct_erase(td, "a"));                     // "c" moves to slot 1
+  REQUIRE(direct_set(td, "b", at::full({2}, 2.0)));
+  CHECK(td.get("b")[0].item<float>() == 2.0f);
+  CHECK(td.get("c")[0].item<float>() == 0.0f);
+  CHECK(td.keys() == std::vector<NestedKey>{"b", "c"});
+  // Renamed away from the hinted key: an erase of the old name finds nothing.
+  REQUIRE(direct_set(td, "c", at::full({2}, 3.0)));  // the hint: slot 1, "c"
+  td.rename_key_("c", "d");
+  CHECK_FALSE(direct_erase(td, "c"));
+  CHECK_THROWS_AS(td.erase("c"), KeyError);
+  CHECK(td.get("d")[0].item<float>() == 3.0f);
+  // A new key set where the hint points past the end, then erased through the hint.
+  REQUIRE(direct_erase(td, "d"));
+  REQUIRE(direct_set(td, "e", at::full({2}, 4.0)));
+  REQUIRE(direct_erase(td, "e"));
+  CHECK(td.keys() == std::vector<NestedKey>{"b"});
+  // The nested level at the hinted prefix slot replaced by another: writes go to the new one.
+  td.set({"g", "x"}, at::zeros({2}));
+  REQUIRE(direct_set(td, {"g", "x"}, at::ones({2})));  // the root's hint: "g"
+  TensorDict old_g = td.get_tensordict("g");
+  TensorDict new_g({}, {2});
+  new_g.set("y", at::zeros({2}));
+  td.set("g", new_g);
+  REQUIRE(direct_set(td, {"g", "x"}, at::full({2}, 5.0)));
+  CHECK(new_g.get("x")[0].item<float>() == 5.0f);
+  CHECK(old_g.get("x")[0].item<float>() == 1.0f);
+  // An indexed level (over 16 keys) with tombstones: a hint at an erased slot is no match.
+  TensorDict big({}, {2});
+  for (int i = 0; i < 20; ++i) big.set("k" + std::to_string(i), at::full({2}, static_cast<float>(i)));
+  REQUIRE(direct_set(big, "k5", at::full({2}, 50.0)));  // the hint: slot 5
+  REQUIRE(direct_erase(big, "k5"));                     // a tombstone at slot 5
+  CHECK_FALSE(direct_erase(big, "k5"));
+  REQUIRE(direct_set(big, "k5", at::full({2}, 55.0)));  // appended, last
+  CHECK(big.keys().back() == NestedKey("k5"));
+  CHECK(big.get("k5")[0].item<float>() == 55.0f);
+  CHECK(big.get("k6")[0].item<float>() == 6.0f);
+  CHECK(big.num_keys() == 20);
+}
+
 TEST_CASE("direct writes step aside, changing nothing, where the general path has more to do",
           "[unit][direct_write]") {
   SECTION("a missing level: the general path creates it") {

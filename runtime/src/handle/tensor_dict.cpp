@@ -196,14 +196,30 @@ NonTensorData TensorDict::get_non_tensor(KeyRef key) const {
 
 // ---- Writes ---------------------------------------------------------------------------------
 
-TensorDict& TensorDict::set(KeyRef key, at::Tensor value) {
-  if (in_memory::try_set_tensor(*impl_, key, value)) return *this;
+namespace {
+// The general paths of set(key, tensor) and erase(key), out of line: the direct writes before
+// them (Note [Direct writes]) then pay for no frame of theirs.
+C10_NOINLINE void set_tensor_slow(TensorDictBase* root, KeyRef key, at::Tensor value) {
   check_key(key);
-  check_unlocked(*impl_);
+  check_unlocked(*root);
   Entry holder;
-  TensorDictBase* level = level_of_or_create(impl_.get(), key, holder);
+  TensorDictBase* level = level_of_or_create(root, key, holder);
   check_unlocked(*level);
   level->insert_or_assign(key.back(), prepare_tensor(*level, key, std::move(value)));
+}
+
+C10_NOINLINE void erase_slow(TensorDictBase* root, KeyRef key) {
+  check_key(key);
+  check_unlocked(*root);
+  Entry holder;
+  TensorDictBase* level = level_of(root, key, holder);
+  check_unlocked(*level);
+  if (!level->erase_if_present(key.back())) throw_missing(*level, key, key.size() - 1);
+}
+}  // namespace
+
+TensorDict& TensorDict::set(KeyRef key, at::Tensor value) {
+  if (!in_memory::try_set_tensor(*impl_, key, value)) set_tensor_slow(impl_.get(), key, std::move(value));
   return *this;
 }
 
@@ -251,13 +267,7 @@ TensorDict& TensorDict::set_(KeyRef key, const TensorDict& value) {
 }
 
 TensorDict& TensorDict::erase(KeyRef key) {
-  if (in_memory::try_erase(*impl_, key)) return *this;
-  check_key(key);
-  check_unlocked(*impl_);
-  Entry holder;
-  TensorDictBase* level = level_of(impl_.get(), key, holder);
-  check_unlocked(*level);
-  if (!level->erase_if_present(key.back())) throw_missing(*level, key, key.size() - 1);
+  if (!in_memory::try_erase(*impl_, key)) erase_slow(impl_.get(), key);
   return *this;
 }
 

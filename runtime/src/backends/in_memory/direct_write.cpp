@@ -4,7 +4,8 @@
 // the way asks for more than the write itself: every level built, its leaves made, unlocked, no
 // packed op's records to drop and no index left to build; every part of the key there and a
 // nested level; the tensor storable as is. Otherwise nothing is changed and the caller takes the
-// general path, which creates missing levels and raises the errors. select_ on an in-memory
+// general path, which creates missing levels and raises the errors. Each level's lookup tries
+// its write hint first (Note [Write hints], tensor_dict_impl.h). select_ on an in-memory
 // level rebuilds it at once with what it keeps (keep_in_order), where other backends erase what
 // it drops key by key so that a file's groups stay in place.
 
@@ -32,7 +33,7 @@ C10_ALWAYS_INLINE TensorDictImpl* open_level_of(TensorDictBase& root, const KeyR
   TensorDictImpl* level = as_open_level(&root);
   for (size_t i = 0; level != nullptr && i + 1 < key.size(); ++i) {
     const std::string_view part = key[i];
-    const int64_t slot = level->find_ready_slot(part, key_hash(part));
+    const int64_t slot = level->find_slot_for_write(part);
     if (slot < 0) return nullptr;
     const Entry& next = level->ready_entry(slot);
     if (!next.is_tensordict()) return nullptr;
@@ -47,13 +48,17 @@ bool try_set_tensor(TensorDictBase& root, const KeyRef& key, at::Tensor& value) 
   TensorDictImpl* level = open_level_of(root, key);
   if (level == nullptr || !detail::storable_as_is(*level, value)) return false;
   const std::string_view name = key.back();
-  const uint32_t hash = key_hash(name);
-  const int64_t slot = level->find_ready_slot(name, hash);
-  if (slot >= 0) {
-    level->ready_entry(slot) = std::move(value);
-  } else {
-    level->append_unchecked(name, hash, std::move(value));
+  int64_t slot = level->hinted_slot(name);
+  if (slot < 0) {
+    const uint32_t hash = key_hash(name);
+    slot = level->find_ready_slot(name, hash);
+    if (slot < 0) {
+      level->append_for_write(name, hash, std::move(value));
+      return true;
+    }
+    level->hint_write(slot);
   }
+  level->ready_entry(slot) = std::move(value);
   return true;
 }
 

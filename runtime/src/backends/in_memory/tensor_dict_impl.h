@@ -149,8 +149,39 @@ class TensorDictImpl final : public TensorDictBase {
   }
   /// The entry of slot `i` (0 <= i < size) of a level open for direct writes.
   Entry& ready_entry(int64_t i) { return slots_[i].value; }
+  /// Note [Write hints]: the slot the last direct write through this level found or added its
+  /// key at, when it still holds `key` (checked: erases shift slots, renames change keys), else
+  /// -1. Writes repeat their paths (a nested prefix walked again, a temporary key set then
+  /// erased, a leaf overwritten each step): one key compare then replaces a hash and a scan.
+  C10_ALWAYS_INLINE int64_t hinted_slot(std::string_view key) const {
+    const uint32_t h = write_hint_.load(std::memory_order_relaxed);
+    return h < size_ && in_memory::key_equals_inline(slots_[h].key, key) && slots_[h].live ? int64_t{h} : -1;
+  }
+  /// find_ready_slot for a direct write: the hint first, then the lookup, which becomes the hint.
+  C10_ALWAYS_INLINE int64_t find_slot_for_write(std::string_view key) {
+    int64_t i = hinted_slot(key);
+    if (i < 0) {
+      i = find_ready_slot(key, in_memory::key_hash(key));
+      if (i >= 0) hint_write(i);
+    }
+    return i;
+  }
+  /// Makes slot `i` the hint (a direct write found its key there).
+  void hint_write(int64_t i) { write_hint_.store(static_cast<uint32_t>(i), std::memory_order_relaxed); }
+  /// append_unchecked for a direct write: the new slot becomes the hint.
+  template <typename V>
+  void append_for_write(std::string_view key, uint32_t hash, V&& value) {
+    hint_write(size_);
+    append_unchecked(key, hash, std::forward<V>(value));
+  }
   /// erase_if_present on a level open for direct writes.
-  bool erase_ready(std::string_view key) { return index_.empty() ? erase_scanned(key) : erase_if_present(key); }
+  C10_ALWAYS_INLINE bool erase_ready(std::string_view key) {
+    if (!index_.empty()) return erase_if_present(key);
+    const int64_t i = hinted_slot(key);
+    if (i < 0) return erase_scanned(key);
+    remove_scanned_slot(static_cast<uint32_t>(i));
+    return true;
+  }
   /// Appends without checking for an existing key (the caller knows it is new).
   /// `key` is a std::string (moved in) or a std::string_view; `value` anything Entry accepts.
   template <typename K, typename V>
@@ -340,11 +371,15 @@ class TensorDictImpl final : public TensorDictBase {
       if (i == 0) return false;
       --i;
     } while (slots_[i].hash != hash || !in_memory::key_equals_inline(slots_[i].key, key));
+    remove_scanned_slot(i);
+    return true;
+  }
+  /// erase_scanned's removal of slot `i`.
+  void remove_scanned_slot(uint32_t i) {
     bump_layout_version();
-    std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
+    if (i + 1 < size_) std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
     slots_[--size_].~Slot();
     --live_;
-    return true;
   }
   /// Makes the leaves of a lazy level (Note [Lazy leaves]); one atomic load when there are none.
   void make_leaves() const {
@@ -407,6 +442,10 @@ class TensorDictImpl final : public TensorDictBase {
   uint32_t live_ = 0;
   uint32_t capacity_ = 0;
   bool slots_on_heap_ = false;
+  // Note [Write hints]. Written by direct writes only, never by readers; relaxed atomic (plain
+  // loads and stores) so that writers of distinct existing keys of one level do not race on it:
+  // whatever slot it names is checked before use.
+  std::atomic<uint32_t> write_hint_{0};
   // Open-addressing table of index_entry()s (0 = empty); empty while small. Its size is
   // 2^(32 - index_shift_).
   // Built by const lookups too (index_appended), under lazy_mutex(): mutable.
