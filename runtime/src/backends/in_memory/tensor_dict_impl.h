@@ -375,7 +375,7 @@ class TensorDictImpl final : public TensorDictBase {
     return true;
   }
   /// erase_scanned's removal of slot `i`.
-  void remove_scanned_slot(uint32_t i) {
+  C10_ALWAYS_INLINE void remove_scanned_slot(uint32_t i) {
     bump_layout_version();
     if (i + 1 < size_) std::move(slots_ + i + 1, slots_ + size_, slots_ + i);
     slots_[--size_].~Slot();
