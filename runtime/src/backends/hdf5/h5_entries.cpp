@@ -36,14 +36,20 @@ H5O_type_t object_type(const H5File& f, hid_t loc, const char* name, FunctionRef
 
 bool is_entry(H5O_type_t type) { return type == H5O_TYPE_GROUP || type == H5O_TYPE_DATASET; }
 
+// Calls fn(open group, name) for each link of `group`, in list order.
+template <typename Fn>
+void for_each_link(const H5File& f, const std::string& group, Fn&& fn) {
+  H5Id g = open_group(f, group);
+  for (std::string& name : list_open_group(f, group, g.get()).names) fn(g.get(), name);
+}
+
 // Calls fn(name, type) for each link of `group` that holds an entry, in list order.
 template <typename Fn>
 void for_each_entry(const H5File& f, const std::string& group, Fn&& fn) {
-  H5Id g = open_group(f, group);
-  for (std::string& name : list_open_group(f, group, g.get()).names) {
-    const H5O_type_t type = object_type(f, g.get(), name.c_str(), [&] { return child_path(group, name); });
+  for_each_link(f, group, [&](hid_t g, std::string& name) {
+    const H5O_type_t type = object_type(f, g, name.c_str(), [&] { return child_path(group, name); });
     if (is_entry(type)) fn(name, type);
-  }
+  });
 }
 
 }  // namespace
@@ -56,11 +62,10 @@ std::vector<std::string> entry_names(const H5File& f, const std::string& group) 
 
 void for_each_entry_kind(const H5File& f, const std::string& group,
                          FunctionRef<void(const std::string&, EntryKind)> fn) {
-  H5Id g = open_group(f, group);
-  for (const std::string& name : list_open_group(f, group, g.get()).names) {
-    const EntryKind kind = object_kind_at(f, g.get(), name.c_str(), [&] { return child_path(group, name); });
+  for_each_link(f, group, [&](hid_t g, const std::string& name) {
+    const EntryKind kind = object_kind_at(f, g, name.c_str(), [&] { return child_path(group, name); });
     if (kind != EntryKind::Undefined) fn(name, kind);
-  }
+  });
 }
 
 void for_each_entry_nesting(const H5File& f, const std::string& group,

@@ -232,14 +232,14 @@ void forget_batches(H5File& f, const std::string& path) {
   f.batches.erase(f.batches.lower_bound(path + "/"), f.batches.lower_bound(path + "0"));
 }
 
-// The object `path` names, opened; an invalid id when there is no such link. Opened first,
-// asked whether it exists only when that fails: one HDF5 call on every read.
 void raise_unless_absent(const H5File& f, const std::string& path, const char* what) {
   const std::string stack = error_stack();  // before link_exists, which clears it
   if (!link_exists(f, path)) return;
   TD_THROW(StorageError, location(f, path), ": ", what, " failed: ", stack);
 }
 
+// The object `path` names, opened; an invalid id when there is no such link. Opened first,
+// asked whether it exists only when that fails: one HDF5 call on every read.
 H5Id open_target(const H5File& f, const std::string& path) {
   const hid_t id = H5Oopen(f.id(), path.c_str(), H5P_DEFAULT);
   if (id < 0) raise_unless_absent(f, path, "H5Oopen");

@@ -33,7 +33,8 @@ C10_ALWAYS_INLINE TensorDictImpl* open_level_of(TensorDictBase& root, const KeyR
   TensorDictImpl* level = as_open_level(&root);
   for (size_t i = 0; level != nullptr && i + 1 < key.size(); ++i) {
     const std::string_view part = key[i];
-    const int64_t slot = level->find_slot_for_write(part);
+    uint32_t hash = 0;
+    const int64_t slot = level->find_slot_for_write(part, &hash);
     if (slot < 0) return nullptr;
     const Entry& next = level->ready_entry(slot);
     if (!next.is_tensordict()) return nullptr;
@@ -48,17 +49,13 @@ bool try_set_tensor(TensorDictBase& root, const KeyRef& key, at::Tensor& value) 
   TensorDictImpl* level = open_level_of(root, key);
   if (level == nullptr || !detail::storable_as_is(*level, value)) return false;
   const std::string_view name = key.back();
-  int64_t slot = level->hinted_slot(name);
+  uint32_t hash = 0;
+  const int64_t slot = level->find_slot_for_write(name, &hash);
   if (slot < 0) {
-    const uint32_t hash = key_hash(name);
-    slot = level->find_ready_slot(name, hash);
-    if (slot < 0) {
-      level->append_for_write(name, hash, std::move(value));
-      return true;
-    }
-    level->hint_write(slot);
+    level->append_for_write(name, hash, std::move(value));
+  } else {
+    level->ready_entry(slot) = std::move(value);
   }
-  level->ready_entry(slot) = std::move(value);
   return true;
 }
 

@@ -158,16 +158,16 @@ class TensorDictImpl final : public TensorDictBase {
     return h < size_ && in_memory::key_equals_inline(slots_[h].key, key) && slots_[h].live ? int64_t{h} : -1;
   }
   /// find_ready_slot for a direct write: the hint first, then the lookup, which becomes the hint.
-  C10_ALWAYS_INLINE int64_t find_slot_for_write(std::string_view key) {
+  /// When the key is not there, `*hash` is its key_hash (what append_for_write takes).
+  C10_ALWAYS_INLINE int64_t find_slot_for_write(std::string_view key, uint32_t* hash) {
     int64_t i = hinted_slot(key);
     if (i < 0) {
-      i = find_ready_slot(key, in_memory::key_hash(key));
+      *hash = in_memory::key_hash(key);
+      i = find_ready_slot(key, *hash);
       if (i >= 0) hint_write(i);
     }
     return i;
   }
-  /// Makes slot `i` the hint (a direct write found its key there).
-  void hint_write(int64_t i) { write_hint_.store(static_cast<uint32_t>(i), std::memory_order_relaxed); }
   /// append_unchecked for a direct write: the new slot becomes the hint.
   template <typename V>
   void append_for_write(std::string_view key, uint32_t hash, V&& value) {
@@ -374,6 +374,8 @@ class TensorDictImpl final : public TensorDictBase {
     remove_scanned_slot(i);
     return true;
   }
+  /// Makes slot `i` the hint (a direct write found or added its key there).
+  void hint_write(int64_t i) { write_hint_.store(static_cast<uint32_t>(i), std::memory_order_relaxed); }
   /// erase_scanned's removal of slot `i`.
   C10_ALWAYS_INLINE void remove_scanned_slot(uint32_t i) {
     bump_layout_version();
